@@ -1,0 +1,37 @@
+# The two commands: `make demo` (the main job on embedded defaults) and `make test`.
+# Each creates .venv if missing, installs torch==2.13.0 first (the CPU build), then .[all,dev].
+# Both are idempotent: a second run reinstalls nothing unless pyproject.toml changed.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.rlsuite-installed
+
+.PHONY: demo test lint bench install system-deps clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[all,dev]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+system-deps:
+	@bash scripts/system-deps.sh
+
+demo: system-deps install
+	$(PY) -m rlsuite.demo
+
+test: system-deps install
+	$(PY) -m pytest
+
+lint: install
+	$(PY) -m ruff check rlsuite tests benchmarks
+	$(PY) -m ruff format --check rlsuite tests benchmarks
+
+bench: install
+	$(PY) benchmarks/platform_sampling.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

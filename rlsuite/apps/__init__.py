@@ -1,0 +1,1 @@
+"""Domain apps built on :mod:`rlsuite.platform`. Apps never import each other."""

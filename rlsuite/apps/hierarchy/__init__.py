@@ -1,0 +1,1 @@
+"""The hierarchy app (see README.md)."""

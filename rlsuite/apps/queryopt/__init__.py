@@ -1,0 +1,1 @@
+"""The queryopt app (see README.md)."""

@@ -1,0 +1,1 @@
+"""The traffic app (see README.md)."""

@@ -1,0 +1,182 @@
+"""Environments by id, for RLlib, Tune, evaluation and tests.
+
+Apps register their envs here (single-agent gymnasium envs and PettingZoo
+parallel envs) under an id; RLlib, the platform's evaluation and
+``check`` then find them by that id in any process, because the registry entry
+carries an import path (``"package.module:Class"``), not a live object.
+
+Apps announce their env modules through the ``rlsuite.envs`` entry-point group
+in ``pyproject.toml``; the platform loads them lazily the first time an unknown
+id is asked for, so the platform never imports an app by name.
+
+Example::
+
+    >>> from rlsuite.platform import envs
+    >>> envs.register("rlsuite/Example-v0", "gymnasium.envs.classic_control:CartPoleEnv")
+    >>> env = envs.make("rlsuite/Example-v0")
+    >>> env.observation_space.shape
+    (4,)
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "rlsuite.envs"
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """One registered environment."""
+
+    env_id: str
+    """The id users pass (``--scenario``, ``env=``)."""
+    entry_point: str
+    """``"module:attr"``; ``attr(**config)`` builds the env (a class or a factory)."""
+    multi_agent: bool = False
+    """True for a PettingZoo ``ParallelEnv`` (trained as RLlib multi-agent)."""
+    default_config: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword arguments used when the caller gives none for a key."""
+    description: str = ""
+    """One line for ``--help`` and error messages."""
+
+
+_REGISTRY: dict[str, EnvSpec] = {}
+_PLUGINS_LOADED = False
+
+
+def register(
+    env_id: str,
+    entry_point: str,
+    *,
+    multi_agent: bool = False,
+    default_config: Mapping[str, Any] | None = None,
+    description: str = "",
+) -> EnvSpec:
+    """Register an env under ``env_id``. Registering the same spec twice is a no-op."""
+    if ":" not in entry_point:
+        raise ValueError(f"entry_point must look like 'package.module:Attr', got {entry_point!r}")
+    spec = EnvSpec(env_id, entry_point, multi_agent, dict(default_config or {}), description)
+    old = _REGISTRY.get(env_id)
+    if old is not None and old.entry_point != entry_point:
+        raise ValueError(
+            f"env id {env_id!r} is already registered to {old.entry_point}; pick another id"
+        )
+    _REGISTRY[env_id] = spec
+    if not multi_agent and env_id not in gym.registry:
+        gym.register(id=env_id, entry_point=entry_point, kwargs=dict(spec.default_config))
+    return spec
+
+
+def _load_plugins() -> None:
+    global _PLUGINS_LOADED
+    if _PLUGINS_LOADED:
+        return
+    _PLUGINS_LOADED = True
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except ImportError as e:  # an app whose extra is not installed
+            log.debug("env plugin %s not loaded: %s", ep.name, e)
+
+
+def registered() -> dict[str, EnvSpec]:
+    """All registered envs (apps included), by id."""
+    _load_plugins()
+    return dict(_REGISTRY)
+
+
+def spec(env_id: str) -> EnvSpec:
+    """The spec of ``env_id``; gymnasium ids (``CartPole-v1``) are accepted as single-agent."""
+    if env_id in _REGISTRY:
+        return _REGISTRY[env_id]
+    _load_plugins()
+    if env_id in _REGISTRY:
+        return _REGISTRY[env_id]
+    if env_id in gym.registry:
+        ep = gym.registry[env_id].entry_point
+        if isinstance(ep, str):
+            return EnvSpec(env_id, ep, False, dict(gym.registry[env_id].kwargs or {}))
+        return EnvSpec(env_id, f"gymnasium:make#{env_id}", False)
+    known = ", ".join(sorted(_REGISTRY)) or "(none: is the app's extra installed?)"
+    raise ValueError(
+        f"unknown env id {env_id!r}. Registered: {known}; any gymnasium id (e.g. CartPole-v1) "
+        "also works. Apps register theirs when installed: pip install -e '.[all]'"
+    )
+
+
+def _resolve(entry_point: str) -> Callable[..., Any]:
+    if entry_point.startswith("gymnasium:make#"):
+        gym_id = entry_point.split("#", 1)[1]
+        return lambda **kw: gym.make(gym_id, **kw)
+    module, _, attr = entry_point.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def make(env_id: str, config: Mapping[str, Any] | None = None) -> Any:
+    """Build the raw env: a ``gymnasium.Env`` or a PettingZoo ``ParallelEnv``."""
+    s = spec(env_id)
+    kwargs = {**s.default_config, **dict(config or {})}
+    return _resolve(s.entry_point)(**kwargs)
+
+
+# Keys RLlib adds to env_config (EnvContext); the env constructors never see them.
+_RLLIB_KEYS = ("num_envs",)
+
+
+class EnvCreator:
+    """A picklable ``env_config -> env`` for RLlib's registry.
+
+    Carries the spec, so a fresh worker process builds the env without the app
+    having been imported there. ``worker_index`` and ``vector_index`` from RLlib's
+    ``EnvContext`` are passed on only to envs that accept them (``seed_offset``
+    keeps runs reproducible across runners).
+    """
+
+    def __init__(self, env_spec: EnvSpec):
+        self.spec = env_spec
+
+    def __call__(self, env_config: Mapping[str, Any] | None = None) -> Any:
+        cfg = {k: v for k, v in dict(env_config or {}).items() if k not in _RLLIB_KEYS}
+        env = _resolve(self.spec.entry_point)(**{**self.spec.default_config, **cfg})
+        if self.spec.multi_agent:
+            from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+
+            return ParallelPettingZooEnv(env)
+        return env
+
+
+def rllib_env(env_id: str) -> str:
+    """Register ``env_id`` with Ray's env registry (idempotent) and return the name to use."""
+    from ray.tune.registry import register_env
+
+    register_env(env_id, EnvCreator(spec(env_id)))
+    return env_id
+
+
+def check(env_id: str, config: Mapping[str, Any] | None = None, skip_render: bool = True) -> None:
+    """Validate an env: gymnasium's ``check_env``, or PettingZoo's parallel API test."""
+    env = make(env_id, config)
+    try:
+        if spec(env_id).multi_agent:
+            from pettingzoo.test import parallel_api_test
+
+            parallel_api_test(env, num_cycles=50)
+        else:
+            from gymnasium.utils.env_checker import check_env
+
+            check_env(getattr(env, "unwrapped", env), skip_render_check=skip_render)
+    finally:
+        env.close()
