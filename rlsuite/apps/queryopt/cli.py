@@ -6,7 +6,9 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    print("qopt-bench is not built yet: the queryopt app's issue (#4) is still open.", file=sys.stderr)
+    print(
+        "qopt-bench is not built yet: the queryopt app's issue (#4) is still open.", file=sys.stderr
+    )
     return 2
 
 

@@ -1,0 +1,305 @@
+"""The database adapter: the only module of rlsuite that imports psycopg2.
+
+A :class:`Database` is one session. Measured queries run in a ``READ ONLY``
+transaction with ``SET LOCAL statement_timeout`` and the query's planner
+settings, and are rolled back, so nothing a query does (or a setting it needs)
+outlives it. Writes happen only in :meth:`Database.load`, and only inside the
+app's own schemas (``qopt_*``).
+
+Example::
+
+    >>> db = Database("host=/var/tmp/rlsuite-pg-0/sock dbname=rlsuite user=postgres")  # doctest: +SKIP
+    >>> db.run("SELECT 1", schema="qopt_joins").rows                                   # doctest: +SKIP
+    [(1,)]
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg2
+import psycopg2.errors
+import psycopg2.extensions
+
+APP_SCHEMA_PREFIX = "qopt_"
+_SETTING_RE = re.compile(r"^[a-z_][a-z0-9_.]*$")
+
+
+class DatabaseError(RuntimeError):
+    """A query or connection failed; the message says what to do."""
+
+
+class QueryTimeout(DatabaseError):
+    """The statement ran past its ``statement_timeout``."""
+
+
+@dataclass
+class RunResult:
+    """One measured execution."""
+
+    rows: list[tuple] | None
+    """The result rows (None when timed out)."""
+    runtime_s: float
+    """Wall time of execute + fetch, seen from the client; the timeout when timed out."""
+    timed_out: bool = False
+    columns: list[str] = field(default_factory=list)
+
+
+def admin_execute(
+    dsn: str, sql: str, params: Sequence | None = None, autocommit: bool = False
+) -> list:
+    """Run one administrative statement on ``dsn`` and return its rows (used to create the database)."""
+    conn = psycopg2.connect(dsn, connect_timeout=5)
+    try:
+        conn.autocommit = autocommit
+        with conn.cursor() as cur:
+            cur.execute(sql, params)
+            rows = cur.fetchall() if cur.description else []
+        if not autocommit:
+            conn.commit()
+        return rows
+    finally:
+        conn.close()
+
+
+def _check_schema(schema: str) -> None:
+    if not schema.startswith(APP_SCHEMA_PREFIX) or not re.fullmatch(r"[a-z0-9_]+", schema):
+        raise ValueError(
+            f"schema {schema!r} is not one of the app's own schemas (names start with "
+            f"{APP_SCHEMA_PREFIX!r}); the app never writes outside them"
+        )
+
+
+def _check_settings(settings: Mapping[str, str]) -> None:
+    for k, v in settings.items():
+        if not _SETTING_RE.match(k):
+            raise ValueError(f"bad planner setting name {k!r}")
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", str(v)):
+            raise ValueError(f"bad value {v!r} for setting {k!r}")
+
+
+class Database:
+    """One PostgreSQL session (connect lazily, :meth:`close` when done)."""
+
+    def __init__(self, dsn: str, connect_timeout_s: int = 5):
+        self.dsn = dsn
+        self.connect_timeout_s = connect_timeout_s
+        self._conn: Any = None
+
+    # ------------------------------------------------------------ connection
+    @property
+    def conn(self) -> Any:
+        if self._conn is None or self._conn.closed:
+            try:
+                self._conn = psycopg2.connect(self.dsn, connect_timeout=self.connect_timeout_s)
+            except psycopg2.OperationalError as e:
+                raise DatabaseError(
+                    f"cannot connect to PostgreSQL at {self.dsn!r}: {str(e).strip()}. Is the server "
+                    "running? `qopt-bench setup` starts the embedded one; or pass --dsn of a "
+                    "running server."
+                ) from e
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None and not self._conn.closed:
+            self._conn.close()
+        self._conn = None
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def ping(self) -> str:
+        """The server's version string."""
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT version()")
+            v = cur.fetchone()[0]
+        self.conn.rollback()
+        return v
+
+    # ------------------------------------------------------------- queries
+    def _begin(
+        self,
+        cur: Any,
+        schema: str,
+        timeout_ms: int,
+        settings: Mapping[str, str],
+        read_only: bool = True,
+    ) -> None:
+        _check_schema(schema)
+        _check_settings(settings)
+        cur.execute("BEGIN READ ONLY" if read_only else "BEGIN")
+        cur.execute(f"SET LOCAL search_path TO {schema}, public")
+        cur.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
+        for k, v in settings.items():
+            cur.execute(f"SET LOCAL {k} = %s", (str(v),))
+
+    def _translate(self, e: Exception, sql: str) -> DatabaseError:
+        msg = str(getattr(e, "pgerror", None) or e).strip()
+        if isinstance(e, psycopg2.errors.UndefinedTable):
+            return DatabaseError(
+                f"{msg}. Known tables: {', '.join(self._known_tables()) or 'none'}; "
+                "run `qopt-bench setup --workload W` to load a workload."
+            )
+        if isinstance(e, psycopg2.errors.SyntaxError):
+            return DatabaseError(f"PostgreSQL cannot parse the query: {msg}\nquery: {sql}")
+        return DatabaseError(f"query failed: {msg}\nquery: {sql}")
+
+    def _known_tables(self) -> list[str]:
+        try:
+            self.conn.rollback()
+            with self.conn.cursor() as cur:
+                cur.execute(
+                    "SELECT table_schema || '.' || table_name FROM information_schema.tables "
+                    "WHERE table_schema LIKE 'qopt\\_%' ORDER BY 1"
+                )
+                out = [r[0] for r in cur.fetchall()]
+            self.conn.rollback()
+            return out
+        except Exception:  # noqa: BLE001 - only for the message
+            return []
+
+    def run(
+        self,
+        sql: str,
+        schema: str,
+        timeout_ms: int = 60_000,
+        settings: Mapping[str, str] | None = None,
+        fetch: bool = True,
+    ) -> RunResult:
+        """Run ``sql`` read-only and time it; a timeout returns ``timed_out=True``, not an error."""
+        conn = self.conn
+        cur = conn.cursor()
+        try:
+            self._begin(cur, schema, timeout_ms, dict(settings or {}))
+            t0 = time.perf_counter()
+            try:
+                cur.execute(sql)
+                rows = cur.fetchall() if (fetch and cur.description) else None
+            except psycopg2.errors.QueryCanceled:
+                conn.rollback()
+                return RunResult(None, timeout_ms / 1000.0, True)
+            dt = time.perf_counter() - t0
+            cols = [d[0] for d in cur.description] if cur.description else []
+            return RunResult(rows, dt, False, cols)
+        except psycopg2.Error as e:
+            conn.rollback()
+            raise self._translate(e, sql) from e
+        finally:
+            if not conn.closed:
+                conn.rollback()
+            cur.close()
+
+    def explain(
+        self,
+        sql: str,
+        schema: str,
+        settings: Mapping[str, str] | None = None,
+        analyze: bool = False,
+        timeout_ms: int = 60_000,
+    ) -> dict:
+        """``EXPLAIN (FORMAT JSON)`` of ``sql``: the top plan dict (with ``Plan`` inside)."""
+        conn = self.conn
+        cur = conn.cursor()
+        try:
+            self._begin(cur, schema, timeout_ms, dict(settings or {}))
+            opts = "ANALYZE, TIMING OFF, " if analyze else ""
+            cur.execute(f"EXPLAIN ({opts}FORMAT JSON) {sql}")
+            plan = cur.fetchone()[0]
+            if isinstance(plan, str):
+                import json
+
+                plan = json.loads(plan)
+            return plan[0]
+        except psycopg2.errors.QueryCanceled as e:
+            raise QueryTimeout(f"EXPLAIN ran past {timeout_ms} ms: {sql}") from e
+        except psycopg2.Error as e:
+            conn.rollback()
+            raise self._translate(e, sql) from e
+        finally:
+            if not conn.closed:
+                conn.rollback()
+            cur.close()
+
+    # ----------------------------------------------------------- catalog
+    def schema_exists(self, schema: str) -> bool:
+        with self.conn.cursor() as cur:
+            cur.execute(
+                "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,)
+            )
+            ok = cur.fetchone() is not None
+        self.conn.rollback()
+        return ok
+
+    def columns(self, schema: str) -> dict[str, dict[str, str]]:
+        """``{table: {column: type}}`` of a schema (for sqlglot's qualify)."""
+        with self.conn.cursor() as cur:
+            cur.execute(
+                "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                "WHERE table_schema = %s ORDER BY table_name, ordinal_position",
+                (schema,),
+            )
+            out: dict[str, dict[str, str]] = {}
+            for t, c, ty in cur.fetchall():
+                out.setdefault(t, {})[c] = ty
+        self.conn.rollback()
+        return out
+
+    def row_counts(self, schema: str) -> dict[str, float]:
+        """Estimated rows per table (``pg_class.reltuples``)."""
+        with self.conn.cursor() as cur:
+            cur.execute(
+                "SELECT c.relname, greatest(c.reltuples, 0) FROM pg_class c JOIN pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+                (schema,),
+            )
+            out = {r[0]: float(r[1]) for r in cur.fetchall()}
+        self.conn.rollback()
+        return out
+
+    # ------------------------------------------------------------- writes
+    def load(
+        self,
+        schema: str,
+        statements: Iterable[str | tuple[str, Any]],
+        copy: Mapping[str, Any] | None = None,
+        replace: bool = True,
+    ) -> None:
+        """Create ``schema`` (an app schema) and run ``statements`` in it, in one transaction.
+
+        ``copy`` maps ``table`` to a file-like object of tab-separated rows for ``COPY``.
+        """
+        _check_schema(schema)
+        conn = self.conn
+        try:
+            with conn.cursor() as cur:
+                if replace:
+                    cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+                cur.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+                cur.execute(f"SET LOCAL search_path TO {schema}, public")
+                for st in statements:
+                    if isinstance(st, tuple):
+                        cur.execute(st[0], st[1])
+                    else:
+                        cur.execute(st)
+                for table, fobj in (copy or {}).items():
+                    cur.copy_expert(f"COPY {schema}.{table} FROM STDIN", fobj)
+            conn.commit()
+        except psycopg2.Error as e:
+            conn.rollback()
+            raise DatabaseError(f"loading schema {schema} failed: {str(e).strip()}") from e
+        with_ac = conn.autocommit
+        try:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))
+                for (table,) in cur.fetchall():
+                    cur.execute(f'ANALYZE {schema}."{table}"')
+        finally:
+            conn.autocommit = with_ac

@@ -1,0 +1,54 @@
+"""What every workload provides."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+
+from rlsuite.apps.queryopt.db import Database
+
+
+class Workload(abc.ABC):
+    """A schema (``qopt_<name>``), its data, and a seeded query generator."""
+
+    name: str = ""
+    """Short name (``joins``)."""
+
+    @property
+    def schema(self) -> str:
+        """The app schema holding this workload's tables."""
+        return f"qopt_{self.name}"
+
+    @abc.abstractmethod
+    def setup(self, db: Database, seed: int = 0) -> dict:
+        """(Re)create the schema and load the data; returns ``{table: rows}``."""
+
+    def is_loaded(self, db: Database) -> bool:
+        """True when the schema exists with every table of this workload."""
+        if not db.schema_exists(self.schema):
+            return False
+        return set(self.tables()) <= set(db.columns(self.schema))
+
+    def ensure(self, db: Database, seed: int = 0) -> None:
+        """Load the data unless it is already there (it is reused across runs)."""
+        if not self.is_loaded(db):
+            self.setup(db, seed)
+
+    @abc.abstractmethod
+    def tables(self) -> tuple[str, ...]:
+        """The tables of the schema."""
+
+    @abc.abstractmethod
+    def queries(self, split: str, n: int, seed: int = 0) -> list[str]:
+        """``n`` queries of ``split`` (``train`` or ``test``); the two splits never share a query."""
+
+    def settings(self) -> Mapping[str, str]:
+        """Session settings every query of this workload runs with (e.g. the UDF's cost)."""
+        return {}
+
+
+def check_split(split: str) -> int:
+    """A seed offset per split, so train and test queries come from disjoint streams."""
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    return 0 if split == "train" else 1_000_003
