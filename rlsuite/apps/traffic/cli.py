@@ -1,13 +1,488 @@
-"""traffic-train: not built yet (its issue, #3, is still open)."""
+"""traffic-train: evaluate, train and tune mixed-autonomy traffic controllers in SUMO."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import sys
+import time
+from typing import Any
+
+DESCRIPTION = """\
+NAME
+    traffic-train - mixed-autonomy traffic in SUMO (Sugiyama ring, figure-eight, signals)
+
+SYNOPSIS
+    traffic-train evaluate --scenario ring --controller {idm,pi,followerstopper,CHECKPOINT}
+                           [--ring-length L] [--episodes E] [--json PATH] [--png PATH]
+    traffic-train train    --scenario ring --plan sync [--workers N] [--iterations K]
+                           [--address HOST:PORT] [--run-dir DIR]
+    traffic-train tune     --scenario ring --plan sync [--samples N] [--scheduler asha|pbt]
+                           [--search lr=loguniform:1e-5:1e-3 ...]
+
+DESCRIPTION
+    evaluate runs a controller (a hand-written baseline or a learned checkpoint) on
+    E seeded episodes through the platform's parallel evaluation and prints a table
+    of mean speed, speed spread across vehicles, fraction of samples below 0.5 m/s
+    and throughput (signals: waiting time and queue length). Results go to --json;
+    ring and figure-eight also draw a space-time diagram PNG.
+
+    train learns an AV policy with one of the platform's execution plans (sync = PPO,
+    async = APPO, replay = DQN-style) on RLlib env runners; tune runs that under Ray
+    Tune with a search space and the ASHA or PBT scheduler.
+
+    Ray: an embedded local Ray by default; --address joins a cluster started with
+    `ray start --head`. SUMO comes from the eclipse-sumo/libsumo wheels: nothing to set.
+
+SCENARIOS
+    ring          Sugiyama ring, 22 vehicles, 1 AV (rlsuite/Ring-v0); --ring-length 230 or 220:270
+    ring_multi    the ring with --avs k AVs, one agent each (rlsuite/RingMulti-v0)
+    figure_eight  Flow's loopy intersection, 13 humans + 1 AV (rlsuite/FigureEight-v0)
+    signals       sumo-rl intersection(s), one agent per light (rlsuite/Signals-v0)
+
+EXAMPLES
+    traffic-train evaluate --scenario ring --controller pi --ring-length 230 --episodes 4
+    traffic-train train --scenario ring --plan sync --workers 2 --iterations 50
+    traffic-train evaluate --scenario ring --controller runs/traffic/ring/checkpoint
+
+EXIT STATUS
+    0 on success, 2 on bad input (the message says what to change), 1 on a failure.
+"""
+
+
+def _kv(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    k, v = text.split("=", 1)
+    try:
+        return k.strip(), json.loads(v)
+    except json.JSONDecodeError:
+        return k.strip(), v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="traffic-train",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", metavar="{evaluate,train,tune}")
+    sub.required = True
+
+    def env_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--scenario",
+            default="ring",
+            help="ring, ring_multi, figure_eight or signals (default ring)",
+        )
+        sp.add_argument(
+            "--ring-length",
+            default=None,
+            help="ring length in m (e.g. 230) or a range drawn per reset (220:270)",
+        )
+        sp.add_argument("--avs", type=int, default=None, help="AVs on the ring (ring_multi)")
+        sp.add_argument("--horizon", type=int, default=None, help="controlled steps per episode")
+        sp.add_argument("--warmup", type=int, default=None, help="human-driven steps at reset")
+        sp.add_argument(
+            "--env-set",
+            type=_kv,
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="any other env option (repeatable), e.g. --env-set accel_noise=0.1",
+        )
+        sp.add_argument("--address", default=None, help="join a Ray cluster (host:port or auto)")
+
+    ev = sub.add_parser(
+        "evaluate",
+        help="evaluate a baseline or a checkpoint",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    env_args(ev)
+    ev.add_argument(
+        "--controller",
+        required=True,
+        help="idm, followerstopper, pi (signals: fixed, actuated, maxpressure) or a checkpoint path",
+    )
+    ev.add_argument("--episodes", type=int, default=4, help="seeded episodes (default 4)")
+    ev.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    ev.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="parallel Ray workers (default one per CPU; 0 = in this process, no Ray)",
+    )
+    ev.add_argument("--json", default=None, help="write results JSON here")
+    ev.add_argument("--png", default=None, help="space-time diagram PNG (default next to --json)")
+    ev.add_argument("--no-png", action="store_true", help="skip the space-time diagram")
+    ev.add_argument(
+        "--gui", action="store_true", help="show the PNG episode in sumo-gui (needs a display)"
+    )
+
+    tr = sub.add_parser(
+        "train",
+        help="train an AV policy with a platform plan",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    env_args(tr)
+    tr.add_argument(
+        "--plan", default="sync", help="sync (PPO), async (APPO), replay (DQN) (default sync)"
+    )
+    tr.add_argument("--workers", type=int, default=2, help="env runners (default 2)")
+    tr.add_argument("--iterations", type=int, default=20, help="training iterations (default 20)")
+    tr.add_argument(
+        "--run-dir",
+        default=None,
+        help="checkpoints, metrics and curves (default runs/traffic/<scenario>)",
+    )
+    tr.add_argument("--resume", action="store_true", help="continue from the run dir's checkpoint")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument(
+        "--stop-return", type=float, default=None, help="stop once the mean return reaches this"
+    )
+    tr.add_argument(
+        "--plan-set",
+        type=_kv,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="plan field (repeatable), e.g. --plan-set lr=3e-4 --plan-set hidden=[32,32]",
+    )
+    tr.add_argument(
+        "--eval-episodes",
+        type=int,
+        default=0,
+        help="evaluate the final checkpoint on this many episodes (default 0)",
+    )
+
+    tu = sub.add_parser(
+        "tune",
+        help="tune a plan's hyper-parameters with Ray Tune",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    env_args(tu)
+    tu.add_argument("--plan", default="sync")
+    tu.add_argument("--workers", type=int, default=1, help="env runners per trial (default 1)")
+    tu.add_argument("--iterations", type=int, default=10, help="iterations per trial (default 10)")
+    tu.add_argument("--samples", type=int, default=4, help="trials (default 4)")
+    tu.add_argument("--scheduler", default="asha", choices=("asha", "pbt"))
+    tu.add_argument(
+        "--search",
+        type=_kv,
+        action="append",
+        default=[],
+        metavar="FIELD=DIST",
+        help="search space entry: lr=loguniform:1e-5:1e-3, gamma=uniform:0.95:0.999, "
+        "entropy_coeff=choice:[0.0,0.01] (default: lr loguniform 1e-5..1e-3)",
+    )
+    tu.add_argument("--run-dir", default=None)
+    tu.add_argument("--seed", type=int, default=0)
+    tu.add_argument("--plan-set", type=_kv, action="append", default=[], metavar="KEY=VALUE")
+    tu.add_argument("--json", default=None, help="write the trials JSON here")
+    return p
+
+
+# --- helpers -----------------------------------------------------------------------
+
+
+def env_config(args: argparse.Namespace, scen: Any) -> dict[str, Any]:
+    from rlsuite.apps.traffic.scenarios import parse_ring_length
+
+    cfg: dict[str, Any] = {}
+    if args.ring_length is not None:
+        if not scen.has_ring_length:
+            raise ValueError(f"--ring-length applies to ring scenarios, not {scen.name!r}")
+        rl = parse_ring_length(args.ring_length)
+        cfg["ring_length"] = list(rl) if isinstance(rl, tuple) else rl
+    if args.avs is not None:
+        if scen.name != "ring_multi":
+            raise ValueError("--avs applies to --scenario ring_multi (ring has exactly one AV)")
+        cfg["num_avs"] = args.avs
+    if args.horizon is not None:
+        cfg["horizon"] = args.horizon
+    if args.warmup is not None:
+        cfg["warmup_steps"] = args.warmup
+    cfg.update(dict(args.env_set))
+    return cfg
+
+
+def _validate_env(env_id: str, cfg: dict[str, Any]) -> None:
+    """Build the config object (not the simulation) so bad options fail before Ray starts."""
+    from rlsuite.platform import envs
+
+    entry = envs.spec(env_id).entry_point
+    module = entry.split(":")[0]
+    import importlib
+
+    mod = importlib.import_module(module)
+    cfg_cls = getattr(mod, "CONFIG", None)
+    if cfg_cls is not None:
+        cfg_cls.from_kwargs(**{**envs.spec(env_id).default_config, **cfg})
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _dump(path: str | None, data: dict) -> None:
+    if not path:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2, default=str)
+
+
+METRICS = ("mean_speed", "speed_std", "frac_below_0_5", "throughput_veh_h", "return")
+SIGNAL_METRICS = ("mean_waiting_time", "mean_queue", "mean_speed", "return")
+
+
+# --- commands ----------------------------------------------------------------------
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from rlsuite.apps.traffic import scenarios
+    from rlsuite.platform import evaluation
+
+    scen = scenarios.get(args.scenario)
+    if args.episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
+    cfg = env_config(args, scen)
+    _validate_env(scen.env_id, cfg)
+    controller = scenarios.controller_for(scen, args.controller)
+    label = os.path.basename(os.path.normpath(args.controller))
+    console = _console()
+    scen_list = evaluation.scenarios(
+        scen.env_id, range(args.seed, args.seed + args.episodes), cfg, name=_label(scen, cfg)
+    )
+    if args.address:
+        from rlsuite.platform import cluster
+
+        cluster.init(address=args.address)
+    res = evaluation.evaluate(
+        controller, scen_list, num_workers=args.workers, progress=True, name=label
+    )
+    metrics = SIGNAL_METRICS if scen.name == "signals" else METRICS
+    console.print(
+        res.table(metrics=[m for m in metrics if m in res.summary], title=f"{scen.name}: {label}")
+    )
+    out: dict[str, Any] = {
+        "scenario": scen.name,
+        "env_id": scen.env_id,
+        "env_config": cfg,
+        "controller": label,
+        **res.to_dict(),
+    }
+    png = None
+    if scen.space_time and not args.no_png:
+        png = args.png or (os.path.splitext(args.json)[0] + ".png" if args.json else None)
+        if png:
+            png = _space_time(scen, cfg, controller, args.seed, png, label, gui=args.gui)
+            out["space_time_png"] = png
+            console.print(f"space-time diagram: {png}")
+    if args.json:
+        _dump(args.json, out)
+        console.print(f"results: {args.json}")
+    return 0
+
+
+def _label(scen: Any, cfg: dict[str, Any]) -> str:
+    rl = cfg.get("ring_length")
+    if rl is None:
+        return scen.name
+    return f"{scen.name}-{rl[0]:g}-{rl[1]:g}m" if isinstance(rl, list) else f"{scen.name}-{rl:g}m"
+
+
+def _space_time(scen, cfg, controller, seed, png, label, gui=False) -> str:
+    """Re-run the first (seeded, so identical) episode in this process with recording on."""
+    from rlsuite.apps.traffic.plots import space_time_diagram
+    from rlsuite.platform import envs, evaluation
+
+    rec_cfg = {**cfg, "record": True, **({"gui": True, "backend": "traci"} if gui else {})}
+    env = envs.make(scen.env_id, rec_cfg)
+    try:
+        ctrl = evaluation.build_controller(controller)
+        evaluation.run_episode(env, ctrl, evaluation.Scenario(scen.env_id, rec_cfg, seed))
+        traj = getattr(env, "unwrapped", env).trajectories()
+    finally:
+        env.close()
+    return space_time_diagram(traj, png, title=f"{scen.name}, {label}, seed {seed}")
+
+
+def _plan(args: argparse.Namespace, scen: Any, cfg: dict[str, Any]):
+    from rlsuite.platform import envs, optimizers
+
+    envs.rllib_env(scen.env_id)
+    fields = dict(env=scen.env_id, env_config=cfg, num_env_runners=args.workers, seed=args.seed)
+    fields.update(dict(args.plan_set))
+    return optimizers.make_plan(args.plan, **fields)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from rlsuite.apps.traffic import scenarios
+    from rlsuite.platform import cluster, training
+
+    scen = scenarios.get(args.scenario)
+    if args.iterations < 1:
+        raise ValueError(f"--iterations must be >= 1, got {args.iterations}")
+    if args.workers < 0:
+        raise ValueError(f"--workers must be >= 0, got {args.workers}")
+    cfg = env_config(args, scen)
+    _validate_env(scen.env_id, cfg)
+    plan = _plan(args, scen, cfg)
+    run_dir = args.run_dir or os.path.join("runs", "traffic", scen.name)
+    console = _console()
+    cluster.init(address=args.address) if args.address else cluster.init()
+    try:
+        res = training.train(
+            plan,
+            iterations=args.iterations,
+            run_dir=run_dir,
+            resume=args.resume,
+            progress=True,
+            stop_return=args.stop_return,
+        )
+        from rich.table import Table
+
+        t = Table(title=f"traffic-train train: {scen.name}, plan {args.plan}")
+        for col in ("iterations", "env steps", "final return", "wall (s)", "checkpoint"):
+            t.add_column(col)
+        t.add_row(
+            str(res.iterations),
+            str(res.env_steps),
+            f"{res.final_return:.4g}",
+            f"{res.wall_time_s:.0f}",
+            res.checkpoint,
+        )
+        console.print(t)
+        out = {
+            "scenario": scen.name,
+            "plan": args.plan,
+            "env_config": cfg,
+            "iterations": res.iterations,
+            "env_steps": res.env_steps,
+            "final_return": res.final_return,
+            "wall_time_s": res.wall_time_s,
+            "checkpoint": res.checkpoint,
+        }
+        if args.eval_episodes > 0:
+            from rlsuite.platform import evaluation
+
+            ev = evaluation.evaluate(
+                res.checkpoint,
+                evaluation.scenarios(scen.env_id, args.eval_episodes, cfg, name=_label(scen, cfg)),
+                progress=True,
+                name="learned",
+            )
+            metrics = SIGNAL_METRICS if scen.name == "signals" else METRICS
+            console.print(ev.table(metrics=[m for m in metrics if m in ev.summary]))
+            out["evaluation"] = ev.to_dict()
+        _dump(os.path.join(run_dir, "traffic_train.json"), out)
+    finally:
+        cluster.shutdown()
+    return 0
+
+
+def parse_search(entries: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``[("lr", "loguniform:1e-5:1e-3")]`` -> ``{"lr": tune.loguniform(1e-5, 1e-3)}``."""
+    from ray import tune
+
+    space: dict[str, Any] = {}
+    for key, spec in entries:
+        kind, _, rest = str(spec).partition(":")
+        try:
+            if kind in ("loguniform", "uniform"):
+                lo, hi = (float(x) for x in rest.split(":"))
+                space[key] = getattr(tune, kind)(lo, hi)
+            elif kind == "choice":
+                space[key] = tune.choice(json.loads(rest))
+            elif kind == "grid":
+                space[key] = tune.grid_search(json.loads(rest))
+            else:
+                raise ValueError(kind)
+        except (ValueError, json.JSONDecodeError):
+            raise ValueError(
+                f"bad --search entry {key}={spec!r}: use loguniform:LO:HI, uniform:LO:HI, "
+                "choice:[a,b,...] or grid:[a,b,...]"
+            ) from None
+    return space
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from rlsuite.apps.traffic import scenarios
+    from rlsuite.platform import cluster, tuning
+
+    scen = scenarios.get(args.scenario)
+    cfg = env_config(args, scen)
+    _validate_env(scen.env_id, cfg)
+    space = parse_search(args.search or [("lr", "loguniform:1e-5:1e-3")])
+    plan = _plan(args, scen, cfg)
+    run_dir = args.run_dir or os.path.join("runs", "traffic", f"tune-{scen.name}")
+    console = _console()
+    cluster.init(address=args.address) if args.address else cluster.init()
+    try:
+        t0 = time.time()
+        res = tuning.tune(
+            plan,
+            space,
+            scheduler=args.scheduler,
+            num_samples=args.samples,
+            iterations=args.iterations,
+            run_dir=run_dir,
+        )
+        from rich.table import Table
+
+        t = Table(title=f"traffic-train tune: {scen.name} ({time.time() - t0:.0f} s)")
+        keys = sorted(space)
+        for col in ("trial", *keys, "metric"):
+            t.add_column(col)
+        for i, tr in enumerate(res.trials):
+            t.add_row(
+                str(i),
+                *[f"{tr.get('config', tr).get(k, '')}" for k in keys],
+                f"{tr.get('metric', tr.get('episode_return_mean', float('nan')))}",
+            )
+        console.print(t)
+        console.print(
+            f"best: {res.best_config}  metric {res.best_metric}  checkpoint {res.best_checkpoint}"
+        )
+        _dump(
+            args.json or os.path.join(run_dir, "traffic_tune.json"),
+            {
+                "best_config": res.best_config,
+                "best_metric": res.best_metric,
+                "best_checkpoint": res.best_checkpoint,
+                "trials": res.trials,
+            },
+        )
+    finally:
+        cluster.shutdown()
+    return 0
+
+
+COMMANDS = {"evaluate": cmd_evaluate, "train": cmd_train, "tune": cmd_tune}
 
 
 def main(argv: list[str] | None = None) -> int:
-    print("traffic-train is not built yet: the traffic app's issue (#3) is still open.", file=sys.stderr)
-    return 2
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        print(f"traffic-train {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - a clear last line instead of a bare traceback
+        from rlsuite.apps.traffic.kernel import SimulationError
+
+        if isinstance(e, SimulationError):
+            print(f"traffic-train {args.command}: SUMO error: {e}", file=sys.stderr)
+            return 1
+        raise
 
 
 if __name__ == "__main__":

@@ -1,0 +1,213 @@
+"""Hand-written AV controllers for the ring and the figure-eight (the baselines).
+
+Each is a platform controller: ``reset(seed)`` and ``act(obs) -> acceleration``
+for the single-AV envs (observation ``[v/15, (v_lead - v)/15, gap/270]``, see
+:func:`rlsuite.apps.traffic.envs.ring.decode_observation`). Wrap one in
+:class:`PerAgent` for the multi-AV envs (a dict of observations in, a dict of
+actions out).
+
+* :class:`IDMController`: the AV drives like the humans (IDM with Flow's
+  parameters and acceleration noise): the all-human, uncontrolled baseline.
+* :class:`FollowerStopper`: Stern et al. (2018)'s velocity controller with
+  quadratic safety envelopes around a desired speed ``v_des``.
+* :class:`PISaturation`: Stern et al. (2018)'s proportional-integral controller
+  with saturation: tracks the AV's own 38 s average speed, falls back to the
+  leader's speed at short gaps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rlsuite.apps.traffic.envs.ring import decode_observation
+
+
+def _accel_to(v_cmd: float, v: float, dt: float, lo: float, hi: float) -> np.ndarray:
+    return np.array([np.clip((v_cmd - v) / dt, -lo, hi)], dtype=np.float32)
+
+
+@dataclass
+class IDMController:
+    """The intelligent driver model with Flow's human parameters and noise."""
+
+    v0: float = 30.0
+    """Desired speed (m/s)."""
+    T: float = 1.0
+    """Time headway (s)."""
+    a: float = 1.0
+    """Maximum acceleration (m/s^2)."""
+    b: float = 1.5
+    """Comfortable deceleration (m/s^2)."""
+    delta: float = 4.0
+    """Acceleration exponent."""
+    s0: float = 2.0
+    """Standstill gap (m)."""
+    noise: float = 0.2
+    """Std of the acceleration noise, applied as sqrt(dt) * N(0, noise)."""
+    sim_step: float = 0.1
+    """Simulation step (s)."""
+    max_accel: float = 1.0
+    """Action bound (the env's max_accel)."""
+    max_decel: float = 1.0
+    """Action bound (the env's max_decel)."""
+    name: str = "idm (all human)"
+
+    def __post_init__(self) -> None:
+        self.rng = np.random.default_rng(0)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(None if seed is None else seed + 7919)
+
+    def accel(self, v: float, v_lead: float, gap: float) -> float:
+        s_star = self.s0 + max(
+            0.0, v * self.T + v * (v - v_lead) / (2 * math.sqrt(self.a * self.b))
+        )
+        acc = self.a * (1 - (v / self.v0) ** self.delta - (s_star / max(gap, 0.1)) ** 2)
+        if self.noise > 0:
+            acc += math.sqrt(self.sim_step) * self.rng.normal(0.0, self.noise)
+        return acc
+
+    def act(self, obs: Any) -> np.ndarray:
+        v, v_lead, gap = decode_observation(obs)
+        acc = self.accel(v, v_lead, gap)
+        return np.array([np.clip(acc, -self.max_decel, self.max_accel)], dtype=np.float32)
+
+
+@dataclass
+class FollowerStopper:
+    """Stern et al. (2018)'s FollowerStopper: drive at ``v_des`` unless a gap envelope says slower."""
+
+    v_des: float = 4.0
+    """Desired speed U (m/s); below the ring's jam-free equilibrium it smooths the wave."""
+    dx0: tuple[float, float, float] = (4.5, 5.25, 6.0)
+    """Envelope offsets dx1, dx2, dx3 at zero relative speed (m)."""
+    d: tuple[float, float, float] = (1.5, 1.0, 0.5)
+    """Envelope curvatures d1, d2, d3 (m/s^2)."""
+    sim_step: float = 0.1
+    """Simulation step (s)."""
+    max_accel: float = 1.0
+    """Action bound (the env's max_accel)."""
+    max_decel: float = 1.0
+    """Action bound (the env's max_decel)."""
+    name: str = "followerstopper"
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def command(self, v: float, v_lead: float, gap: float) -> float:
+        dv = min(v_lead - v, 0.0)
+        dx1, dx2, dx3 = (x + dv * dv / (2 * d) for x, d in zip(self.dx0, self.d))
+        u = min(max(v_lead, 0.0), self.v_des)
+        if gap <= dx1:
+            return 0.0
+        if gap <= dx2:
+            return u * (gap - dx1) / (dx2 - dx1)
+        if gap <= dx3:
+            return u + (self.v_des - u) * (gap - dx2) / (dx3 - dx2)
+        return self.v_des
+
+    def act(self, obs: Any) -> np.ndarray:
+        v, v_lead, gap = decode_observation(obs)
+        return _accel_to(
+            self.command(v, v_lead, gap), v, self.sim_step, self.max_decel, self.max_accel
+        )
+
+
+@dataclass
+class PISaturation:
+    """Stern et al. (2018)'s PI controller with saturation."""
+
+    history_s: float = 38.0
+    """Window of the AV's own speed average, the target speed (s)."""
+    g_l: float = 7.0
+    """Gap below which no catch-up speed is added (m)."""
+    g_u: float = 30.0
+    """Gap at which the full catch-up speed is added (m)."""
+    v_catch: float = 1.0
+    """Catch-up speed added at large gaps (m/s)."""
+    gamma: float = 2.0
+    """Width of the blend between target and leader speed (m)."""
+    sim_step: float = 0.1
+    """Simulation step (s)."""
+    max_accel: float = 1.0
+    """Action bound (the env's max_accel)."""
+    max_decel: float = 1.0
+    """Action bound (the env's max_decel)."""
+    name: str = "pi-saturation"
+
+    def __post_init__(self) -> None:
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> None:
+        self.history: deque[float] = deque(
+            maxlen=max(1, int(round(self.history_s / self.sim_step)))
+        )
+        self.v_cmd: float | None = None
+
+    def command(self, v: float, v_lead: float, gap: float) -> float:
+        self.history.append(v)
+        if self.v_cmd is None:
+            self.v_cmd = v
+        dx_s = max(2.0 * (v_lead - v), 4.0)  # safe gap grows when the leader pulls away
+        target = float(np.mean(self.history)) + self.v_catch * min(
+            max((gap - self.g_l) / (self.g_u - self.g_l), 0.0), 1.0
+        )
+        alpha = min(max((gap - dx_s) / self.gamma, 0.0), 1.0)
+        beta = 1.0 - 0.5 * alpha
+        self.v_cmd = beta * (alpha * target + (1 - alpha) * v_lead) + (1 - beta) * self.v_cmd
+        return self.v_cmd
+
+    def act(self, obs: Any) -> np.ndarray:
+        v, v_lead, gap = decode_observation(obs)
+        return _accel_to(
+            self.command(v, v_lead, gap), v, self.sim_step, self.max_decel, self.max_accel
+        )
+
+
+class PerAgent:
+    """One copy of a single-AV controller per agent, for the multi-AV envs."""
+
+    def __init__(self, factory: Any, name: str | None = None):
+        self.factory = factory
+        self.name = name or f"{getattr(factory(), 'name', 'controller')} (per AV)"
+        self.agents: dict[str, Any] = {}
+        self.seed: int | None = None
+
+    def reset(self, seed: int | None = None) -> None:
+        self.seed = seed
+        self.agents = {}
+
+    def act(self, obs: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for i, (aid, o) in enumerate(sorted(obs.items())):
+            c = self.agents.get(aid)
+            if c is None:
+                c = self.agents[aid] = self.factory()
+                if hasattr(c, "reset"):
+                    c.reset(None if self.seed is None else self.seed * 1000 + i)
+            out[aid] = c.act(o)
+        return out
+
+
+BASELINES = {
+    "idm": IDMController,
+    "followerstopper": FollowerStopper,
+    "pi": PISaturation,
+}
+"""Baseline controllers by CLI name."""
+
+
+def make_baseline(name: str, **kwargs: Any) -> Any:
+    """A baseline by name (``idm``, ``followerstopper``, ``pi``); kwargs override its fields."""
+    try:
+        cls = BASELINES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown controller {name!r}: use one of {sorted(BASELINES)} or a checkpoint path"
+        ) from None
+    return cls(**kwargs)

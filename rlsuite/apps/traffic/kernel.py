@@ -1,0 +1,396 @@
+"""The SUMO adapter: the only module of rlsuite that imports libsumo, traci or sumo.
+
+Envs own one :class:`Simulation` each and talk to SUMO only through it (as Flow's
+``core/kernel`` hides TraCI). Two backends share one surface:
+
+* ``libsumo``: SUMO in this process, ~15x faster than TraCI, but only ONE
+  simulation per process. One SUMO env per RLlib env-runner process uses it.
+* ``traci``: a ``sumo`` child process and a labelled TraCI connection; any number
+  per process. Used when libsumo is already taken in this process (``auto``), when
+  asked for, and for ``sumo-gui``.
+
+Nothing happens at import time: ``SUMO_HOME`` is set lazily from the
+``eclipse-sumo`` wheel the first time a binary is needed.
+
+Every SUMO failure (a crashed or killed ``sumo`` process, a closed libsumo
+simulation, a bad network file) surfaces as :class:`SimulationError` with what
+happened and what to do; the owning env recovers on its next ``reset()``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("auto", "libsumo", "traci")
+
+# Subscription variable ids (traci.constants; identical for libsumo).
+VAR_SPEED = 0x40
+VAR_ROAD_ID = 0x50
+VAR_LANEPOSITION = 0x56
+
+_LIBSUMO_OWNER: int | None = None  # id() of the Simulation holding libsumo in this process
+_LABELS = itertools.count()
+
+
+class SimulationError(RuntimeError):
+    """SUMO failed (crashed, was killed, or rejected its input)."""
+
+
+def sumo_home() -> str:
+    """SUMO's home inside the ``eclipse-sumo`` wheel; sets ``SUMO_HOME`` if unset."""
+    home = os.environ.get("SUMO_HOME")
+    if home and os.path.isdir(os.path.join(home, "bin")):
+        return home
+    try:
+        import sumo
+    except ImportError as e:
+        raise SimulationError(
+            "SUMO is not installed: the traffic app needs the eclipse-sumo and libsumo wheels. "
+            "Install them with: pip install -e '.[traffic]'"
+        ) from e
+    os.environ["SUMO_HOME"] = sumo.SUMO_HOME
+    return sumo.SUMO_HOME
+
+
+def binary(name: str) -> str:
+    """Path of a SUMO tool (``sumo``, ``sumo-gui``, ``netconvert``...) from the wheel."""
+    path = os.path.join(sumo_home(), "bin", name)
+    if not os.path.exists(path):
+        found = shutil.which(name)
+        if found is None:
+            raise SimulationError(f"SUMO binary {name!r} not found under {sumo_home()}/bin")
+        return found
+    return path
+
+
+def run_tool(name: str, args: Sequence[str], timeout: float = 60.0) -> None:
+    """Run a SUMO command-line tool; a failure raises with its stderr."""
+    cmd = [binary(name), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise SimulationError(
+            f"{name} failed (exit {proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}"
+        )
+
+
+def gui_available() -> bool:
+    """True where ``sumo-gui`` could open a window (a display is set)."""
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _errors() -> tuple[type[BaseException], ...]:
+    errs: list[type[BaseException]] = [OSError, EOFError]
+    try:
+        import traci.exceptions as te
+
+        errs += [te.FatalTraCIError, te.TraCIException]
+    except ImportError:
+        pass
+    try:
+        import libsumo
+
+        errs.append(libsumo.TraCIException)
+    except (ImportError, AttributeError):
+        pass
+    return tuple(errs)
+
+
+class Simulation:
+    """One SUMO simulation, owned by one env.
+
+    Args:
+        backend: ``"auto"`` (libsumo when this process has no libsumo simulation
+            yet, else TraCI), ``"libsumo"`` or ``"traci"``.
+        gui: run ``sumo-gui`` (TraCI only; needs a display).
+        name: a label for error messages.
+    """
+
+    def __init__(self, backend: str = "auto", gui: bool = False, name: str = "sumo"):
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if gui and backend == "libsumo":
+            raise ValueError(
+                "sumo-gui runs only over TraCI: use backend='traci' or 'auto' with gui"
+            )
+        if gui and not gui_available():
+            raise ValueError("--gui needs a display (DISPLAY is not set); run without --gui")
+        self.requested = backend
+        self.gui = gui
+        self.name = name
+        self.backend: str | None = None  # the backend in use while running
+        self.conn: Any = None  # libsumo module or a traci Connection
+        self.pid: int | None = None
+        self._proc: subprocess.Popen | None = None
+        self._label: str | None = None
+        self._subscribed: set[str] = set()
+        self._errs = _errors()
+
+    # --- lifecycle -------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self.conn is not None
+
+    def start(self, args: Sequence[str]) -> None:
+        """Start (or restart) SUMO with ``args`` (everything after the binary)."""
+        self.close()
+        backend = self._choose_backend()
+        try:
+            if backend == "libsumo":
+                self._start_libsumo(list(args))
+            else:
+                self._start_traci(list(args))
+        except self._errs as e:
+            self.close()
+            raise SimulationError(f"{self.name}: SUMO did not start ({backend}): {e}") from e
+        self.backend = backend
+        self._subscribed = set()
+
+    def _choose_backend(self) -> str:
+        global _LIBSUMO_OWNER
+        if self.gui:
+            return "traci"
+        if self.requested == "traci":
+            return "traci"
+        free = _LIBSUMO_OWNER is None or _LIBSUMO_OWNER == id(self)
+        if self.requested == "libsumo" and not free:
+            raise SimulationError(
+                "libsumo runs one simulation per process and another env in this process holds "
+                "it: close that env first, or use backend='traci' (or 'auto') for this one"
+            )
+        if not free:
+            log.debug("%s: libsumo busy in this process, using TraCI", self.name)
+            return "traci"
+        try:
+            import libsumo  # noqa: F401
+        except ImportError:
+            if self.requested == "libsumo":
+                raise
+            return "traci"
+        return "libsumo"
+
+    def _start_libsumo(self, args: list[str]) -> None:
+        global _LIBSUMO_OWNER
+        import libsumo
+
+        sumo_home()
+        _LIBSUMO_OWNER = id(self)
+        try:
+            libsumo.start([binary("sumo"), *args])
+        except BaseException:
+            _LIBSUMO_OWNER = None
+            raise
+        self.conn = libsumo
+        self.pid = os.getpid()
+
+    def _start_traci(self, args: list[str]) -> None:
+        import traci
+
+        exe = binary("sumo-gui" if self.gui else "sumo")
+        last: BaseException | None = None
+        for _ in range(5):
+            port = _free_port()
+            label = f"rlsuite-{os.getpid()}-{next(_LABELS)}"
+            proc = subprocess.Popen(
+                [exe, *args, "--remote-port", str(port)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            try:
+                traci.init(port=port, numRetries=100, label=label, proc=proc, doSwitch=False)
+            except Exception as e:  # noqa: BLE001 - retried with another port
+                last = e
+                err = ""
+                if proc.poll() is not None and proc.stderr is not None:
+                    err = proc.stderr.read().decode(errors="replace").strip()
+                _kill(proc)
+                if err:
+                    raise SimulationError(f"{self.name}: sumo exited at start: {err}") from e
+                continue
+            self._proc, self._label, self.pid = proc, label, proc.pid
+            self.conn = traci.getConnection(label)
+            return
+        raise SimulationError(f"{self.name}: could not connect to sumo over TraCI: {last}")
+
+    def close(self) -> None:
+        """Stop SUMO (idempotent); the libsumo slot is freed for other envs."""
+        global _LIBSUMO_OWNER
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - closing a dead simulation
+                pass
+        if _LIBSUMO_OWNER == id(self):
+            _LIBSUMO_OWNER = None
+        if self._proc is not None:
+            _kill(self._proc)
+            self._proc = None
+        self.backend = None
+        self.pid = None
+        self._label = None
+
+    def __del__(self) -> None:  # a dropped env must not leave a sumo process behind
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # --- stepping and vehicles ---------------------------------------------------
+
+    def _fail(self, what: str, e: BaseException) -> SimulationError:
+        detail = f"{self.name}: SUMO failed during {what} ({self.backend}"
+        if self._proc is not None and self._proc.poll() is not None:
+            detail += f", sumo process {self._proc.pid} exited with {self._proc.returncode}"
+        detail += f"): {e or type(e).__name__}. The episode is lost; call reset() to start a new simulation."
+        self.close()
+        return SimulationError(detail)
+
+    def _need(self) -> Any:
+        if self.conn is None:
+            raise SimulationError(
+                f"{self.name}: no SUMO simulation is running (it was closed or crashed); "
+                "call reset() first"
+            )
+        return self.conn
+
+    def step(self) -> None:
+        """Advance one simulation step."""
+        conn = self._need()
+        try:
+            conn.simulationStep()
+        except self._errs as e:
+            raise self._fail("simulationStep", e) from e
+
+    def time(self) -> float:
+        try:
+            return float(self._need().simulation.getTime())
+        except self._errs as e:
+            raise self._fail("getTime", e) from e
+
+    def vehicle_ids(self) -> tuple[str, ...]:
+        try:
+            return tuple(self._need().vehicle.getIDList())
+        except self._errs as e:
+            raise self._fail("vehicle.getIDList", e) from e
+
+    def vehicle_states(self, ids: Iterable[str]) -> dict[str, tuple[float, str, float]]:
+        """``{id: (speed, road id, position on lane)}`` through subscriptions (one call)."""
+        conn = self._need()
+        try:
+            for vid in ids:
+                if vid not in self._subscribed:
+                    conn.vehicle.subscribe(vid, (VAR_SPEED, VAR_ROAD_ID, VAR_LANEPOSITION))
+                    self._subscribed.add(vid)
+                    # A new subscription answers from the next step; read this one directly.
+            res = conn.vehicle.getAllSubscriptionResults()
+            out = {}
+            for vid in ids:
+                r = res.get(vid)
+                if r is None:
+                    v = conn.vehicle
+                    out[vid] = (v.getSpeed(vid), v.getRoadID(vid), v.getLanePosition(vid))
+                else:
+                    out[vid] = (r[VAR_SPEED], r[VAR_ROAD_ID], r[VAR_LANEPOSITION])
+            return out
+        except self._errs as e:
+            raise self._fail("reading vehicle states", e) from e
+
+    def set_speed(self, vid: str, speed: float) -> None:
+        """Command a speed for the next step (SUMO still keeps it collision-free)."""
+        try:
+            self._need().vehicle.setSpeed(vid, float(speed))
+        except self._errs as e:
+            raise self._fail("vehicle.setSpeed", e) from e
+
+    def release(self, vid: str) -> None:
+        """Hand a vehicle back to its car-following model."""
+        self.set_speed(vid, -1.0)
+
+    def perturb_speeds(self, speeds: dict[str, float]) -> None:
+        """Overwrite current speeds (acceleration noise applied after a step)."""
+        conn = self._need()
+        try:
+            for vid, v in speeds.items():
+                conn.vehicle.setPreviousSpeed(vid, max(0.0, float(v)))
+        except self._errs as e:
+            raise self._fail("vehicle.setPreviousSpeed", e) from e
+
+    def collisions(self) -> int:
+        try:
+            return int(self._need().simulation.getCollidingVehiclesNumber())
+        except self._errs as e:
+            raise self._fail("simulation.getCollidingVehiclesNumber", e) from e
+
+    def call(self, domain: str, method: str, *args: Any) -> Any:
+        """Any other TraCI call, e.g. ``call("trafficlight", "getPhase", tls_id)``."""
+        conn = self._need()
+        try:
+            return getattr(getattr(conn, domain), method)(*args)
+        except self._errs as e:
+            raise self._fail(f"{domain}.{method}", e) from e
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def wait_for_exit(pid: int, timeout: float = 5.0) -> bool:
+    """True once process ``pid`` is gone (used by tests that kill sumo)."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# --- sumo-rl (signals) ---------------------------------------------------------------
+
+
+def sumo_rl_parallel_env(**kwargs: Any) -> Any:
+    """sumo-rl's PettingZoo parallel env, working with pettingzoo >= 1.25.
+
+    sumo-rl 1.4.5 imports ``pettingzoo.utils.agent_selector`` as a class; pettingzoo
+    1.25 renamed it ``AgentSelector`` (sumo-rl issue #228). The alias is restored on
+    pettingzoo's module object at call time (site-packages are not edited).
+    """
+    sumo_home()
+    _patch_pettingzoo_agent_selector()
+    from sumo_rl.environment.env import parallel_env
+
+    return parallel_env(**kwargs)
+
+
+def _patch_pettingzoo_agent_selector() -> None:
+    import pettingzoo.utils as pzu
+
+    if not isinstance(getattr(pzu, "agent_selector", None), type) and hasattr(pzu, "AgentSelector"):
+        pzu.agent_selector = pzu.AgentSelector

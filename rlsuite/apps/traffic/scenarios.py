@@ -1,0 +1,124 @@
+"""The traffic app's scenarios by CLI name, and turning a controller name into a controller."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from rlsuite.apps.traffic import controllers
+
+
+@dataclass(frozen=True)
+class TrafficScenario:
+    """One CLI scenario: a registered env and what applies to it."""
+
+    name: str
+    """CLI name (``--scenario``)."""
+    env_id: str
+    """Registered env id."""
+    multi_agent: bool
+    """PettingZoo parallel env (controllers act per agent)."""
+    baselines: tuple[str, ...]
+    """Controller names that apply."""
+    has_ring_length: bool = False
+    """Takes ``--ring-length``."""
+    space_time: bool = False
+    """Records trajectories for a space-time diagram."""
+    description: str = ""
+    """One line for --help."""
+
+
+SCENARIOS: dict[str, TrafficScenario] = {
+    s.name: s
+    for s in (
+        TrafficScenario(
+            "ring",
+            "rlsuite/Ring-v0",
+            False,
+            ("idm", "followerstopper", "pi"),
+            True,
+            True,
+            "Sugiyama ring, 22 vehicles, 1 AV",
+        ),
+        TrafficScenario(
+            "ring_multi",
+            "rlsuite/RingMulti-v0",
+            True,
+            ("idm", "followerstopper", "pi"),
+            True,
+            True,
+            "ring with k AVs (PettingZoo parallel, one agent per AV)",
+        ),
+        TrafficScenario(
+            "figure_eight",
+            "rlsuite/FigureEight-v0",
+            False,
+            ("idm", "followerstopper", "pi"),
+            False,
+            True,
+            "Flow's figure-eight (loopy intersection), 13 humans + 1 AV",
+        ),
+        TrafficScenario(
+            "signals",
+            "rlsuite/Signals-v0",
+            True,
+            ("fixed", "actuated", "maxpressure"),
+            False,
+            False,
+            "sumo-rl signalised intersection(s), one agent per traffic light",
+        ),
+    )  # fmt: skip
+}
+
+
+def get(name: str) -> TrafficScenario:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise ValueError(f"unknown scenario {name!r}: use one of {', '.join(SCENARIOS)}") from None
+
+
+def parse_ring_length(text: str | float | None) -> float | tuple[float, float] | None:
+    """``"230"`` -> 230.0; ``"220:270"`` or ``"220-270"`` -> (220.0, 270.0)."""
+    if text is None or isinstance(text, float | int):
+        return None if text is None else float(text)
+    s = str(text).strip()
+    for sep in (":", "-", ","):
+        if sep in s[1:]:
+            lo, hi = s.split(sep, 1)
+            try:
+                return (float(lo), float(hi))
+            except ValueError:
+                break
+    try:
+        return float(s)
+    except ValueError:
+        raise ValueError(
+            f"ring length {text!r} is not a number of metres or a range like 220:270"
+        ) from None
+
+
+def controller_for(scenario: TrafficScenario, name: str) -> Any:
+    """A picklable controller (factory) for ``name``: a baseline or a checkpoint path."""
+    if name in controllers.BASELINES or name in ("fixed", "actuated", "maxpressure"):
+        if name not in scenario.baselines:
+            raise ValueError(
+                f"controller {name!r} does not apply to scenario {scenario.name!r}: use one of "
+                f"{', '.join(scenario.baselines)} or a checkpoint path"
+            )
+        if scenario.name == "signals":
+            from rlsuite.apps.traffic import signal_controllers
+
+            return functools.partial(signal_controllers.make, name)
+        factory = functools.partial(controllers.make_baseline, name)
+        if scenario.multi_agent:
+            return functools.partial(controllers.PerAgent, factory, f"{name} (per AV)")
+        return factory
+    if os.path.exists(name):
+        return os.path.abspath(name)
+    raise ValueError(
+        f"controller {name!r} is neither a baseline ({', '.join(scenario.baselines)}) nor an "
+        "existing checkpoint path"
+    )
