@@ -228,7 +228,6 @@ class EmbeddedServer:
         return self
 
     def _ensure_database(self) -> None:
-        import psycopg2  # noqa: F401 - only to fail early with a clear message
 
         from rlsuite.apps.queryopt.db import admin_execute
 

@@ -1,0 +1,198 @@
+"""Apply rules safely: a rewrite is returned only if it parses, runs and returns the same rows.
+
+:func:`rewrite` applies a sequence of rules (chosen by a policy or by hand),
+then checks the result on the real database: sqlglot re-parses the SQL,
+PostgreSQL plans it (``EXPLAIN``), and, with ``check=True``, both queries run
+and their rows are compared as multisets (as lists under ``ORDER BY``). Any
+failure returns the original SQL unchanged, with the reason.
+
+Example::
+
+    >>> res = rewrite(db, "qopt_joins", SEED_QUERY, ["eager_aggregation"], check=True)  # doctest: +SKIP
+    >>> res.changed, res.applied                                                           # doctest: +SKIP
+    (True, ('eager_aggregation',))
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from rlsuite.apps.queryopt import rules as R
+from rlsuite.apps.queryopt.db import Database
+
+_CATALOGS: dict[tuple[str, str], R.Catalog] = {}
+
+
+def catalog(db: Database, schema: str, cached: bool = True) -> R.Catalog:
+    """Columns and row estimates of ``schema``, cached per (dsn, schema)."""
+    key = (db.dsn, schema)
+    if cached and key in _CATALOGS:
+        return _CATALOGS[key]
+    cols = db.columns(schema)
+    if not cols:
+        raise ValueError(
+            f"schema {schema} has no tables: load a workload first (`qopt-bench setup --workload W`)"
+        )
+    c = R.Catalog(cols, db.row_counts(schema))
+    _CATALOGS[key] = c
+    return c
+
+
+def _norm_value(v: Any) -> Any:
+    if isinstance(v, decimal.Decimal | float):
+        f = float(v)
+        if math.isnan(f):
+            return "nan"
+        if f == int(f) and abs(f) < 2**53:
+            return int(f)
+        return float(f"{f:.9g}")
+    return v
+
+
+def same_rows(a: Sequence[tuple], b: Sequence[tuple], ordered: bool = False) -> bool:
+    """Rows equal as multisets (as sequences when ``ordered``); numbers compare to 9 digits."""
+    na = [tuple(_norm_value(v) for v in r) for r in a]
+    nb = [tuple(_norm_value(v) for v in r) for r in b]
+    if ordered:
+        return na == nb
+    return Counter(na) == Counter(nb)
+
+
+def has_order_by(sql: str) -> bool:
+    try:
+        e = sqlglot.parse_one(sql, read=R.DIALECT)
+    except Exception:  # noqa: BLE001
+        return False
+    return e.args.get("order") is not None
+
+
+@dataclass
+class RewriteResult:
+    """What :func:`rewrite` did."""
+
+    original: str
+    """The SQL as given."""
+    sql: str
+    """The SQL to run (the original when nothing applied or a check failed)."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """Planner settings to run ``sql`` with."""
+    applied: tuple[str, ...] = ()
+    """Rules applied, in order."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    """Why a requested rule was not applied, or why the whole rewrite was dropped."""
+    rows_match: bool | None = None
+    """Result of the row comparison (None when not checked)."""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied)
+
+
+def apply_rules(query: R.Query, names: Iterable[str]) -> tuple[R.Query, dict[str, str]]:
+    """Apply ``names`` in order, skipping those that do not apply (with reasons)."""
+    reasons: dict[str, str] = {}
+    for n in names:
+        try:
+            query = R.apply(n, query)
+        except R.NotApplicable as e:
+            reasons[n] = str(e)
+    return query, reasons
+
+
+def rewrite(
+    db: Database,
+    schema: str,
+    sql: str,
+    names: Iterable[str],
+    check: bool = False,
+    timeout_ms: int = 60_000,
+    base_settings: dict[str, str] | None = None,
+) -> RewriteResult:
+    """Apply the rules ``names`` to ``sql`` and validate the result (see module doc)."""
+    base_settings = dict(base_settings or {})
+    names = list(names)
+    for n in names:
+        R.get(n)  # unknown names are a caller error
+    passthrough = RewriteResult(sql, sql, dict(base_settings))
+    try:
+        q = R.Query.parse(sql, catalog(db, schema))
+    except R.UnsupportedQuery as e:
+        passthrough.reasons["*"] = str(e)
+        return passthrough
+    q, reasons = apply_rules(q, names)
+    passthrough.reasons = reasons
+    if not q.applied:
+        return passthrough
+    return validate(db, schema, sql, q, reasons, check, timeout_ms, base_settings)
+
+
+def validate(
+    db: Database,
+    schema: str,
+    sql: str,
+    q: R.Query,
+    reasons: dict[str, str],
+    check: bool,
+    timeout_ms: int,
+    base_settings: dict[str, str],
+) -> RewriteResult:
+    """Keep the rewrite only if it re-parses, plans, and (``check``) returns the same rows."""
+    new_sql = q.sql()
+    settings = {**base_settings, **q.settings_dict}
+    fallback = RewriteResult(sql, sql, dict(base_settings), (), dict(reasons))
+    try:
+        sqlglot.parse_one(new_sql, read=R.DIALECT)
+    except Exception as e:  # noqa: BLE001
+        fallback.reasons["*"] = f"the rewritten SQL does not parse: {e}"
+        return fallback
+    try:
+        db.explain(new_sql, schema, settings)
+    except Exception as e:  # noqa: BLE001
+        fallback.reasons["*"] = f"PostgreSQL rejects the rewritten SQL: {e}"
+        return fallback
+    out = RewriteResult(sql, new_sql, settings, q.applied, dict(reasons))
+    if check:
+        a = db.run(sql, schema, timeout_ms, base_settings)
+        b = db.run(new_sql, schema, timeout_ms, settings)
+        if a.timed_out or b.timed_out:
+            fallback.reasons["*"] = f"cannot check rows: a query ran past {timeout_ms} ms"
+            return fallback
+        ok = same_rows(a.rows or [], b.rows or [], ordered=has_order_by(sql))
+        if not ok:
+            fallback.reasons["*"] = "the rewrite returned different rows; kept the original"
+            fallback.rows_match = False
+            return fallback
+        out.rows_match = True
+    return out
+
+
+def query_features(e: exp.Expression) -> dict[str, float]:
+    """Counts describing a query's shape (used by the MDP's featurizer)."""
+    sel = e
+    n_tables = sum(1 for _ in e.find_all(exp.Table))
+    conds = []
+    for w in e.find_all(exp.Where):
+        conds += R._conjuncts(w.this)
+    for j in e.find_all(exp.Join):
+        conds += R._conjuncts(j.args.get("on"))
+    n_join = sum(1 for c in conds if len(R._tables_of(c)) >= 2)
+    group = sel.args.get("group") if isinstance(sel, exp.Select) else None
+    return {
+        "tables": n_tables,
+        "join_preds": n_join,
+        "filters": len(conds) - n_join,
+        "group_keys": len(group.expressions) if group else 0,
+        "aggregates": sum(1 for _ in e.find_all(*R._AGGS)),
+        "subqueries": sum(1 for s in e.find_all(exp.Select) if s is not e),
+        "udf_calls": sum(1 for _ in e.find_all(exp.Anonymous)),
+        "order_by": 1.0 if isinstance(sel, exp.Select) and sel.args.get("order") else 0.0,
+        "outer_joins": sum(1 for j in e.find_all(exp.Join) if j.args.get("side")),
+    }
