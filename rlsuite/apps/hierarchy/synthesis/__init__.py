@@ -1,0 +1,1 @@
+"""Program synthesis by hierarchical imitation: long-hand addition (PHP, Fox et al. 2018)."""
