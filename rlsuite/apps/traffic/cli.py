@@ -224,7 +224,7 @@ def _validate_env(env_id: str, cfg: dict[str, Any]) -> None:
 def _console():
     from rich.console import Console
 
-    return Console()
+    return Console(width=None if sys.stdout.isatty() else 150)
 
 
 def _dump(path: str | None, data: dict) -> None:

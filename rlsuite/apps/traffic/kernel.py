@@ -88,6 +88,16 @@ def gui_available() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def _import_libsumo() -> Any:
+    """``import libsumo`` without its pyarrow version notice (we write no Parquet output)."""
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        import libsumo
+    return libsumo
+
+
 def _errors() -> tuple[type[BaseException], ...]:
     errs: list[type[BaseException]] = [OSError, EOFError]
     try:
@@ -97,10 +107,13 @@ def _errors() -> tuple[type[BaseException], ...]:
     except ImportError:
         pass
     try:
-        import libsumo
-
-        errs.append(libsumo.TraCIException)
-    except (ImportError, AttributeError):
+        libsumo = _import_libsumo()
+        errs += [
+            getattr(libsumo, n)
+            for n in ("TraCIException", "FatalTraCIError")
+            if hasattr(libsumo, n)
+        ]
+    except ImportError:
         pass
     return tuple(errs)
 
@@ -172,7 +185,7 @@ class Simulation:
             log.debug("%s: libsumo busy in this process, using TraCI", self.name)
             return "traci"
         try:
-            import libsumo  # noqa: F401
+            _import_libsumo()
         except ImportError:
             if self.requested == "libsumo":
                 raise
@@ -181,8 +194,7 @@ class Simulation:
 
     def _start_libsumo(self, args: list[str]) -> None:
         global _LIBSUMO_OWNER
-        import libsumo
-
+        libsumo = _import_libsumo()
         sumo_home()
         _LIBSUMO_OWNER = id(self)
         try:
@@ -361,13 +373,20 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def wait_for_exit(pid: int, timeout: float = 5.0) -> bool:
-    """True once process ``pid`` is gone (used by tests that kill sumo)."""
+    """True once process ``pid`` has exited (a zombie waiting to be reaped counts as exited)."""
     t0 = time.time()
     while time.time() - t0 < timeout:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return True
+        except (FileNotFoundError, ProcessLookupError):
             return True
+        except OSError:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
         time.sleep(0.05)
     return False
 
