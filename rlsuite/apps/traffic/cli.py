@@ -81,8 +81,18 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             help="ring length in m (e.g. 230) or a range drawn per reset (220:270)",
         )
+        sp.add_argument(
+            "--network",
+            default=None,
+            help="signals network: single, grid2x2 or grid4x4 (default single)",
+        )
         sp.add_argument("--avs", type=int, default=None, help="AVs on the ring (ring_multi)")
-        sp.add_argument("--horizon", type=int, default=None, help="controlled steps per episode")
+        sp.add_argument(
+            "--horizon",
+            type=int,
+            default=None,
+            help="controlled steps per episode (signals: simulated seconds)",
+        )
         sp.add_argument("--warmup", type=int, default=None, help="human-driven steps at reset")
         sp.add_argument(
             "--env-set",
@@ -195,13 +205,19 @@ def env_config(args: argparse.Namespace, scen: Any) -> dict[str, Any]:
             raise ValueError(f"--ring-length applies to ring scenarios, not {scen.name!r}")
         rl = parse_ring_length(args.ring_length)
         cfg["ring_length"] = list(rl) if isinstance(rl, tuple) else rl
+    if args.network is not None:
+        if scen.name != "signals":
+            raise ValueError(f"--network applies to --scenario signals, not {scen.name!r}")
+        cfg["network"] = args.network
     if args.avs is not None:
         if scen.name != "ring_multi":
             raise ValueError("--avs applies to --scenario ring_multi (ring has exactly one AV)")
         cfg["num_avs"] = args.avs
     if args.horizon is not None:
-        cfg["horizon"] = args.horizon
+        cfg["num_seconds" if scen.name == "signals" else "horizon"] = args.horizon
     if args.warmup is not None:
+        if scen.name == "signals":
+            raise ValueError("--warmup applies to ring scenarios and figure_eight")
         cfg["warmup_steps"] = args.warmup
     cfg.update(dict(args.env_set))
     return cfg
@@ -250,8 +266,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
     cfg = env_config(args, scen)
+    controller, overrides = scenarios.controller_for(scen, args.controller)
+    cfg.update(overrides)
     _validate_env(scen.env_id, cfg)
-    controller = scenarios.controller_for(scen, args.controller)
     label = os.path.basename(os.path.normpath(args.controller))
     console = _console()
     scen_list = evaluation.scenarios(

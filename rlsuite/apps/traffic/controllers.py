@@ -194,6 +194,31 @@ class PerAgent:
         return out
 
 
+@dataclass
+class SignalProgram:
+    """Stands for a signal program that runs inside the signals env (fixed, actuated, maxpressure).
+
+    Those baselines switch the lights themselves (the env's ``program`` option); this
+    controller only answers every light with a placeholder action, which the env ignores.
+    """
+
+    program: str = "fixed"
+    """``fixed``, ``actuated`` or ``maxpressure``."""
+
+    @property
+    def name(self) -> str:
+        return self.program
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def act(self, obs: dict[str, Any]) -> dict[str, int]:
+        return {a: 0 for a in obs}
+
+
+SIGNAL_PROGRAMS = ("fixed", "actuated", "maxpressure")
+"""Signal baselines (run by the signals env itself)."""
+
 BASELINES = {
     "idm": IDMController,
     "followerstopper": FollowerStopper,

@@ -325,6 +325,14 @@ class Simulation:
         except self._errs as e:
             raise self._fail("vehicle.setSpeed", e) from e
 
+    def set_speed_mode(self, vid: str, mode: int) -> None:
+        """SUMO's speed-mode bits for commanded speeds (25: safe speed and right of way, but
+        brake harder than ``decel`` when safety needs it, as Flow's ``right_of_way``)."""
+        try:
+            self._need().vehicle.setSpeedMode(vid, int(mode))
+        except self._errs as e:
+            raise self._fail("vehicle.setSpeedMode", e) from e
+
     def release(self, vid: str) -> None:
         """Hand a vehicle back to its car-following model."""
         self.set_speed(vid, -1.0)
@@ -394,22 +402,62 @@ def wait_for_exit(pid: int, timeout: float = 5.0) -> bool:
 # --- sumo-rl (signals) ---------------------------------------------------------------
 
 
+def sumo_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a failing SUMO raises (TraCI, libsumo, a dead socket)."""
+    return _errors()
+
+
+def sumo_rl_nets_dir() -> str:
+    """The directory of sumo-rl's bundled networks."""
+    sumo_home()
+    import sumo_rl
+
+    return os.path.join(os.path.dirname(sumo_rl.__file__), "nets")
+
+
+def max_pressure_phase(sumo_env: Any, ts_id: str) -> int:
+    """The green phase of light ``ts_id`` with the largest pressure (Varaiya's max-pressure).
+
+    A phase's pressure is the sum over the movements it serves of (vehicles on the
+    incoming lane - vehicles on the outgoing lane). ``sumo_env`` is sumo-rl's
+    ``SumoEnvironment`` (its own TraCI connection).
+    """
+    ts = sumo_env.traffic_signals[ts_id]
+    conn = sumo_env.sumo
+    links = conn.trafficlight.getControlledLinks(ts_id)
+    count: dict[str, int] = {}
+
+    def n(lane: str) -> int:
+        if lane not in count:
+            count[lane] = conn.lane.getLastStepVehicleNumber(lane)
+        return count[lane]
+
+    best, best_p = 0, -float("inf")
+    for i, phase in enumerate(ts.green_phases):
+        p = 0.0
+        for idx, ch in enumerate(phase.state):
+            if ch in "Gg" and idx < len(links):
+                for inc, out, _via in links[idx]:
+                    p += n(inc) - n(out)
+        if p > best_p:
+            best, best_p = i, p
+    return best
+
+
 def sumo_rl_parallel_env(**kwargs: Any) -> Any:
     """sumo-rl's PettingZoo parallel env, working with pettingzoo >= 1.25.
 
     sumo-rl 1.4.5 imports ``pettingzoo.utils.agent_selector`` as a class; pettingzoo
-    1.25 renamed it ``AgentSelector`` (sumo-rl issue #228). The alias is restored on
-    pettingzoo's module object at call time (site-packages are not edited).
+    1.25 renamed the class ``AgentSelector`` and ``agent_selector`` is now its module
+    (sumo-rl issue #228), so sumo-rl's env fails with "'module' object is not
+    callable". The class is bound to that name inside sumo-rl's module only, at call
+    time (site-packages are not edited, pettingzoo is left as it is).
     """
     sumo_home()
-    _patch_pettingzoo_agent_selector()
-    from sumo_rl.environment.env import parallel_env
-
-    return parallel_env(**kwargs)
-
-
-def _patch_pettingzoo_agent_selector() -> None:
     import pettingzoo.utils as pzu
+    import sumo_rl.environment.env as sumo_rl_env
 
-    if not isinstance(getattr(pzu, "agent_selector", None), type) and hasattr(pzu, "AgentSelector"):
-        pzu.agent_selector = pzu.AgentSelector
+    selector = getattr(pzu, "AgentSelector", None)
+    if selector is not None and not isinstance(sumo_rl_env.agent_selector, type):
+        sumo_rl_env.agent_selector = selector  # the name sumo-rl calls, in sumo-rl's module only
+    return sumo_rl_env.parallel_env(**kwargs)

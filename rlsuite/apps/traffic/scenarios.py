@@ -100,24 +100,26 @@ def parse_ring_length(text: str | float | None) -> float | tuple[float, float] |
         ) from None
 
 
-def controller_for(scenario: TrafficScenario, name: str) -> Any:
-    """A picklable controller (factory) for ``name``: a baseline or a checkpoint path."""
-    if name in controllers.BASELINES or name in ("fixed", "actuated", "maxpressure"):
+def controller_for(scenario: TrafficScenario, name: str) -> tuple[Any, dict[str, Any]]:
+    """A picklable controller (factory or checkpoint path) for ``name``, and env options it needs.
+
+    Signal baselines (``fixed``, ``actuated``, ``maxpressure``) run inside the signals
+    env, so they come with ``{"program": name}``.
+    """
+    if name in controllers.BASELINES or name in controllers.SIGNAL_PROGRAMS:
         if name not in scenario.baselines:
             raise ValueError(
                 f"controller {name!r} does not apply to scenario {scenario.name!r}: use one of "
                 f"{', '.join(scenario.baselines)} or a checkpoint path"
             )
-        if scenario.name == "signals":
-            from rlsuite.apps.traffic import signal_controllers
-
-            return functools.partial(signal_controllers.make, name)
+        if name in controllers.SIGNAL_PROGRAMS:
+            return functools.partial(controllers.SignalProgram, name), {"program": name}
         factory = functools.partial(controllers.make_baseline, name)
         if scenario.multi_agent:
-            return functools.partial(controllers.PerAgent, factory, f"{name} (per AV)")
-        return factory
+            return functools.partial(controllers.PerAgent, factory, f"{name} (per AV)"), {}
+        return factory, {}
     if os.path.exists(name):
-        return os.path.abspath(name)
+        return os.path.abspath(name), {}
     raise ValueError(
         f"controller {name!r} is neither a baseline ({', '.join(scenario.baselines)}) nor an "
         "existing checkpoint path"

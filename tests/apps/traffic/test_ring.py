@@ -198,7 +198,7 @@ def test_parallel_evaluation_on_ray(ray_local):
 
     scen = scenarios.get("ring")
     res = evaluate(
-        scenarios.controller_for(scen, "pi"),
+        scenarios.controller_for(scen, "pi")[0],
         [Scenario("rlsuite/Ring-v0", dict(warmup_steps=100, horizon=200), s) for s in range(4)],
         num_workers=2,
         name="pi",
@@ -208,7 +208,7 @@ def test_parallel_evaluation_on_ray(ray_local):
     assert res.summary["mean_speed"]["mean"] > 0
     # same seed on a Ray worker and in-process gives the same episode
     local = evaluate(
-        scenarios.controller_for(scen, "pi"),
+        scenarios.controller_for(scen, "pi")[0],
         [Scenario("rlsuite/Ring-v0", dict(warmup_steps=100, horizon=200), 0)],
         num_workers=0,
     )

@@ -11,3 +11,19 @@ _envs.register(
     default_config={},
     description="Sugiyama ring, 22 vehicles, one AV damping the stop-and-go wave (SUMO)",
 )
+
+_envs.register(
+    "rlsuite/RingMulti-v0",
+    "rlsuite.apps.traffic.envs.ring_multi:RingMultiEnv",
+    multi_agent=True,
+    default_config={"num_avs": 3},
+    description="the ring with k AVs, one agent each (PettingZoo parallel)",
+)
+
+_envs.register(
+    "rlsuite/Signals-v0",
+    "rlsuite.apps.traffic.envs.signals:SignalsEnv",
+    multi_agent=True,
+    default_config={},
+    description="sumo-rl signalised intersection(s), one agent per traffic light",
+)

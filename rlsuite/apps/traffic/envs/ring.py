@@ -27,6 +27,8 @@ GAP_SCALE = 270.0
 SLOW_SPEED = 0.5
 """A sample below this speed (m/s) counts as stopped in ``frac_below_0_5``."""
 MIN_RING, MAX_RING = 50.0, 2000.0
+AV_SPEED_MODE = 25
+"""SUMO speed mode of AVs: safe speed and right of way, no cap at decel (Flow's right_of_way)."""
 
 # Flow's optimal equilibrium speeds v_eq (m/s) of the 22-vehicle ring, by length (m).
 FLOW_V_EQ = {220: 3.24, 230: 3.71, 260: 5.14, 270: 5.61}
@@ -230,6 +232,8 @@ class RingSimulation:
         self.controlled = 0
         self._reset_measurements()
         self._advance(measure=False)  # vehicles are inserted in the first step
+        for vid in self.av_ids:  # commanded speeds stay collision-free even past decel
+            self.sim.set_speed_mode(vid, AV_SPEED_MODE)
         for _ in range(cfg.warmup_steps):
             self._advance(measure=False)
 

@@ -1,0 +1,114 @@
+"""The ring with k autonomous vehicles, one agent each (a PettingZoo parallel env)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from pettingzoo import ParallelEnv
+
+from rlsuite.apps.traffic.envs.ring import MAX_RING, RingConfig, RingSimulation
+
+GAP_HIGH = MAX_RING / 270.0
+
+
+class RingMultiEnv(ParallelEnv):
+    """k AVs spaced evenly among the humans of the ring (default 22 vehicles, 3 AVs).
+
+    States:
+        per agent ``Box(3)``: its speed / 15, (leader speed - its speed) / 15 and the
+        gap to its leader / 270, as in the single-AV ring.
+    Actions:
+        per agent ``Box(1)``: its acceleration in [-max_decel, max_accel] m/s^2.
+    Rewards:
+        shared by all agents: ``speed_reward * mean speed of all vehicles -
+        accel_penalty * mean |a| over the AVs``.
+    Termination:
+        every agent is terminated on a collision and truncated after ``horizon``
+        controlled steps (after ``warmup_steps`` human-driven ones at reset).
+
+    Keyword arguments are the fields of :class:`~rlsuite.apps.traffic.envs.ring.RingConfig`
+    (``num_avs`` defaults to 3 here).
+    """
+
+    metadata = {"render_modes": [], "name": "rlsuite_ring_multi_v0", "is_parallelizable": True}
+
+    def __init__(self, **kwargs: Any):
+        kwargs.setdefault("num_avs", 3)
+        self.cfg = RingConfig.from_kwargs(**kwargs)
+        if self.cfg.num_avs < 1:
+            raise ValueError("RingMultiEnv needs num_avs >= 1 (agents are the AVs)")
+        self.core = RingSimulation(self.cfg, name="rlsuite/RingMulti-v0")
+        self.possible_agents = list(self.core.av_ids)
+        self.agents: list[str] = []
+        self._t = 0
+        self.render_mode = None
+
+    @functools.cache  # noqa: B019 - PettingZoo wants the same object each call
+    def observation_space(self, agent: str) -> gym.spaces.Box:
+        return gym.spaces.Box(
+            low=np.array([0.0, -2.0, 0.0], dtype=np.float32),
+            high=np.array([2.0, 2.0, GAP_HIGH], dtype=np.float32),
+            dtype=np.float32,
+        )
+
+    @functools.cache  # noqa: B019
+    def action_space(self, agent: str) -> gym.spaces.Box:
+        return gym.spaces.Box(-self.cfg.max_decel, self.cfg.max_accel, shape=(1,), dtype=np.float32)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        sp = self.observation_space(self.possible_agents[0])
+        return {a: np.clip(self.core.observe(a), sp.low, sp.high) for a in self.agents}
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None or not hasattr(self, "_rng"):
+            self._rng = np.random.default_rng(seed)
+        self.core.start(self._rng)
+        self.agents = list(self.possible_agents)
+        self._t = 0
+        return self._obs(), {a: {"ring_length": self.core.length} for a in self.agents}
+
+    def step(self, actions: dict[str, Any]):
+        missing = set(self.agents) - set(actions)
+        if missing:
+            raise ValueError(f"no action for agent(s) {sorted(missing)}: give one per AV")
+        acc = {a: float(np.asarray(actions[a], dtype=float).reshape(-1)[0]) for a in self.agents}
+        acc = {
+            a: float(np.clip(v, -self.cfg.max_decel, self.cfg.max_accel)) for a, v in acc.items()
+        }
+        self.core.control(acc)
+        self._t += 1
+        r = self.cfg.speed_reward * self.core.mean_speed_now() - self.cfg.accel_penalty * float(
+            np.mean(np.abs(list(acc.values())))
+        )
+        term = self.core.collisions > 0
+        trunc = self._t >= self.cfg.horizon
+        obs = self._obs()
+        agents = list(self.agents)
+        if term or trunc:
+            self.agents = []
+        return (
+            obs,
+            {a: float(r) for a in agents},
+            {a: bool(term) for a in agents},
+            {a: bool(trunc) for a in agents},
+            {a: {} for a in agents},
+        )
+
+    def episode_metrics(self) -> dict[str, float]:
+        return self.core.metrics()
+
+    def trajectories(self) -> dict[str, np.ndarray]:
+        return self.core.trajectories()
+
+    def render(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self.core.close()
+
+
+CONFIG = RingConfig
+"""The config class behind the env's keyword arguments (the CLI validates with it)."""

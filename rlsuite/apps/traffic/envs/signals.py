@@ -1,0 +1,206 @@
+"""Signalised intersections through sumo-rl: one agent per traffic light (PettingZoo parallel)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, fields
+from typing import Any
+
+from pettingzoo import ParallelEnv
+
+from rlsuite.apps.traffic import kernel
+
+NETWORKS = {
+    "single": ("single-intersection/single-intersection.net.xml",
+               "single-intersection/single-intersection.rou.xml"),
+    "grid2x2": ("2x2grid/2x2.net.xml", "2x2grid/2x2.rou.xml"),
+    "grid4x4": ("4x4-Lucas/4x4.net.xml", "4x4-Lucas/4x4c1c2c1c2.rou.xml"),
+}  # fmt: skip
+"""sumo-rl's bundled networks and demand, by name."""
+
+PROGRAMS = ("rl", "fixed", "actuated", "maxpressure")
+
+
+@dataclass(frozen=True)
+class SignalsConfig:
+    """The signals env's keyword arguments."""
+
+    network: str = "single"
+    """``single`` (sumo-rl's single intersection), ``grid2x2`` or ``grid4x4``."""
+    num_seconds: int = 3600
+    """Simulated seconds per episode."""
+    delta_time: int = 5
+    """Seconds between decisions (sumo-rl's ``delta_time``)."""
+    yellow_time: int = 2
+    """Yellow phase length (s)."""
+    min_green: int = 5
+    """Shortest green (s) before a switch is allowed."""
+    max_green: int = 50
+    """Longest green (s)."""
+    reward_fn: str = "diff-waiting-time"
+    """sumo-rl reward: diff-waiting-time, average-speed, queue or pressure."""
+    program: str = "rl"
+    """Who runs the lights: ``rl`` (the agents' actions), ``fixed`` (the network's fixed-time
+    plan), ``actuated`` (SUMO's gap-actuated control) or ``maxpressure`` (max-pressure
+    switching; actions ignored in the last three)."""
+    gui: bool = False
+    """Show sumo-gui (needs a display)."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> SignalsConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise ValueError(f"unknown signals option(s) {unknown}; valid options: {sorted(known)}")
+        return cls(**kwargs)
+
+    def validate(self) -> None:
+        if self.network not in NETWORKS:
+            raise ValueError(f"unknown network {self.network!r}: use one of {', '.join(NETWORKS)}")
+        if self.program not in PROGRAMS:
+            raise ValueError(f"program must be one of {PROGRAMS}, got {self.program!r}")
+        if self.delta_time <= self.yellow_time:
+            raise ValueError(
+                f"delta_time ({self.delta_time}) must exceed yellow_time ({self.yellow_time})"
+            )
+        if self.num_seconds < self.delta_time:
+            raise ValueError(f"num_seconds must be >= delta_time, got {self.num_seconds}")
+        if self.reward_fn not in ("diff-waiting-time", "average-speed", "queue", "pressure"):
+            raise ValueError(f"unknown reward_fn {self.reward_fn!r}")
+        if self.gui and not kernel.gui_available():
+            raise ValueError("gui needs a display (DISPLAY is not set)")
+
+
+def actuated_programs(net_file: str, out: str, min_dur: int = 5, max_dur: int = 50) -> str:
+    """An additional file with an ``actuated`` copy of every light's program (same phases)."""
+    root = ET.parse(net_file).getroot()
+    add = ET.Element("additional")
+    for tl in root.iter("tlLogic"):
+        new = ET.SubElement(add, "tlLogic", id=tl.get("id"), type="actuated",
+                            programID="actuated", offset="0")  # fmt: skip
+        for ph in tl.iter("phase"):
+            state = ph.get("state")
+            attrs = {"duration": ph.get("duration"), "state": state}
+            if "y" not in state.lower() and set(state.lower()) != {"r"}:
+                attrs.update(minDur=str(min_dur), maxDur=str(max_dur))
+            ET.SubElement(new, "phase", **attrs)
+    ET.ElementTree(add).write(out)
+    return out
+
+
+class SignalsEnv(ParallelEnv):
+    """Traffic lights of a sumo-rl network, one agent each.
+
+    States:
+        per light, sumo-rl's default observation: the current green phase (one-hot),
+        whether the minimum green has passed, and each incoming lane's density and
+        queue (both normalised to [0, 1]).
+    Actions:
+        per light, ``Discrete(green phases)``: the next green phase (sumo-rl inserts
+        the yellow and keeps the minimum green).
+    Rewards:
+        per light, sumo-rl's ``reward_fn`` (default: the drop in accumulated waiting
+        time of its incoming vehicles).
+    Termination:
+        no terminal state; every agent is truncated after ``num_seconds`` simulated seconds.
+
+    ``episode_metrics()`` gives the mean waiting time of the vehicles in the network,
+    the mean number of halted vehicles (queue) and their mean speed.
+    """
+
+    metadata = {"render_modes": [], "name": "rlsuite_signals_v0", "is_parallelizable": True}
+
+    def __init__(self, **kwargs: Any):
+        self.cfg = SignalsConfig.from_kwargs(**kwargs)
+        base = kernel.sumo_rl_nets_dir()
+        net, rou = (os.path.join(base, p) for p in NETWORKS[self.cfg.network])
+        self._dir = tempfile.mkdtemp(prefix="rlsuite-signals-")
+        extra = "--no-step-log true"
+        if self.cfg.program == "actuated":
+            add = actuated_programs(net, os.path.join(self._dir, "actuated.add.xml"))
+            extra += f" -a {add}"
+        self._pz = kernel.sumo_rl_parallel_env(
+            net_file=net, route_file=rou, num_seconds=self.cfg.num_seconds,
+            delta_time=self.cfg.delta_time, yellow_time=self.cfg.yellow_time,
+            min_green=self.cfg.min_green, max_green=self.cfg.max_green,
+            reward_fn=self.cfg.reward_fn, use_gui=self.cfg.gui,
+            fixed_ts=self.cfg.program in ("fixed", "actuated"), sumo_warnings=False,
+            additional_sumo_cmd=extra, sumo_seed=0,
+        )  # fmt: skip
+        self.possible_agents = list(self._pz.possible_agents)
+        self.agents: list[str] = []
+        self.render_mode = None
+        self._reset_metrics()
+
+    def _reset_metrics(self) -> None:
+        self._n = 0
+        self._wait = self._queue = self._speed = 0.0
+
+    @property
+    def sumo_env(self) -> Any:
+        """sumo-rl's ``SumoEnvironment`` underneath."""
+        return self._pz.aec_env.unwrapped.env
+
+    def observation_space(self, agent: str):
+        return self._pz.observation_space(agent)
+
+    def action_space(self, agent: str):
+        return self._pz.action_space(agent)
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        try:
+            obs, infos = self._pz.reset(seed=seed, options=options)
+        except kernel.sumo_errors() as e:
+            raise kernel.SimulationError(f"signals: SUMO failed at reset: {e}") from e
+        self.agents = list(self._pz.agents)
+        self._reset_metrics()
+        return obs, infos
+
+    def step(self, actions: dict[str, Any]):
+        if self.cfg.program == "maxpressure":
+            actions = {a: kernel.max_pressure_phase(self.sumo_env, a) for a in self.agents}
+        elif self.cfg.program != "rl":
+            actions = {a: 0 for a in self.agents}
+        missing = set(self.agents) - set(actions)
+        if missing:
+            raise ValueError(f"no action for traffic light(s) {sorted(missing)}")
+        try:
+            obs, rew, term, trunc, infos = self._pz.step({a: int(actions[a]) for a in self.agents})
+        except kernel.sumo_errors() as e:
+            raise kernel.SimulationError(
+                f"signals: SUMO failed mid-episode: {e}; call reset() to start a new simulation"
+            ) from e
+        info = self.sumo_env.metrics[-1] if self.sumo_env.metrics else {}
+        self._n += 1
+        self._wait += float(info.get("system_mean_waiting_time", 0.0))
+        self._queue += float(info.get("system_total_stopped", 0.0))
+        self._speed += float(info.get("system_mean_speed", 0.0))
+        self.agents = list(self._pz.agents)
+        return obs, rew, term, trunc, infos
+
+    def episode_metrics(self) -> dict[str, float]:
+        n = max(self._n, 1)
+        return {
+            "mean_waiting_time": self._wait / n,
+            "mean_queue": self._queue / n,
+            "mean_speed": self._speed / n,
+        }
+
+    def render(self) -> None:
+        return None
+
+    def close(self) -> None:
+        try:
+            self._pz.close()
+        finally:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+
+CONFIG = SignalsConfig
+"""The config class behind the env's keyword arguments (the CLI validates with it)."""
