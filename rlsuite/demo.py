@@ -19,18 +19,31 @@ def platform_demo() -> list[dict]:
     from rlsuite.platform import evaluation, optimizers, training
 
     plan = optimizers.make_plan("sync", env="CartPole-v1", num_env_runners=2, seed=0)
-    res = training.train(plan, iterations=12, run_dir="runs/demo/platform-cartpole", resume=False,
-                         progress=True)
-    before = evaluation.evaluate(_Random(), evaluation.scenarios("CartPole-v1", range(8)),
-                                 name="random")
-    after = evaluation.evaluate(res.checkpoint, evaluation.scenarios("CartPole-v1", range(8)),
-                                name="sync (PPO)")
+    res = training.train(
+        plan, iterations=12, run_dir="runs/demo/platform-cartpole", resume=False, progress=True
+    )
+    before = evaluation.evaluate(
+        _Random(), evaluation.scenarios("CartPole-v1", range(8)), name="random"
+    )
+    after = evaluation.evaluate(
+        res.checkpoint, evaluation.scenarios("CartPole-v1", range(8)), name="sync (PPO)"
+    )
     return [
-        dict(app="platform", task="CartPole-v1", controller="random", metric="return",
-             value=before.summary["return"]["mean"]),
-        dict(app="platform", task="CartPole-v1",
-             controller=f"sync (PPO), {res.iterations} it, {res.wall_time_s:.0f} s",
-             metric="return", value=after.summary["return"]["mean"], reference="500 max"),
+        dict(
+            app="platform",
+            task="CartPole-v1",
+            controller="random",
+            metric="return",
+            value=before.summary["return"]["mean"],
+        ),
+        dict(
+            app="platform",
+            task="CartPole-v1",
+            controller=f"sync (PPO), {res.iterations} it, {res.wall_time_s:.0f} s",
+            metric="return",
+            value=after.summary["return"]["mean"],
+            reference="500 max",
+        ),
     ]
 
 
@@ -82,8 +95,14 @@ def main() -> int:
         table.add_column(col, justify="right" if col == "value" else "left")
     for r in rows:
         v = r["value"]
-        table.add_row(r["app"], r["task"], r["controller"], r["metric"],
-                      f"{v:.4g}" if isinstance(v, float) else str(v), str(r.get("reference", "")))
+        table.add_row(
+            r["app"],
+            r["task"],
+            r["controller"],
+            r["metric"],
+            f"{v:.4g}" if isinstance(v, float) else str(v),
+            str(r.get("reference", "")),
+        )
     console.print(table)
     if failures:
         console.print(f"[red]failed: {', '.join(failures)}[/]")

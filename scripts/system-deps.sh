@@ -9,8 +9,8 @@ bindir=$(pg_config --bindir 2>/dev/null || true)
 if [ -z "$bindir" ] || [ ! -x "$bindir/initdb" ]; then
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then need+=(postgresql); fi
 fi
-pgxs=$(pg_config --pgxs 2>/dev/null || true)
-if [ -z "$pgxs" ] || [ ! -f "$pgxs" ]; then
+inc=$(pg_config --includedir-server 2>/dev/null || true)
+if [ -z "$inc" ] || [ ! -f "$inc/postgres.h" ]; then
   ver=$(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -n1)
   need+=("postgresql-server-dev-${ver:-all}")
 fi

@@ -48,6 +48,8 @@ class EnvSpec:
     """Keyword arguments used when the caller gives none for a key."""
     description: str = ""
     """One line for ``--help`` and error messages."""
+    max_envs_per_process: int | None = None
+    """How many copies may live in one process (libsumo allows 1); ``None``: no limit."""
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
@@ -61,11 +63,19 @@ def register(
     multi_agent: bool = False,
     default_config: Mapping[str, Any] | None = None,
     description: str = "",
+    max_envs_per_process: int | None = None,
 ) -> EnvSpec:
     """Register an env under ``env_id``. Registering the same spec twice is a no-op."""
     if ":" not in entry_point:
         raise ValueError(f"entry_point must look like 'package.module:Attr', got {entry_point!r}")
-    spec = EnvSpec(env_id, entry_point, multi_agent, dict(default_config or {}), description)
+    spec = EnvSpec(
+        env_id,
+        entry_point,
+        multi_agent,
+        dict(default_config or {}),
+        description,
+        max_envs_per_process,
+    )
     old = _REGISTRY.get(env_id)
     if old is not None and old.entry_point != entry_point:
         raise ValueError(
@@ -103,9 +113,7 @@ def spec(env_id: str) -> EnvSpec:
     if env_id in _REGISTRY:
         return _REGISTRY[env_id]
     if env_id in gym.registry:
-        ep = gym.registry[env_id].entry_point
-        if isinstance(ep, str):
-            return EnvSpec(env_id, ep, False, dict(gym.registry[env_id].kwargs or {}))
+        # gym.make keeps the registered wrappers (TimeLimit, order enforcing).
         return EnvSpec(env_id, f"gymnasium:make#{env_id}", False)
     known = ", ".join(sorted(_REGISTRY)) or "(none: is the app's extra installed?)"
     raise ValueError(
@@ -127,9 +135,13 @@ def _resolve(entry_point: str) -> Callable[..., Any]:
 
 def make(env_id: str, config: Mapping[str, Any] | None = None) -> Any:
     """Build the raw env: a ``gymnasium.Env`` or a PettingZoo ``ParallelEnv``."""
-    s = spec(env_id)
-    kwargs = {**s.default_config, **dict(config or {})}
-    return _resolve(s.entry_point)(**kwargs)
+    return build(spec(env_id), config)
+
+
+def build(env_spec: EnvSpec, config: Mapping[str, Any] | None = None) -> Any:
+    """Build the raw env from a spec (works in processes where the id was never registered)."""
+    kwargs = {**env_spec.default_config, **dict(config or {})}
+    return _resolve(env_spec.entry_point)(**kwargs)
 
 
 # Keys RLlib adds to env_config (EnvContext); the env constructors never see them.
@@ -150,7 +162,7 @@ class EnvCreator:
 
     def __call__(self, env_config: Mapping[str, Any] | None = None) -> Any:
         cfg = {k: v for k, v in dict(env_config or {}).items() if k not in _RLLIB_KEYS}
-        env = _resolve(self.spec.entry_point)(**{**self.spec.default_config, **cfg})
+        env = build(self.spec, cfg)
         if self.spec.multi_agent:
             from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
 

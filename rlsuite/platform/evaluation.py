@@ -64,7 +64,9 @@ class Scenario:
 
 
 def scenarios(
-    env_id: str, seeds: Sequence[int] | int, env_config: Mapping[str, Any] | None = None,
+    env_id: str,
+    seeds: Sequence[int] | int,
+    env_config: Mapping[str, Any] | None = None,
     name: str = "",
 ) -> list[Scenario]:
     """``len(seeds)`` scenarios of one env; an int ``n`` means seeds ``0..n-1``."""
@@ -145,11 +147,17 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
-def run_episode(env: Any, controller: Any, scenario: Scenario, max_steps: int | None = None) -> dict:
+def run_episode(
+    env: Any,
+    controller: Any,
+    scenario: Scenario,
+    max_steps: int | None = None,
+    multi_agent: bool | None = None,
+) -> dict:
     """Run one seeded episode in this process and return its row."""
     if hasattr(controller, "reset"):
         controller.reset(scenario.seed)
-    multi = env_registry.spec(scenario.env_id).multi_agent
+    multi = env_registry.spec(scenario.env_id).multi_agent if multi_agent is None else multi_agent
     obs, _ = env.reset(seed=scenario.seed)
     total, steps = 0.0, 0
     t0 = time.perf_counter()
@@ -191,13 +199,13 @@ class _Worker:
         self.controller = build_controller(controller_spec)
         self.envs: dict[str, Any] = {}
 
-    def run(self, scenario: Scenario, max_steps: int | None) -> dict:
+    def run(self, scenario: Scenario, max_steps: int | None, spec: env_registry.EnvSpec) -> dict:
         key = json.dumps([scenario.env_id, dict(scenario.env_config)], sort_keys=True, default=str)
         env = self.envs.get(key)
         if env is None:
-            env = self.envs[key] = env_registry.make(scenario.env_id, scenario.env_config)
+            env = self.envs[key] = env_registry.build(spec, scenario.env_config)
         try:
-            return run_episode(env, self.controller, scenario, max_steps)
+            return run_episode(env, self.controller, scenario, max_steps, spec.multi_agent)
         except Exception:
             # A broken env is rebuilt for the next scenario rather than reused.
             self.envs.pop(key, None)
@@ -219,12 +227,14 @@ def build_controller(controller_spec: Any) -> Any:
         from rlsuite.platform.checkpoints import load_controller
 
         return load_controller(os.fspath(controller_spec))
-    if hasattr(controller_spec, "act"):
+    if hasattr(controller_spec, "act") and not isinstance(controller_spec, type):
         return controller_spec
-    if callable(controller_spec):
+    if callable(controller_spec):  # a class or a zero-argument factory
         made = controller_spec()
         if not hasattr(made, "act"):
-            raise TypeError(f"controller factory {controller_spec!r} returned {made!r}, which has no act()")
+            raise TypeError(
+                f"controller factory {controller_spec!r} returned {made!r}, which has no act()"
+            )
         return made
     raise TypeError(
         f"cannot evaluate {controller_spec!r}: pass an object with act(obs), a zero-argument "
@@ -256,8 +266,9 @@ def evaluate(
     """
     if not scenario_list:
         raise ValueError("no scenarios to evaluate: pass at least one Scenario")
-    for s in scenario_list:
-        env_registry.spec(s.env_id)  # fail fast, with the list of known ids
+    # Resolved here (fails fast, with the list of known ids) and shipped to the workers,
+    # so envs registered at run time in this process work there too.
+    specs = {s.env_id: env_registry.spec(s.env_id) for s in scenario_list}
     label = name or _label(controller)
     t0 = time.perf_counter()
     if num_workers == 0:
@@ -265,18 +276,24 @@ def evaluate(
         try:
             rows = []
             for s in _progress(scenario_list, progress, label):
-                rows.append(worker.run(s, max_steps))
+                rows.append(worker.run(s, max_steps, specs[s.env_id]))
         finally:
             worker.close()
     else:
-        rows = _evaluate_on_ray(controller, scenario_list, num_workers, max_steps, progress, label)
+        rows = _evaluate_on_ray(
+            controller, scenario_list, specs, num_workers, max_steps, progress, label
+        )
     return EvaluationResult(label, rows, summarize(rows), time.perf_counter() - t0)
 
 
 def _label(controller: Any) -> str:
     if isinstance(controller, str | os.PathLike):
         return os.path.basename(os.path.normpath(os.fspath(controller)))
-    return getattr(controller, "name", None) or getattr(controller, "__name__", None) or type(controller).__name__
+    return (
+        getattr(controller, "name", None)
+        or getattr(controller, "__name__", None)
+        or type(controller).__name__
+    )
 
 
 def _progress(items: Sequence[Any], show: bool, label: str):
@@ -291,6 +308,7 @@ def _progress(items: Sequence[Any], show: bool, label: str):
 def _evaluate_on_ray(
     controller: Any,
     scenario_list: Sequence[Scenario],
+    specs: Mapping[str, env_registry.EnvSpec],
     num_workers: int | None,
     max_steps: int | None,
     show_progress: bool,
@@ -326,7 +344,7 @@ def _evaluate_on_ray(
                 while queue and idle:
                     i, s = queue.pop(0)
                     w = idle.pop()
-                    pending[w.run.remote(s, max_steps)] = (i, w)
+                    pending[w.run.remote(s, max_steps, specs[s.env_id])] = (i, w)
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
                     i, w = pending.pop(ref)

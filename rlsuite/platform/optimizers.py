@@ -1,0 +1,655 @@
+"""Policy optimizers as named execution plans over RLlib's new API stack.
+
+The RLlib paper's policy optimizers (synchronous sampling, asynchronous
+sampling, distributed replay, imitation) are *plans* here: a frozen, documented
+config dataclass each, turned into an RLlib ``AlgorithmConfig`` by one adapter,
+:func:`to_rllib`. RLlib does the work (EnvRunners sample, the Learner holds the
+loss); the plans only choose the algorithm and its resources.
+
+======== ============================ ===========================================
+plan     RLlib algorithm              shape
+======== ============================ ===========================================
+sync     PPO                          all runners sample, then one synchronous update
+async    APPO (IMPALA + V-trace)      runners sample continuously; the learner
+                                      consumes batches as they arrive
+replay   DQN (double Q, dueling,      several runners feed one prioritised replay
+         prioritised replay, n-step)  buffer; the learner samples from it (Ape-X)
+imitation BC                          supervised learning on recorded episodes
+es       (rlsuite.platform.es)        evolution strategies on Ray actors
+======== ============================ ===========================================
+
+Example::
+
+    >>> from rlsuite.platform.optimizers import make_plan
+    >>> plan = make_plan("sync", env="CartPole-v1", lr=1e-3)
+    >>> plan.name, plan.lr
+    ('sync', 0.001)
+    >>> make_plan("sync", env="CartPole-v1", learning_rate=1e-3)
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown key for plan 'sync': 'learning_rate' (did you mean 'lr'?). ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from rlsuite.platform import envs as env_registry
+
+DEFAULT_ENVS_PER_RUNNER = 8
+"""Envs per runner when the plan does not say and the env allows it: batches the
+policy's forward pass over several envs, the main lever on RLlib's sampling speed
+(see benchmarks/RESULTS.md)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Fields every plan has."""
+
+    name: ClassVar[str] = ""
+
+    env: str = ""
+    """Registered env id (``rlsuite/Ring-v0``) or any gymnasium id (``CartPole-v1``)."""
+    env_config: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword arguments for the env."""
+    num_env_runners: int = 2
+    """Remote sampling processes (Ray actors). 0 samples in the driver."""
+    num_envs_per_env_runner: int | None = None
+    """Envs each runner steps as one batch; ``None``: 8, or fewer where the env
+    allows fewer per process (libsumo: 1)."""
+    rollout_fragment_length: int | str = "auto"
+    """Steps per env per sample call; ``"auto"`` fits the train batch."""
+    seed: int = 0
+    """Seeds RLlib (module init, env runners, envs)."""
+    hidden: tuple[int, ...] = (64, 64)
+    """Hidden layer sizes of the policy (and value) MLP."""
+    activation: str = "tanh"
+    """Hidden activation: ``tanh`` or ``relu``."""
+    gamma: float = 0.99
+    """Discount factor."""
+    lr: float = 3e-4
+    """Learning rate of the learner's optimiser."""
+    train_batch_size: int = 4000
+    """Env steps per learner update (per learner)."""
+    policies: str = "shared"
+    """Multi-agent envs only: ``shared`` (one policy for every agent) or
+    ``per_agent`` (one policy per agent id)."""
+    num_learners: int = 0
+    """Remote learner actors; 0 learns in the driver."""
+    num_gpus_per_learner: float = 0
+    """GPUs per learner (the driver's when ``num_learners`` is 0); 0 on a CPU machine."""
+    restart_failed_env_runners: bool = True
+    """Replace a crashed env runner and keep training (fault tolerance)."""
+    sample_timeout_s: float = 600.0
+    """How long to wait for a runner's samples before treating it as failed."""
+
+    # -- validation -------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise ``ValueError`` on a bad value or a bad combination."""
+        if not self.env:
+            raise ValueError(f"plan {self.name!r} needs env=<id>, e.g. env='CartPole-v1'")
+        s = env_registry.spec(self.env)  # raises with the list of known ids
+        _check(self.num_env_runners >= 0, "num_env_runners must be >= 0")
+        if self.num_envs_per_env_runner is not None:
+            _check(self.num_envs_per_env_runner >= 1, "num_envs_per_env_runner must be >= 1")
+            if s.max_envs_per_process and self.num_envs_per_env_runner > s.max_envs_per_process:
+                raise ValueError(
+                    f"env {self.env!r} allows {s.max_envs_per_process} per process, but "
+                    f"num_envs_per_env_runner={self.num_envs_per_env_runner}; raise "
+                    "num_env_runners instead to run more copies in parallel"
+                )
+            if s.multi_agent and self.num_envs_per_env_runner > 1:
+                raise ValueError("multi-agent envs run one env per runner (RLlib's limit)")
+        if isinstance(self.rollout_fragment_length, str):
+            _check(self.rollout_fragment_length == "auto", "rollout_fragment_length: int or 'auto'")
+        else:
+            _check(self.rollout_fragment_length >= 1, "rollout_fragment_length must be >= 1")
+        _check(
+            all(int(h) >= 1 for h in self.hidden) and len(self.hidden) >= 1,
+            f"hidden must list positive layer sizes, got {self.hidden!r}",
+        )
+        _check(
+            self.activation in ("tanh", "relu"),
+            f"activation must be tanh or relu, got {self.activation!r}",
+        )
+        _check(0.0 < self.gamma <= 1.0, f"gamma must be in (0, 1], got {self.gamma}")
+        _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
+        _check(self.train_batch_size >= 1, "train_batch_size must be >= 1")
+        _check(
+            self.policies in ("shared", "per_agent"),
+            f"policies must be 'shared' or 'per_agent', got {self.policies!r}",
+        )
+        _check(
+            self.num_learners >= 0 and self.num_gpus_per_learner >= 0,
+            "num_learners and num_gpus_per_learner must be >= 0",
+        )
+        _check(self.sample_timeout_s > 0, "sample_timeout_s must be > 0")
+
+    @property
+    def envs_per_runner(self) -> int:
+        """The resolved ``num_envs_per_env_runner``."""
+        if self.num_envs_per_env_runner is not None:
+            return self.num_envs_per_env_runner
+        s = env_registry.spec(self.env)
+        if s.multi_agent:
+            return 1
+        return min(DEFAULT_ENVS_PER_RUNNER, s.max_envs_per_process or DEFAULT_ENVS_PER_RUNNER)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["env_config"] = dict(self.env_config)
+        d["hidden"] = list(self.hidden)
+        return {"plan": self.name, **d}
+
+    def replace(self, **changes: Any) -> Plan:
+        """A copy with ``changes`` applied, checked like :func:`make_plan`."""
+        return make_plan(self.name, **{**self.to_dict(), **changes})
+
+
+def _check(ok: bool, msg: str) -> None:
+    if not ok:
+        raise ValueError(msg)
+
+
+@dataclass(frozen=True)
+class SyncPlan(Plan):
+    """``sync``: synchronous sampling, then SGD over the batch (PPO)."""
+
+    name: ClassVar[str] = "sync"
+
+    num_epochs: int = 10
+    """Passes of SGD over each train batch."""
+    minibatch_size: int = 500
+    """SGD minibatch size."""
+    clip_param: float = 0.2
+    """PPO's surrogate clip."""
+    lambda_: float = 0.95
+    """GAE lambda."""
+    entropy_coeff: float = 0.0
+    """Entropy bonus."""
+    vf_loss_coeff: float = 0.5
+    """Weight of the value loss."""
+    vf_clip_param: float = 10.0
+    """Clip of the value loss (in return units; raise it for large returns)."""
+    kl_coeff: float = 0.2
+    """Initial KL penalty coefficient (0 turns the KL term off)."""
+    grad_clip: float | None = 0.5
+    """Global-norm gradient clip; ``None`` for none."""
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.num_epochs >= 1, "num_epochs must be >= 1")
+        _check(
+            1 <= self.minibatch_size <= self.train_batch_size,
+            f"minibatch_size must be in [1, train_batch_size={self.train_batch_size}], "
+            f"got {self.minibatch_size}",
+        )
+        _check(0 < self.clip_param < 1, "clip_param must be in (0, 1)")
+        _check(0 <= self.lambda_ <= 1, "lambda_ must be in [0, 1]")
+
+
+@dataclass(frozen=True)
+class AsyncPlan(Plan):
+    """``async``: runners sample continuously, the learner applies V-trace-corrected
+    updates as batches arrive (APPO, IMPALA's architecture with PPO's clipped loss)."""
+
+    name: ClassVar[str] = "async"
+
+    lr: float = 5e-4
+    """Learning rate."""
+    train_batch_size: int = 500
+    """Env steps per learner update."""
+    rollout_fragment_length: int | str = 50
+    """Steps per env per sample call (IMPALA-style short fragments)."""
+    clip_param: float = 0.4
+    """APPO's surrogate clip."""
+    entropy_coeff: float = 0.0
+    """Entropy bonus."""
+    vf_loss_coeff: float = 0.5
+    """Weight of the value loss."""
+    use_kl_loss: bool = False
+    """Add a KL term against the target network."""
+    grad_clip: float | None = 40.0
+    """Global-norm gradient clip; ``None`` for none."""
+    target_network_update_freq: int = 2
+    """Learner updates between target-network syncs (APPO's old policy)."""
+    circular_buffer_num_batches: int = 4
+    """Batches kept in the learner's circular buffer (sample reuse)."""
+    circular_buffer_iterations_per_batch: int = 2
+    """Times each batch is replayed from that buffer."""
+    min_time_s_per_iteration: float = 2.0
+    """An iteration reports after at least this long (RLlib's default is 10 s)."""
+
+    def validate(self) -> None:
+        super().validate()
+        _check(
+            self.num_env_runners >= 1,
+            "the async plan needs num_env_runners >= 1 (it "
+            "samples asynchronously in remote runners); use 'sync' for local sampling",
+        )
+        _check(
+            self.circular_buffer_num_batches >= 1
+            and self.circular_buffer_iterations_per_batch >= 1,
+            "circular buffer sizes must be >= 1",
+        )
+
+
+@dataclass(frozen=True)
+class ReplayPlan(Plan):
+    """``replay``: several runners feed one prioritised replay buffer; the learner
+    samples it (DQN with double Q and a dueling head: the Ape-X shape)."""
+
+    name: ClassVar[str] = "replay"
+
+    lr: float = 5e-4
+    """Learning rate."""
+    train_batch_size: int = 32
+    """Transitions per learner update."""
+    rollout_fragment_length: int | str = 4
+    """Steps per env per sample call."""
+    buffer_size: int = 50_000
+    """Replay capacity in transitions."""
+    prioritized: bool = True
+    """Prioritised replay (Schaul et al.); False samples uniformly."""
+    priority_alpha: float = 0.6
+    """How strongly priorities skew sampling (0: uniform)."""
+    priority_beta: float = 0.4
+    """Importance-sampling correction."""
+    double_q: bool = True
+    """Double Q-learning targets."""
+    dueling: bool = True
+    """Dueling value/advantage head."""
+    n_step: int = 1
+    """n-step returns (Ape-X uses 3)."""
+    target_update_freq: int = 500
+    """Env steps between target-network syncs."""
+    learning_starts: int = 1000
+    """Env steps sampled before the first update."""
+    epsilon_timesteps: int = 10_000
+    """Env steps over which epsilon decays from 1 to ``final_epsilon``."""
+    final_epsilon: float = 0.02
+    """Exploration rate after the decay."""
+    training_intensity: float | None = None
+    """Replayed / sampled transitions ratio; ``None``: RLlib's natural value."""
+
+    def validate(self) -> None:
+        super().validate()
+        _check(
+            self.buffer_size >= self.train_batch_size,
+            f"buffer_size ({self.buffer_size}) must hold at least one batch "
+            f"({self.train_batch_size})",
+        )
+        _check(
+            0 <= self.priority_alpha <= 1 and 0 <= self.priority_beta <= 1,
+            "priority_alpha and priority_beta must be in [0, 1]",
+        )
+        _check(self.n_step >= 1, "n_step must be >= 1")
+        _check(0 <= self.final_epsilon <= 1, "final_epsilon must be in [0, 1]")
+        _check(
+            self.epsilon_timesteps >= 1 and self.target_update_freq >= 1,
+            "epsilon_timesteps and target_update_freq must be >= 1",
+        )
+        if env_registry.spec(self.env).multi_agent:
+            return
+        space = _action_space(self)
+        import gymnasium as gym
+
+        if not isinstance(space, gym.spaces.Discrete):
+            raise ValueError(
+                f"the replay plan (DQN) needs a Discrete action space; {self.env!r} has "
+                f"{space}. Use 'sync' or 'async' for continuous actions."
+            )
+
+
+@dataclass(frozen=True)
+class ImitationPlan(Plan):
+    """``imitation``: behaviour cloning from recorded episodes (RLlib's BC)."""
+
+    name: ClassVar[str] = "imitation"
+
+    data: str = ""
+    """Path of recorded transitions (parquet, written by :func:`record_episodes`)."""
+    lr: float = 1e-3
+    """Learning rate."""
+    train_batch_size: int = 1024
+    """Transitions per update."""
+    num_env_runners: int = 0
+    """Runners only evaluate here; learning reads ``data``."""
+    updates_per_iteration: int = 20
+    """Learner updates per training iteration."""
+    eval_episodes: int = 5
+    """Episodes the cloned policy plays after each iteration (its reported return)."""
+
+    def validate(self) -> None:
+        super().validate()
+        import os
+
+        if not self.data:
+            raise ValueError(
+                "the imitation plan needs data=<path of recorded episodes>; "
+                "record some with rlsuite.platform.optimizers.record_episodes"
+            )
+        if not os.path.exists(self.data):
+            raise ValueError(
+                f"imitation data {self.data!r} does not exist; record episodes "
+                "first with rlsuite.platform.optimizers.record_episodes"
+            )
+        _check(self.updates_per_iteration >= 1, "updates_per_iteration must be >= 1")
+        _check(self.eval_episodes >= 1, "eval_episodes must be >= 1")
+
+
+PLANS: dict[str, type[Plan]] = {p.name: p for p in (SyncPlan, AsyncPlan, ReplayPlan, ImitationPlan)}
+
+
+# Names users bring from other libraries and older RLlib versions.
+_ALIASES = {
+    "learning_rate": "lr",
+    "batch_size": "train_batch_size",
+    "num_workers": "num_env_runners",
+    "num_rollout_workers": "num_env_runners",
+    "num_envs_per_worker": "num_envs_per_env_runner",
+    "sgd_minibatch_size": "minibatch_size",
+    "num_sgd_iter": "num_epochs",
+    "n_epochs": "num_epochs",
+    "epochs": "num_epochs",
+    "fcnet_hiddens": "hidden",
+    "net_arch": "hidden",
+    "lambda": "lambda_",
+    "gae_lambda": "lambda_",
+    "ent_coef": "entropy_coeff",
+    "vf_coef": "vf_loss_coeff",
+    "clip_range": "clip_param",
+    "max_grad_norm": "grad_clip",
+    "prioritized_replay": "prioritized",
+    "target_network_update_freq": "target_update_freq",
+    "exploration_final_eps": "final_epsilon",
+}
+
+
+def plan_class(name: str) -> type:
+    """The config class of plan ``name``."""
+    if name == "es":
+        from rlsuite.platform.es import ESPlan
+
+        return ESPlan
+    if name not in PLANS:
+        raise ValueError(f"unknown plan {name!r}; choose one of {', '.join(plan_names())}")
+    return PLANS[name]
+
+
+def plan_names() -> list[str]:
+    return [*PLANS, "es"]
+
+
+def make_plan(name: str, **values: Any) -> Any:
+    """Build and validate plan ``name``; unknown keys are an error, never ignored."""
+    cls = plan_class(name)
+    values = dict(values)
+    given = values.pop("plan", name)
+    if given != name:
+        raise ValueError(f"values are for plan {given!r}, not {name!r}")
+    known = {f.name for f in fields(cls)}
+    for key in values:
+        if key not in known:
+            hint = (
+                [_ALIASES[key]]
+                if _ALIASES.get(key) in known
+                else difflib.get_close_matches(key, known, n=1)
+            )
+            did = f" (did you mean {hint[0]!r}?)" if hint else ""
+            raise ValueError(
+                f"unknown key for plan {name!r}: {key!r}{did}. Known keys: {', '.join(sorted(known))}"
+            )
+    if "hidden" in values:
+        values["hidden"] = tuple(int(h) for h in values["hidden"])
+    plan = cls(**values)
+    plan.validate()
+    return plan
+
+
+def _action_space(plan: Plan):
+    env = env_registry.make(plan.env, plan.env_config)
+    try:
+        return env.action_space
+    finally:
+        env.close()
+
+
+def _agent_ids(plan: Plan) -> list[str]:
+    env = env_registry.make(plan.env, plan.env_config)
+    try:
+        return list(env.possible_agents)
+    finally:
+        env.close()
+
+
+def _policy_mapping(plan: Plan) -> tuple[list[str], Any]:
+    if plan.policies == "shared":
+        return ["shared"], _SharedMapping()
+    return _agent_ids(plan), _PerAgentMapping()
+
+
+class _SharedMapping:
+    def __call__(self, agent_id: Any, *args: Any, **kwargs: Any) -> str:
+        return "shared"
+
+
+class _PerAgentMapping:
+    def __call__(self, agent_id: Any, *args: Any, **kwargs: Any) -> str:
+        return str(agent_id)
+
+
+def to_rllib(plan: Plan):
+    """The one adapter: a validated plan -> RLlib ``AlgorithmConfig`` (new API stack)."""
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    plan.validate()
+    spec = env_registry.spec(plan.env)
+    common_model = dict(fcnet_hiddens=list(plan.hidden), fcnet_activation=plan.activation)
+
+    if isinstance(plan, SyncPlan):
+        from ray.rllib.algorithms.ppo import PPOConfig
+
+        config = PPOConfig().training(
+            lr=plan.lr,
+            gamma=plan.gamma,
+            train_batch_size_per_learner=plan.train_batch_size,
+            minibatch_size=plan.minibatch_size,
+            num_epochs=plan.num_epochs,
+            clip_param=plan.clip_param,
+            lambda_=plan.lambda_,
+            entropy_coeff=plan.entropy_coeff,
+            vf_loss_coeff=plan.vf_loss_coeff,
+            vf_clip_param=plan.vf_clip_param,
+            kl_coeff=plan.kl_coeff,
+            use_kl_loss=plan.kl_coeff > 0,
+            grad_clip=plan.grad_clip,
+        )
+        model = DefaultModelConfig(**common_model, vf_share_layers=False)
+    elif isinstance(plan, AsyncPlan):
+        from ray.rllib.algorithms.appo import APPOConfig
+
+        config = (
+            APPOConfig()
+            .training(
+                lr=plan.lr,
+                gamma=plan.gamma,
+                train_batch_size_per_learner=plan.train_batch_size,
+                clip_param=plan.clip_param,
+                entropy_coeff=plan.entropy_coeff,
+                vf_loss_coeff=plan.vf_loss_coeff,
+                use_kl_loss=plan.use_kl_loss,
+                grad_clip=plan.grad_clip,
+                target_network_update_freq=plan.target_network_update_freq,
+                circular_buffer_num_batches=plan.circular_buffer_num_batches,
+                circular_buffer_iterations_per_batch=plan.circular_buffer_iterations_per_batch,
+            )
+            .reporting(min_time_s_per_iteration=plan.min_time_s_per_iteration)
+        )
+        model = DefaultModelConfig(**common_model, vf_share_layers=False)
+    elif isinstance(plan, ReplayPlan):
+        from ray.rllib.algorithms.dqn import DQNConfig
+
+        buffer: dict[str, Any] = {"capacity": plan.buffer_size}
+        if plan.prioritized:
+            buffer.update(
+                type="PrioritizedEpisodeReplayBuffer",
+                alpha=plan.priority_alpha,
+                beta=plan.priority_beta,
+            )
+        else:
+            buffer.update(type="EpisodeReplayBuffer")
+        if spec.multi_agent:
+            buffer["type"] = "MultiAgent" + buffer["type"]
+        config = DQNConfig().training(
+            lr=plan.lr,
+            gamma=plan.gamma,
+            train_batch_size_per_learner=plan.train_batch_size,
+            replay_buffer_config=buffer,
+            double_q=plan.double_q,
+            dueling=plan.dueling,
+            n_step=plan.n_step,
+            target_network_update_freq=plan.target_update_freq,
+            num_steps_sampled_before_learning_starts=plan.learning_starts,
+            epsilon=[(0, 1.0), (plan.epsilon_timesteps, plan.final_epsilon)],
+            training_intensity=plan.training_intensity,
+        )
+        model = DefaultModelConfig(**common_model)
+    elif isinstance(plan, ImitationPlan):
+        import os
+
+        from ray.rllib.algorithms.bc import BCConfig
+
+        config = (
+            BCConfig()
+            .training(lr=plan.lr, train_batch_size_per_learner=plan.train_batch_size)
+            .offline_data(
+                input_=[os.path.abspath(plan.data)],
+                dataset_num_iters_per_learner=plan.updates_per_iteration,
+                materialize_data=True,
+            )
+            .evaluation(
+                evaluation_interval=1,
+                evaluation_duration=plan.eval_episodes,
+                evaluation_duration_unit="episodes",
+                evaluation_num_env_runners=plan.num_env_runners,
+            )
+        )
+        model = DefaultModelConfig(**common_model)
+    else:  # pragma: no cover - every plan class is handled above
+        raise TypeError(f"no RLlib adapter for {type(plan).__name__}")
+
+    config = (
+        config.environment(env=env_registry.rllib_env(plan.env), env_config=dict(plan.env_config))
+        .env_runners(
+            num_env_runners=plan.num_env_runners,
+            num_envs_per_env_runner=plan.envs_per_runner,
+            rollout_fragment_length=plan.rollout_fragment_length,
+            sample_timeout_s=plan.sample_timeout_s,
+            num_cpus_per_env_runner=1,
+        )
+        .learners(num_learners=plan.num_learners, num_gpus_per_learner=plan.num_gpus_per_learner)
+        .fault_tolerance(
+            restart_failed_env_runners=plan.restart_failed_env_runners,
+            max_num_env_runner_restarts=1000,
+        )
+        .debugging(seed=plan.seed, log_level="ERROR")
+        .reporting(metrics_num_episodes_for_smoothing=20)
+    )
+    if spec.multi_agent:
+        from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+        from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+        module_ids, mapping = _policy_mapping(plan)
+        config = config.multi_agent(policies=set(module_ids), policy_mapping_fn=mapping)
+        config = config.rl_module(
+            rl_module_spec=MultiRLModuleSpec(
+                rl_module_specs={m: RLModuleSpec(model_config=model) for m in module_ids}
+            )
+        )
+    else:
+        config = config.rl_module(model_config=model)
+    return config
+
+
+def record_episodes(
+    controller: Any,
+    env: str,
+    episodes: int,
+    path: str,
+    env_config: Mapping[str, Any] | None = None,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Run ``controller`` for ``episodes`` seeded episodes and write its transitions
+    as parquet at ``path`` (the format the ``imitation`` plan reads).
+
+    Returns ``{"episodes", "transitions", "return_mean"}``.
+    """
+    import os
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rlsuite.platform.evaluation import build_controller
+
+    ctrl = build_controller(controller)
+    e = env_registry.make(env, env_config)
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "eps_id",
+            "t",
+            "obs",
+            "actions",
+            "rewards",
+            "new_obs",
+            "terminateds",
+            "truncateds",
+        )
+    }
+    returns = []
+    try:
+        for ep in range(episodes):
+            if hasattr(ctrl, "reset"):
+                ctrl.reset(seed + ep)
+            obs, _ = e.reset(seed=seed + ep)
+            total, t = 0.0, 0
+            while True:
+                a = ctrl.act(obs)
+                nobs, r, term, trunc, _ = e.step(a)
+                cols["eps_id"].append(f"{seed}-{ep}")
+                cols["t"].append(t)
+                cols["obs"].append(np.asarray(obs, dtype=np.float32).ravel().tolist())
+                cols["actions"].append(a.tolist() if isinstance(a, np.ndarray) else a)
+                cols["rewards"].append(float(r))
+                cols["new_obs"].append(np.asarray(nobs, dtype=np.float32).ravel().tolist())
+                cols["terminateds"].append(bool(term))
+                cols["truncateds"].append(bool(trunc))
+                total += float(r)
+                t += 1
+                obs = nobs
+                if term or trunc:
+                    break
+            returns.append(total)
+    finally:
+        e.close()
+    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+    pq.write_table(pa.table(cols), path)
+    return {
+        "episodes": float(episodes),
+        "transitions": float(len(cols["t"])),
+        "return_mean": float(np.mean(returns)),
+    }
+
+
+def describe(plan: Any) -> str:
+    """One line per field: ``name = value  # docstring``."""
+    out = [f"plan {plan.name}"]
+    for f in dataclasses.fields(plan):
+        out.append(f"  {f.name} = {getattr(plan, f.name)!r}")
+    return "\n".join(out)

@@ -1,0 +1,134 @@
+"""Plans: validation and the one adapter to RLlib (no Ray needed)."""
+
+import pytest
+
+from rlsuite.platform import envs, optimizers
+
+envs.register(
+    "rlsuite-test/Identity-v0",
+    "tests.platform._fakes:IdentityEnv",
+    default_config={"n": 3, "horizon": 20},
+)
+envs.register("rlsuite-test/Matching-v0", "tests.platform._fakes:MatchingGame", multi_agent=True)
+
+
+def test_unknown_key_is_rejected_with_a_suggestion():
+    with pytest.raises(
+        ValueError, match=r"unknown key for plan 'sync': 'learning_rate' \(did you mean 'lr'\?\)"
+    ):
+        optimizers.make_plan("sync", env="CartPole-v1", learning_rate=1e-3)
+
+
+def test_unknown_plan_and_missing_env():
+    with pytest.raises(ValueError, match="unknown plan 'fast'.*sync, async, replay, imitation, es"):
+        optimizers.make_plan("fast", env="CartPole-v1")
+    with pytest.raises(ValueError, match="needs env="):
+        optimizers.make_plan("sync")
+
+
+@pytest.mark.parametrize(
+    "plan,kwargs,match",
+    [
+        ("sync", {"minibatch_size": 5000}, "minibatch_size must be in"),
+        ("sync", {"gamma": 1.5}, "gamma"),
+        ("sync", {"hidden": [0]}, "hidden"),
+        ("async", {"num_env_runners": 0}, "needs num_env_runners >= 1"),
+        ("replay", {"env": "Pendulum-v1"}, "needs a Discrete action space"),
+        ("replay", {"buffer_size": 8}, "must hold at least one batch"),
+        ("imitation", {}, "needs data="),
+        ("imitation", {"data": "/nonexistent/x.parquet"}, "does not exist"),
+        (
+            "sync",
+            {"env": "rlsuite-test/Matching-v0", "num_envs_per_env_runner": 4},
+            "one env per runner",
+        ),
+        ("sync", {"policies": "each"}, "policies must be"),
+    ],
+)
+def test_bad_values_and_combinations_say_what_is_wrong(plan, kwargs, match):
+    kwargs = {"env": "CartPole-v1", **kwargs}
+    with pytest.raises(ValueError, match=match):
+        optimizers.make_plan(plan, **kwargs)
+
+
+def test_plans_are_frozen_and_replace_revalidates():
+    p = optimizers.make_plan("sync", env="CartPole-v1")
+    with pytest.raises(AttributeError):
+        p.lr = 1.0  # type: ignore[misc]
+    q = p.replace(lr=1e-2)
+    assert q.lr == 1e-2 and p.lr == 3e-4
+    with pytest.raises(ValueError):
+        p.replace(num_epochs=0)
+
+
+def test_env_limit_per_process_caps_the_default():
+    envs.register(
+        "rlsuite-test/Solo-v0", "tests.platform._fakes:IdentityEnv", max_envs_per_process=1
+    )
+    assert optimizers.make_plan("sync", env="rlsuite-test/Solo-v0").envs_per_runner == 1
+    assert (
+        optimizers.make_plan("sync", env="CartPole-v1").envs_per_runner
+        == optimizers.DEFAULT_ENVS_PER_RUNNER
+    )
+    with pytest.raises(ValueError, match="allows 1 per process"):
+        optimizers.make_plan("sync", env="rlsuite-test/Solo-v0", num_envs_per_env_runner=2)
+
+
+def test_sync_adapter_sets_what_the_plan_says():
+    cfg = optimizers.to_rllib(
+        optimizers.make_plan(
+            "sync",
+            env="CartPole-v1",
+            lr=1e-3,
+            num_epochs=7,
+            minibatch_size=256,
+            num_env_runners=3,
+            hidden=(32, 16),
+            seed=5,
+        )
+    )
+    assert type(cfg).__name__ == "PPOConfig"
+    assert cfg.lr == 1e-3 and cfg.num_epochs == 7 and cfg.minibatch_size == 256
+    assert cfg.num_env_runners == 3 and cfg.num_envs_per_env_runner == 8
+    assert cfg.seed == 5 and cfg.restart_failed_env_runners is True
+    assert cfg.model_config["fcnet_hiddens"] == [32, 16]
+    assert cfg.enable_rl_module_and_learner and cfg.enable_env_runner_and_connector_v2
+
+
+def test_replay_adapter_is_apex_shaped():
+    cfg = optimizers.to_rllib(
+        optimizers.make_plan("replay", env="CartPole-v1", n_step=3, num_env_runners=2)
+    )
+    assert type(cfg).__name__ == "DQNConfig"
+    assert cfg.double_q and cfg.dueling and cfg.n_step == 3
+    assert cfg.replay_buffer_config["type"] == "PrioritizedEpisodeReplayBuffer"
+    assert cfg.replay_buffer_config["alpha"] == 0.6
+    assert cfg.num_env_runners == 2
+    uniform = optimizers.to_rllib(
+        optimizers.make_plan("replay", env="CartPole-v1", prioritized=False)
+    )
+    assert uniform.replay_buffer_config["type"] == "EpisodeReplayBuffer"
+
+
+def test_async_adapter_is_appo():
+    cfg = optimizers.to_rllib(optimizers.make_plan("async", env="CartPole-v1"))
+    assert type(cfg).__name__ == "APPOConfig" and cfg.vtrace
+    assert cfg.min_time_s_per_iteration == 2.0
+
+
+def test_multi_agent_shared_and_per_agent_policies():
+    shared = optimizers.to_rllib(optimizers.make_plan("sync", env="rlsuite-test/Matching-v0"))
+    assert set(shared.policies) == {"shared"}
+    assert shared.policy_mapping_fn("a1") == "shared"
+    per = optimizers.to_rllib(
+        optimizers.make_plan("sync", env="rlsuite-test/Matching-v0", policies="per_agent")
+    )
+    assert set(per.policies) == {"a0", "a1"}
+    assert per.policy_mapping_fn("a1") == "a1"
+
+
+def test_to_dict_round_trips():
+    p = optimizers.make_plan("replay", env="CartPole-v1", hidden=(128, 128), n_step=3)
+    d = p.to_dict()
+    assert d["plan"] == "replay" and d["hidden"] == [128, 128]
+    assert optimizers.make_plan("replay", **d) == p
