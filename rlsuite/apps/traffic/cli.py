@@ -266,7 +266,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
     cfg = env_config(args, scen)
-    controller, overrides = scenarios.controller_for(scen, args.controller)
+    controller, overrides = scenarios.controller_for(scen, args.controller, cfg)
     cfg.update(overrides)
     _validate_env(scen.env_id, cfg)
     label = os.path.basename(os.path.normpath(args.controller))

@@ -194,6 +194,32 @@ class PerAgent:
         return out
 
 
+class Stacked:
+    """One copy of a single-AV controller per AV of a centralised env (the figure-eight).
+
+    The figure-eight observation starts with each AV's ring-style observation
+    (3 numbers each); the actions are stacked in the same order.
+    """
+
+    def __init__(self, factory: Any, num_avs: int = 1, name: str | None = None):
+        self.factory = factory
+        self.num_avs = num_avs
+        self.name = name or getattr(factory(), "name", "controller")
+        self.ctrls = [factory() for _ in range(num_avs)]
+
+    def reset(self, seed: int | None = None) -> None:
+        self.ctrls = [self.factory() for _ in range(self.num_avs)]
+        for i, c in enumerate(self.ctrls):
+            if hasattr(c, "reset"):
+                c.reset(None if seed is None else seed * 1000 + i)
+
+    def act(self, obs: Any) -> np.ndarray:
+        o = np.asarray(obs, dtype=np.float32).reshape(-1)
+        return np.concatenate(
+            [np.asarray(c.act(o[3 * i : 3 * i + 3])).reshape(-1) for i, c in enumerate(self.ctrls)]
+        ).astype(np.float32)
+
+
 @dataclass
 class SignalProgram:
     """Stands for a signal program that runs inside the signals env (fixed, actuated, maxpressure).

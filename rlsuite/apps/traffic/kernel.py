@@ -37,6 +37,7 @@ BACKENDS = ("auto", "libsumo", "traci")
 VAR_SPEED = 0x40
 VAR_ROAD_ID = 0x50
 VAR_LANEPOSITION = 0x56
+VAR_DISTANCE = 0x84
 
 _LIBSUMO_OWNER: int | None = None  # id() of the Simulation holding libsumo in this process
 _LABELS = itertools.count()
@@ -296,13 +297,15 @@ class Simulation:
         except self._errs as e:
             raise self._fail("vehicle.getIDList", e) from e
 
-    def vehicle_states(self, ids: Iterable[str]) -> dict[str, tuple[float, str, float]]:
-        """``{id: (speed, road id, position on lane)}`` through subscriptions (one call)."""
+    def vehicle_states(self, ids: Iterable[str]) -> dict[str, tuple[float, str, float, float]]:
+        """``{id: (speed, road id, position on lane, odometer)}`` through subscriptions."""
         conn = self._need()
         try:
             for vid in ids:
                 if vid not in self._subscribed:
-                    conn.vehicle.subscribe(vid, (VAR_SPEED, VAR_ROAD_ID, VAR_LANEPOSITION))
+                    conn.vehicle.subscribe(
+                        vid, (VAR_SPEED, VAR_ROAD_ID, VAR_LANEPOSITION, VAR_DISTANCE)
+                    )
                     self._subscribed.add(vid)
                     # A new subscription answers from the next step; read this one directly.
             res = conn.vehicle.getAllSubscriptionResults()
@@ -311,9 +314,11 @@ class Simulation:
                 r = res.get(vid)
                 if r is None:
                     v = conn.vehicle
-                    out[vid] = (v.getSpeed(vid), v.getRoadID(vid), v.getLanePosition(vid))
+                    out[vid] = (
+                        v.getSpeed(vid), v.getRoadID(vid), v.getLanePosition(vid), v.getDistance(vid)
+                    )  # fmt: skip
                 else:
-                    out[vid] = (r[VAR_SPEED], r[VAR_ROAD_ID], r[VAR_LANEPOSITION])
+                    out[vid] = (r[VAR_SPEED], r[VAR_ROAD_ID], r[VAR_LANEPOSITION], r[VAR_DISTANCE])
             return out
         except self._errs as e:
             raise self._fail("reading vehicle states", e) from e
@@ -345,6 +350,26 @@ class Simulation:
                 conn.vehicle.setPreviousSpeed(vid, max(0.0, float(v)))
         except self._errs as e:
             raise self._fail("vehicle.setPreviousSpeed", e) from e
+
+    def loop_offsets(self, edges: Sequence[str]) -> tuple[list[float], float]:
+        """Start of each edge along a closed loop of ``edges`` (lane 0) and the loop's length,
+        counting the junctions' internal lanes between consecutive edges."""
+        conn = self._need()
+        try:
+            offsets, total = [], 0.0
+            for i, e in enumerate(edges):
+                offsets.append(total)
+                lane = f"{e}_0"
+                total += conn.lane.getLength(lane)
+                nxt = f"{edges[(i + 1) % len(edges)]}_0"
+                via = next((lk[4] for lk in conn.lane.getLinks(lane) if lk[0] == nxt), "")
+                while via and via.startswith(":"):
+                    total += conn.lane.getLength(via)
+                    links = conn.lane.getLinks(via)
+                    via = links[0][0] if links else ""
+            return offsets, total
+        except self._errs as e:
+            raise self._fail("measuring the loop", e) from e
 
     def collisions(self) -> int:
         try:

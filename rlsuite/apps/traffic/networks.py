@@ -13,6 +13,8 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from rlsuite.apps.traffic import kernel
 
 RING_EDGES = ("bottom", "right", "top", "left")
@@ -152,3 +154,78 @@ def ring_routes(
     lines.append("</routes>")
     _atomic_write(path, "\n".join(lines) + "\n")
     return starts
+
+
+FIGURE_EIGHT_EDGES = ("bottom", "top", "upper_ring", "right", "left", "lower_ring")
+"""The loop through Flow's figure-eight, in driving order (crossing the centre twice)."""
+
+
+def _arc(cx: float, cy: float, r: float, a0: float, a1: float, n: int = 40) -> str:
+    return " ".join(
+        f"{cx + r * math.cos(a0 + (a1 - a0) * k / n):.4f},{cy + r * math.sin(a0 + (a1 - a0) * k / n):.4f}"
+        for k in range(n + 1)
+    )
+
+
+def figure_eight_network(radius: float = 30.0) -> str:
+    """Flow's figure-eight: two 3/4 rings joined by straight roads crossing at a priority
+    junction in the centre (vertical road has priority). Returns the .net.xml path."""
+    if not 5 <= radius <= 1000:
+        raise ValueError(f"figure-eight radius must be within [5, 1000] m, got {radius}")
+    r = radius
+    nodes = "\n".join(
+        [
+            "<nodes>",
+            '  <node id="center" x="0" y="0" type="priority"/>',
+            f'  <node id="top" x="0" y="{r}" type="priority"/>',
+            f'  <node id="bottom" x="0" y="{-r}" type="priority"/>',
+            f'  <node id="left" x="{-r}" y="0" type="priority"/>',
+            f'  <node id="right" x="{r}" y="0" type="priority"/>',
+            "</nodes>",
+        ]
+    )
+    ring = 1.5 * math.pi * r
+    edges = "\n".join(
+        [
+            "<edges>",
+            f'  <edge id="bottom" from="bottom" to="center" numLanes="1" speed="30" priority="2" length="{r:.4f}"/>',
+            f'  <edge id="top" from="center" to="top" numLanes="1" speed="30" priority="2" length="{r:.4f}"/>',
+            f'  <edge id="upper_ring" from="top" to="right" numLanes="1" speed="30" priority="1" '
+            f'length="{ring:.4f}" shape="{_arc(r, r, r, math.pi, -math.pi / 2)}"/>',
+            f'  <edge id="right" from="right" to="center" numLanes="1" speed="30" priority="1" length="{r:.4f}"/>',
+            f'  <edge id="left" from="center" to="left" numLanes="1" speed="30" priority="1" length="{r:.4f}"/>',
+            f'  <edge id="lower_ring" from="left" to="bottom" numLanes="1" speed="30" priority="1" '
+            f'length="{ring:.4f}" shape="{_arc(-r, -r, r, math.pi / 2, 2 * math.pi)}"/>',
+            "</edges>",
+        ]
+    )
+    return _compile(f"figure_eight_{r:.2f}m", nodes, edges)
+
+
+def loop_routes(
+    path: str,
+    edges: Sequence[str],
+    edge_lengths: Sequence[float],
+    vehicles: Sequence[tuple[str, str]],
+    types: Sequence[VehicleType],
+    laps: int,
+) -> None:
+    """Vehicles spaced evenly (by edge length) along a closed loop of ``edges``, each looping."""
+    total = float(sum(edge_lengths))
+    lines = ["<routes>", *[t.xml() for t in types]]
+    k = len(edges)
+    for i, name in enumerate(edges):
+        loop = [edges[(i + j) % k] for j in range(k * laps)]
+        lines.append(f'  <route id="r_{name}" edges="{" ".join(loop)}"/>')
+    starts = np.cumsum([0.0, *edge_lengths[:-1]])
+    spacing = total / len(vehicles)
+    for j, (vid, vtype) in enumerate(vehicles):
+        x = j * spacing
+        e = int(np.searchsorted(starts, x, side="right") - 1)
+        pos = min(x - starts[e], edge_lengths[e] - 0.1)
+        lines.append(
+            f'  <vehicle id="{vid}" type="{vtype}" route="r_{edges[e]}" depart="0" '
+            f'departPos="{pos:.4f}" departSpeed="0" departLane="0"/>'
+        )
+    lines.append("</routes>")
+    _atomic_write(path, "\n".join(lines) + "\n")

@@ -45,7 +45,7 @@ def space_time_diagram(
     if warm > 0:
         ax.axvline(warm, color="blue", ls="--", lw=1, label="control starts")
     ax.set_xlabel("time (s)")
-    ax.set_ylabel("position on ring (m)")
+    ax.set_ylabel("position along the loop (m)")
     ax.set_ylim(0, float(traj["length"]))
     ax.set_title(title)
     fig.colorbar(sc, ax=ax, label="speed (m/s)")

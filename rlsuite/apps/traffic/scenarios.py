@@ -100,7 +100,9 @@ def parse_ring_length(text: str | float | None) -> float | tuple[float, float] |
         ) from None
 
 
-def controller_for(scenario: TrafficScenario, name: str) -> tuple[Any, dict[str, Any]]:
+def controller_for(
+    scenario: TrafficScenario, name: str, env_config: dict[str, Any] | None = None
+) -> tuple[Any, dict[str, Any]]:
     """A picklable controller (factory or checkpoint path) for ``name``, and env options it needs.
 
     Signal baselines (``fixed``, ``actuated``, ``maxpressure``) run inside the signals
@@ -115,6 +117,13 @@ def controller_for(scenario: TrafficScenario, name: str) -> tuple[Any, dict[str,
         if name in controllers.SIGNAL_PROGRAMS:
             return functools.partial(controllers.SignalProgram, name), {"program": name}
         factory = functools.partial(controllers.make_baseline, name)
+        if scenario.name == "figure_eight":
+            from rlsuite.apps.traffic.envs.figure_eight import FigureEightConfig
+
+            cfg = FigureEightConfig.from_kwargs(**dict(env_config or {}))
+            bounds = dict(max_accel=cfg.max_accel, max_decel=cfg.max_decel)
+            factory = functools.partial(controllers.make_baseline, name, **bounds)
+            return functools.partial(controllers.Stacked, factory, cfg.num_avs, name), {}
         if scenario.multi_agent:
             return functools.partial(controllers.PerAgent, factory, f"{name} (per AV)"), {}
         return factory, {}

@@ -9,6 +9,7 @@ _envs.register(
     "rlsuite/Ring-v0",
     "rlsuite.apps.traffic.envs.ring:RingEnv",
     default_config={},
+    max_envs_per_process=1,  # libsumo: one simulation per process
     description="Sugiyama ring, 22 vehicles, one AV damping the stop-and-go wave (SUMO)",
 )
 
@@ -17,6 +18,7 @@ _envs.register(
     "rlsuite.apps.traffic.envs.ring_multi:RingMultiEnv",
     multi_agent=True,
     default_config={"num_avs": 3},
+    max_envs_per_process=1,
     description="the ring with k AVs, one agent each (PettingZoo parallel)",
 )
 
@@ -26,4 +28,12 @@ _envs.register(
     multi_agent=True,
     default_config={},
     description="sumo-rl signalised intersection(s), one agent per traffic light",
+)
+
+_envs.register(
+    "rlsuite/FigureEight-v0",
+    "rlsuite.apps.traffic.envs.figure_eight:FigureEightEnv",
+    default_config={},
+    max_envs_per_process=1,
+    description="Flow's figure-eight (loopy intersection), 13 humans + 1 AV by default",
 )

@@ -160,7 +160,7 @@ class RingSimulation:
         self.cfg = config
         self.sim = kernel.Simulation(config.backend, gui=config.gui, name=name)
         self._dir: str | None = None
-        self.length = config.length_range[0]
+        self.length = 0.0  # set per episode by _build
         n, k = config.num_vehicles, config.num_avs
         av_slots = {round(j * n / k) for j in range(k)} if k else set()
         self.ids: list[str] = []
@@ -194,31 +194,49 @@ class RingSimulation:
         self.trace_x: list[np.ndarray] = []
         self.trace_v: list[np.ndarray] = []
 
-    def start(self, rng: np.random.Generator) -> None:
-        """Start a fresh simulation (new length if randomised) and run the warm-up."""
+    def _build(self, rng: np.random.Generator) -> tuple[str, str]:
+        """Write this episode's network and demand; returns (net file, route file)."""
         cfg = self.cfg
-        self.rng = rng
         lo, hi = cfg.length_range
         self.length = (
             float(rng.integers(int(math.ceil(lo)), int(math.floor(hi)) + 1)) if hi > lo else lo
         )
         net = networks.ring_network(self.length)
+        routes = os.path.join(self._workdir(), "ring.rou.xml")
+        t_total = (cfg.warmup_steps + cfg.horizon + 1) * cfg.sim_step
+        laps = int(math.ceil(t_total * cfg.human_type.max_speed / self.length)) + 2
+        networks.ring_routes(
+            routes, self.length, self._vehicles(), self._types(), laps, cfg.bunching
+        )
+        return net, routes
+
+    def _workdir(self) -> str:
         if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="rlsuite-ring-")
-        routes = os.path.join(self._dir, "ring.rou.xml")
-        av_type = networks.VehicleType(
+            self._dir = tempfile.mkdtemp(prefix="rlsuite-traffic-")
+        return self._dir
+
+    def _types(self) -> list[networks.VehicleType]:
+        human = self.cfg.human_type
+        av = networks.VehicleType(
             **{
-                **{f.name: getattr(cfg.human_type, f.name) for f in fields(cfg.human_type)},
+                **{f.name: getattr(human, f.name) for f in fields(human)},
                 "id": "av",
                 "color": "1,0,0",
             }
         )
-        t_total = (cfg.warmup_steps + cfg.horizon + 1) * cfg.sim_step
-        laps = int(math.ceil(t_total * cfg.human_type.max_speed / self.length)) + 2
-        vehicles = [(vid, "av" if vid.startswith("av_") else "human") for vid in self.ids]
-        networks.ring_routes(
-            routes, self.length, vehicles, [cfg.human_type, av_type], laps, cfg.bunching
-        )
+        return [human, av]
+
+    def _vehicles(self) -> list[tuple[str, str]]:
+        return [(vid, "av" if vid.startswith("av_") else "human") for vid in self.ids]
+
+    def _after_insert(self) -> None:
+        """Hook run once the vehicles are on the network (before the warm-up)."""
+
+    def start(self, rng: np.random.Generator) -> None:
+        """Start a fresh simulation (new length if randomised) and run the warm-up."""
+        cfg = self.cfg
+        self.rng = rng
+        net, routes = self._build(rng)
         seed = int(rng.integers(0, 2**31 - 1))
         self.sim.start(
             [
@@ -232,6 +250,7 @@ class RingSimulation:
         self.controlled = 0
         self._reset_measurements()
         self._advance(measure=False)  # vehicles are inserted in the first step
+        self._after_insert()
         for vid in self.av_ids:  # commanded speeds stay collision-free even past decel
             self.sim.set_speed_mode(vid, AV_SPEED_MODE)
         for _ in range(cfg.warmup_steps):
@@ -241,17 +260,20 @@ class RingSimulation:
         states = self.sim.vehicle_states(self.ids)
         if len(states) != len(self.ids):
             raise kernel.SimulationError("vehicles are missing from the ring simulation")
-        quarter = self.length / 4
         for i, vid in enumerate(self.ids):
-            speed, road, pos = states[vid]
-            try:
-                e = networks.RING_EDGES.index(road)
-            except ValueError as err:
-                raise kernel.SimulationError(
-                    f"vehicle {vid} left the ring (on {road!r}); the network is broken"
-                ) from err
-            self.x[i] = e * quarter + pos
+            speed, road, pos, odometer = states[vid]
+            self.x[i] = self._position(vid, road, pos, odometer)
             self.v[i] = speed
+
+    def _position(self, vid: str, road: str, pos: float, odometer: float) -> float:
+        """Metres along the loop from its start."""
+        try:
+            e = networks.RING_EDGES.index(road)
+        except ValueError as err:
+            raise kernel.SimulationError(
+                f"vehicle {vid} left the ring (on {road!r}); the network is broken"
+            ) from err
+        return e * self.length / 4 + pos
 
     def _advance(self, measure: bool) -> None:
         x_before = self.x.copy()
