@@ -1,0 +1,10 @@
+"""Register the queryopt envs (nothing else happens at import: no server starts)."""
+
+from rlsuite.platform import envs
+
+envs.register(
+    "rlsuite/QueryRewrite-v0",
+    "rlsuite.apps.queryopt.envs.rewrite:QueryRewriteEnv",
+    default_config={"workload": "joins"},
+    description="rewrite SQL queries on PostgreSQL with semantics-preserving rules; reward -runtime",
+)

@@ -1,0 +1,135 @@
+"""The MDP's state: a fixed-length vector from the query's shape and PostgreSQL's plan.
+
+:class:`Featurizer` turns a :class:`~rlsuite.apps.queryopt.rules.Query` and its
+``EXPLAIN (FORMAT JSON)`` plan into a float vector. Its layout is versioned and
+fully described by :meth:`Featurizer.describe` (a JSON-able dict), which the
+trained model's checkpoint carries, so inference rebuilds the same features.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rlsuite.apps.queryopt import rules as R
+from rlsuite.apps.queryopt.rewriter import query_features
+
+VERSION = 1
+QUERY_KEYS = (
+    "tables",
+    "join_preds",
+    "filters",
+    "group_keys",
+    "aggregates",
+    "subqueries",
+    "udf_calls",
+    "order_by",
+    "outer_joins",
+)
+NODE_TYPES = (
+    "Seq Scan",
+    "Index Scan",
+    "Index Only Scan",
+    "Bitmap Heap Scan",
+    "Hash Join",
+    "Merge Join",
+    "Nested Loop",
+    "Hash",
+    "Sort",
+    "Aggregate",
+    "Subquery Scan",
+    "Materialize",
+    "Memoize",
+    "Limit",
+    "Result",
+    "CTE Scan",
+)
+PLAN_KEYS = ("log_total_cost", "log_plan_rows", "log_max_node_rows", "log_max_join_rows")
+
+
+def _walk(node: Mapping[str, Any]):
+    yield node
+    for child in node.get("Plans", []) or []:
+        yield from _walk(child)
+
+
+def plan_features(plan: Mapping[str, Any]) -> dict[str, float]:
+    """Node-type counts and log-scaled cost / row estimates of an EXPLAIN JSON plan."""
+    top = plan["Plan"] if "Plan" in plan else plan
+    counts = dict.fromkeys(NODE_TYPES, 0.0)
+    max_rows, max_join = 0.0, 0.0
+    for n in _walk(top):
+        t = n.get("Node Type", "")
+        if t in counts:
+            counts[t] += 1
+        rows = float(n.get("Plan Rows", 0.0))
+        max_rows = max(max_rows, rows)
+        if t in ("Hash Join", "Merge Join", "Nested Loop"):
+            max_join = max(max_join, rows)
+    out = {
+        "log_total_cost": math.log1p(float(top.get("Total Cost", 0.0))),
+        "log_plan_rows": math.log1p(float(top.get("Plan Rows", 0.0))),
+        "log_max_node_rows": math.log1p(max_rows),
+        "log_max_join_rows": math.log1p(max_join),
+    }
+    out.update({f"n_{k}": v for k, v in counts.items()})
+    return out
+
+
+@dataclass(frozen=True)
+class Featurizer:
+    """Query shape + plan + rule applicability + rules applied + step + workload knob."""
+
+    max_steps: int = 3
+    """Rewrite steps per episode (the step counter is a feature)."""
+    version: int = VERSION
+    """Layout version; a checkpoint from another version is refused."""
+
+    @property
+    def size(self) -> int:
+        return len(QUERY_KEYS) + len(PLAN_KEYS) + len(NODE_TYPES) + 2 * len(R.RULES) + 2
+
+    def describe(self) -> dict[str, Any]:
+        """Everything needed to rebuild this featurizer (goes into checkpoints)."""
+        return {
+            "version": self.version,
+            "max_steps": self.max_steps,
+            "rules": list(R.RULE_NAMES),
+            "query_keys": list(QUERY_KEYS),
+            "plan_keys": list(PLAN_KEYS),
+            "node_types": list(NODE_TYPES),
+            "size": self.size,
+        }
+
+    @staticmethod
+    def from_description(d: Mapping[str, Any]) -> Featurizer:
+        if d.get("version") != VERSION or list(d.get("rules", [])) != list(R.RULE_NAMES):
+            raise ValueError(
+                f"the model was trained with featurizer v{d.get('version')} over rules "
+                f"{d.get('rules')}; this code has v{VERSION} over {list(R.RULE_NAMES)}. Retrain it."
+            )
+        return Featurizer(max_steps=int(d["max_steps"]))
+
+    def __call__(
+        self,
+        query: R.Query,
+        plan: Mapping[str, Any],
+        applicable: Mapping[str, Any],
+        step: int,
+        settings: Mapping[str, str] | None = None,
+    ) -> np.ndarray:
+        qf = query_features(query.expression)
+        pf = plan_features(plan)
+        v: list[float] = [math.log1p(float(qf[k])) for k in QUERY_KEYS]
+        v += [pf[k] / 20.0 for k in PLAN_KEYS]
+        v += [math.log1p(pf[f"n_{k}"]) for k in NODE_TYPES]
+        v += [1.0 if isinstance(applicable.get(n), R.Query) else 0.0 for n in R.RULE_NAMES]
+        v += [1.0 if n in query.applied else 0.0 for n in R.RULE_NAMES]
+        v.append(step / max(1, self.max_steps))
+        knob = float((settings or {}).get("qopt.udf_cost", 0) or 0)
+        v.append(math.log1p(knob) / 10.0)
+        return np.asarray(v, dtype=np.float32)
