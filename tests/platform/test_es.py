@@ -1,0 +1,315 @@
+"""The ``es`` plan: evolution strategies on real Ray actors, with tiny budgets."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlsuite.platform import envs
+from rlsuite.platform.es import (
+    ESPlan,
+    ESPolicy,
+    ESTrainer,
+    centered_ranks,
+    load_controller,
+)
+
+# Small, fast settings shared by the Ray tests: a 16-unit policy, a 200k noise table.
+FAST = dict(env="CartPole-v1", hidden=(16,), noise_table_size=200_000, sigma=0.1, lr=0.05)
+
+
+class SlowCartPole(gym.Wrapper):
+    """CartPole that takes 10 ms per step, so a generation lasts long enough to kill a worker."""
+
+    def __init__(self, delay_s: float = 0.01):
+        super().__init__(gym.make("CartPole-v1"))
+        self.delay_s = delay_s
+
+    def step(self, action):
+        time.sleep(self.delay_s)
+        return self.env.step(action)
+
+
+class MatchSign:
+    """A two-agent PettingZoo parallel env: each agent scores 1 when its action is the
+    sign of its observation (optimum: 10 per agent, 20 in all; random: about 10)."""
+
+    metadata = {"name": "match_sign_v0", "render_modes": []}
+
+    def __init__(self, horizon: int = 10):
+        self.possible_agents = ["a0", "a1"]
+        self.agents: list[str] = []
+        self.horizon = horizon
+        self._obs_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self._act_space = gym.spaces.Discrete(2)
+        self._rng = np.random.default_rng(0)
+
+    def observation_space(self, agent):
+        return self._obs_space
+
+    def action_space(self, agent):
+        return self._act_space
+
+    def _draw(self):
+        self._x = {a: self._rng.uniform(-1, 1, size=1).astype(np.float32) for a in self.agents}
+        return dict(self._x)
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self.agents = list(self.possible_agents)
+        self.t = 0
+        return self._draw(), {a: {} for a in self.agents}
+
+    def step(self, actions):
+        rew = {a: float(int(actions[a]) == int(self._x[a][0] > 0)) for a in self.agents}
+        self.t += 1
+        done = self.t >= self.horizon
+        term = {a: False for a in self.agents}
+        trunc = {a: done for a in self.agents}
+        obs = self._draw()
+        if done:
+            self.agents = []
+        return obs, rew, term, trunc, {a: {} for a in rew}
+
+    def close(self):
+        pass
+
+
+envs.register("rlsuite-test/SlowCartPole-v0", f"{__name__}:SlowCartPole")
+envs.register("rlsuite-test/MatchSign-v0", f"{__name__}:MatchSign", multi_agent=True)
+
+
+# ----------------------------------------------------------------------------- no Ray
+
+
+def test_bad_config_gives_clear_errors():
+    with pytest.raises(
+        ValueError, match=r"population_size must be an even int .* got 15; use 14 or 16"
+    ):
+        ESPlan(env="CartPole-v1", population_size=15).validate()
+    with pytest.raises(
+        ValueError,
+        match=r"unknown key for plan 'es': 'populaton_size' \(did you mean 'population_size'\?\)",
+    ):
+        ESPlan.from_dict({"env": "CartPole-v1", "populaton_size": 8})
+    with pytest.raises(ValueError, match="optimizer must be 'adam' or 'sgd'"):
+        ESPlan.from_dict({"env": "CartPole-v1", "optimizer": "rmsprop"})
+    with pytest.raises(ValueError, match="momentum is only used by optimizer='sgd'"):
+        ESPlan.from_dict({"env": "CartPole-v1", "momentum": 0.5})
+    with pytest.raises(ValueError, match="unknown env id 'NoSuchEnv-v9'"):
+        ESPlan.from_dict({"env": "NoSuchEnv-v9"})
+    with pytest.raises(ValueError, match="needs env=<id>"):
+        ESPlan().validate()
+    with pytest.raises(ValueError, match="sigma must be > 0"):
+        ESPlan.from_dict({"env": "CartPole-v1", "sigma": 0})
+    with pytest.raises(ValueError, match="values are for plan 'sync'"):
+        ESPlan.from_dict({"plan": "sync", "env": "CartPole-v1"})
+
+
+def test_plan_round_trips_and_replace_checks():
+    plan = ESPlan.from_dict(
+        {"env": "CartPole-v1", "hidden": [8, 8], "optimizer": "sgd", "momentum": 0.5}
+    )
+    assert plan.hidden == (8, 8)
+    d = plan.to_dict()
+    assert d["plan"] == "es" and d["hidden"] == [8, 8]
+    assert ESPlan.from_dict(d) == plan
+    assert plan.replace(sigma=0.2).sigma == 0.2
+    with pytest.raises(ValueError, match="num_workers must be an int >= 1"):
+        plan.replace(num_workers=0)
+    assert plan.placement_bundles() == [{"CPU": 1.0}, {"CPU": 1.0}, {"CPU": 1.0}]
+
+
+def test_make_plan_builds_es():
+    from rlsuite.platform.optimizers import make_plan
+
+    plan = make_plan("es", env="CartPole-v1", population_size=8)
+    assert isinstance(plan, ESPlan) and plan.name == "es" and plan.population_size == 8
+    with pytest.raises(ValueError, match="unknown key for plan 'es'"):
+        make_plan("es", env="CartPole-v1", gamma=0.9)  # ES has no discount: not silently ignored
+
+
+def test_centered_ranks_are_ranks_in_half_interval():
+    x = np.array([[10.0, -3.0], [7.0, 7.0]])
+    r = centered_ranks(x)
+    np.testing.assert_allclose(r, [[0.5, -0.5], [-1 / 6, 1 / 6]])
+    assert centered_ranks(np.array([1e9, 1.0])).tolist() == [0.5, -0.5]  # scale-free
+
+
+@pytest.mark.parametrize(
+    "action_space",
+    [
+        gym.spaces.Discrete(3, start=1),
+        gym.spaces.Box(-2.0, 2.0, (2,), np.float32),
+        gym.spaces.MultiDiscrete([2, 3]),
+        gym.spaces.MultiBinary(3),
+    ],
+    ids=["discrete", "box", "multidiscrete", "multibinary"],
+)
+def test_policy_actions_are_valid_and_match_torch(action_space):
+    import torch
+
+    obs_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    pol = ESPolicy(obs_space, action_space, (8, 5), "tanh")
+    theta = pol.init_params(np.random.default_rng(0)) + np.float32(0.3)
+    pol.set_params(theta)
+    net = pol.to_torch(theta)
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        x = rng.uniform(-1, 1, 4).astype(np.float32)
+        out = pol.forward(x)
+        with torch.no_grad():
+            ref = net(torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+        assert action_space.contains(pol.action(out))
+    assert pol.num_params == sum(p.numel() for p in net.parameters())
+
+
+def test_unsupported_action_space_is_a_clear_error():
+    with pytest.raises(ValueError, match="supports Discrete, Box, MultiDiscrete and MultiBinary"):
+        ESPolicy(gym.spaces.Box(-1, 1, (2,)), gym.spaces.Tuple([gym.spaces.Discrete(2)]), (4,))
+
+
+# ----------------------------------------------------------------------------- real Ray
+
+
+def _run(plan: ESPlan, generations: int) -> tuple[ESTrainer, list[dict]]:
+    """Train ``generations`` generations and stop the workers (the 2 CPUs are shared)."""
+    trainer = ESTrainer(plan)
+    try:
+        rows = [trainer.train() for _ in range(generations)]
+    finally:
+        trainer.stop()
+    return trainer, rows
+
+
+def test_improves_cartpole_within_a_tiny_budget(ray_local):
+    _, rows = _run(ESPlan(**FAST, population_size=32, seed=0), 8)
+    first, last = rows[0], rows[-1]
+    print([round(r["episode_return_mean"], 1) for r in rows])
+    assert last["env_steps"] < 60_000
+    assert last["episode_return_mean"] >= 150, rows
+    assert last["episode_return_mean"] >= 3 * first["episode_return_mean"], rows
+    assert last["generation"] == 8 and last["worker_restarts_total"] == 0
+
+
+def test_same_seed_same_result_on_any_number_of_workers(ray_local):
+    plan = ESPlan(**FAST, population_size=12, seed=7, max_episode_steps=200)
+    a, rows_a = _run(plan, 3)
+    b, rows_b = _run(plan.replace(num_workers=1), 3)
+    c, rows_c = _run(plan.replace(seed=8), 3)
+    assert np.array_equal(a.theta, b.theta)
+    assert np.array_equal(a.obs_stat.sum, b.obs_stat.sum)
+    for key in ("episode_return_mean", "eval_return_mean", "env_steps"):
+        assert [r[key] for r in rows_a] == [r[key] for r in rows_b]
+    assert not np.array_equal(a.theta, c.theta)
+
+
+@pytest.mark.slow
+def test_worker_killed_mid_generation_does_not_stop_the_run(ray_local):
+    import ray
+
+    plan = ESPlan(
+        **{**FAST, "env": "rlsuite-test/SlowCartPole-v0"},
+        population_size=8,
+        seed=3,
+        max_episode_steps=30,
+        eval_episodes=1,
+    )
+    ref, ref_rows = _run(plan, 2)
+
+    trainer = ESTrainer(plan)
+    try:
+        trainer.train()
+        victim = trainer.workers[0]
+        ray.get([w.node_id.remote() for w in trainer.workers])  # both up before we start
+        out: dict = {}
+        th = threading.Thread(target=lambda: out.update(trainer.train()))
+        th.start()
+        time.sleep(0.4)  # the generation takes ~1.5 s: its first episodes are running
+        assert th.is_alive(), "generation ended before the kill: the test lost its point"
+        ray.kill(victim)
+        th.join(timeout=120)
+        assert not th.is_alive()
+        assert out["worker_restarts"] == 1
+        assert trainer.workers[0] is not victim and len(trainer.workers) == 2
+        # the replaced worker's perturbations were run again: the result is unchanged
+        assert out["episode_return_mean"] == ref_rows[1]["episode_return_mean"]
+        assert np.array_equal(trainer.theta, ref.theta)
+        # and the run goes on with the new worker
+        assert trainer.train()["generation"] == 3
+    finally:
+        trainer.stop()
+
+
+def test_checkpoint_restore_continues_same_generation_and_params(ray_local, tmp_path):
+    plan = ESPlan(**FAST, population_size=8, seed=5, max_episode_steps=100, num_workers=1)
+    ckpt = str(tmp_path / "ckpt")
+    a = ESTrainer(plan)
+    try:
+        a.train()
+        a.train()
+        a.save_checkpoint(ckpt)
+        saved_theta = a.theta.copy()
+        next_a = a.train()
+    finally:
+        a.stop()
+
+    b = ESTrainer(plan)
+    try:
+        b.restore(ckpt)
+        assert b.generation == 2
+        assert np.array_equal(b.theta, saved_theta)
+        next_b = b.train()
+    finally:
+        b.stop()
+    assert next_b["generation"] == next_a["generation"] == 3
+    assert next_b["env_steps"] == next_a["env_steps"]
+    assert np.array_equal(b.theta, a.theta)  # optimiser, filter and RNG came back too
+
+    ctl = load_controller(ckpt)
+    obs = np.array([0.01, -0.2, 0.03, 0.1], np.float32)
+    assert ctl.act(obs) in (0, 1) and ctl.act(obs) == ctl.act(obs)
+    assert np.array_equal(ctl.theta, saved_theta)
+
+    with pytest.raises(ValueError, match="its policy .* differs"):
+        other = ESTrainer(plan.replace(hidden=(8,)))
+        try:
+            other.restore(ckpt)
+        finally:
+            other.stop()
+
+
+def test_multi_agent_env_with_shared_policy(ray_local, tmp_path):
+    plan = ESPlan(
+        env="rlsuite-test/MatchSign-v0",
+        hidden=(),
+        noise_table_size=10_000,
+        population_size=16,
+        sigma=0.5,
+        lr=0.2,
+        seed=0,
+        eval_episodes=4,
+    )
+    trainer = ESTrainer(plan)
+    try:
+        rows = [trainer.train() for _ in range(6)]
+        trainer.save_checkpoint(str(tmp_path / "ma"))
+    finally:
+        trainer.stop()
+    assert rows[-1]["eval_return_mean"] >= 18, [r["eval_return_mean"] for r in rows]
+    ctl = load_controller(str(tmp_path / "ma"))
+    acts = ctl.act({"a0": np.array([0.5], np.float32), "a1": np.array([-0.5], np.float32)})
+    assert acts == {"a0": 1, "a1": 0}
+
+
+def test_broken_env_config_is_a_clear_error(ray_local):
+    with pytest.raises(RuntimeError, match="could not build env 'CartPole-v1'.*no_such_kwarg"):
+        ESTrainer(ESPlan(**FAST, env_config={"no_such_kwarg": 1}))
+    with pytest.raises(ValueError, match="raise noise_table_size above"):
+        ESTrainer(ESPlan(**{**FAST, "noise_table_size": 1000, "hidden": (64, 64)}))
