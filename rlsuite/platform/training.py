@@ -77,8 +77,12 @@ class RLlibTrainer:
         self._steps_offset = 0
 
     def train(self) -> dict[str, Any]:
-        r = self.algo.train()
-        return flatten_result(r)
+        row = flatten_result(self.algo.train())
+        group = self.algo.env_runner_group
+        if group is not None and self.plan.num_env_runners > 0:
+            row["num_env_runners_healthy"] = group.num_healthy_remote_workers()
+            row["num_env_runner_restarts"] = group.num_remote_worker_restarts()
+        return row
 
     def save(self, path: str) -> None:
         self.algo.save_to_path(os.path.abspath(path))
@@ -113,8 +117,6 @@ def flatten_result(r: dict[str, Any]) -> dict[str, Any]:
         "episode_len_mean": _num(er.get("episode_len_mean")),
         "env_steps_this_iter": int(_num(er.get("num_env_steps_sampled"), 0)),
         "time_this_iter_s": _num(r.get("time_this_iter_s")),
-        "num_env_runners_healthy": _num(r.get("num_env_runners_healthy")),
-        "num_env_runner_restarts": _num(r.get("num_env_runner_restarts")),
     }
     if ev:
         row["eval_return_mean"] = _num(ev.get("episode_return_mean"))

@@ -135,7 +135,7 @@ def tune(
     max_concurrent_trials: int | None = None,
     grace_period: int = 2,
     perturbation_interval: int = 2,
-    seed: int = 0,
+    seed: int | None = None,
 ) -> TuneResult:
     """Search ``search_space`` around ``plan`` with Tune.
 
@@ -151,7 +151,8 @@ def tune(
         max_concurrent_trials: trials at a time (default: as many as the CPUs allow).
         grace_period: ASHA: iterations every trial gets before it can be stopped.
         perturbation_interval: PBT: iterations between exploit/explore steps.
-        seed: seeds the search.
+        seed: seeds the search's random draws (Python's and NumPy's global RNGs, which
+            Tune's samplers and PBT's perturbations use); ``None`` leaves them alone.
     """
     import ray
     from ray import tune as ray_tune
@@ -179,6 +180,13 @@ def tune(
         if not hasattr(v, "sample") and not isinstance(v, dict):
             plan.replace(**{k: v})
 
+    if seed is not None:
+        import random
+
+        import numpy as np
+
+        random.seed(seed)
+        np.random.seed(seed)
     if scheduler == "asha":
         sched = ASHAScheduler(
             time_attr="training_iteration",
@@ -191,7 +199,6 @@ def tune(
             time_attr="training_iteration",
             perturbation_interval=perturbation_interval,
             hyperparam_mutations=dict(search_space),
-            seed=seed,
         )
     else:
         sched = FIFOScheduler()

@@ -1,0 +1,104 @@
+"""The rlsuite CLI: argument parsing, info, clear errors, and a tiny train/evaluate run."""
+
+import json
+
+import pytest
+
+from rlsuite import cli
+
+
+def test_parse_sets_and_search():
+    assert cli.parse_sets(["lr=1e-3", "hidden=[32,32]", "policies=shared"]) == {
+        "lr": 1e-3,
+        "hidden": [32, 32],
+        "policies": "shared",
+    }
+    with pytest.raises(ValueError, match="key=value"):
+        cli.parse_sets(["lr"])
+    space = cli.parse_search(["lr=loguniform:1e-4:1e-2", "num_epochs=choice:5,10"])
+    assert 1e-4 <= space["lr"].sample() <= 1e-2
+    assert space["num_epochs"].sample() in (5, 10)
+    with pytest.raises(ValueError, match="unknown search kind"):
+        cli.parse_search(["lr=normal:0:1"])
+
+
+def test_help_reads_like_a_man_page(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for word in ("info", "train", "evaluate", "tune", "--set key=value"):
+        assert word in out
+
+
+def test_info_lists_components(capsys):
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    for name in ("ray", "torch", "SUMO binary", "PostgreSQL server", "pybullet"):
+        assert name in out
+
+
+def test_bad_plan_key_exits_2_with_the_reason(capsys, tmp_path):
+    rc = cli.main(
+        [
+            "train",
+            "--plan",
+            "sync",
+            "--env",
+            "CartPole-v1",
+            "--run-dir",
+            str(tmp_path),
+            "--set",
+            "learning_rate=0.1",
+        ]
+    )
+    assert rc == 2
+    assert "did you mean 'lr'" in capsys.readouterr().err
+
+
+def test_train_then_evaluate_tiny(capsys, tmp_path):
+    run = tmp_path / "run"
+    rc = cli.main(
+        [
+            "train",
+            "--plan",
+            "sync",
+            "--env",
+            "CartPole-v1",
+            "--iterations",
+            "1",
+            "--run-dir",
+            str(run),
+            "--num-cpus",
+            "2",
+            "--no-progress",
+            "--set",
+            "num_env_runners=1",
+            "--set",
+            "train_batch_size=200",
+            "--set",
+            "minibatch_size=100",
+            "--set",
+            "num_epochs=1",
+        ]
+    )
+    assert rc == 0
+    out = tmp_path / "eval.json"
+    rc = cli.main(
+        [
+            "evaluate",
+            "--controller",
+            str(run),
+            "--episodes",
+            "2",
+            "--workers",
+            "2",
+            "--num-cpus",
+            "2",
+            "--json",
+            str(out),
+        ]
+    )
+    assert rc == 0
+    data = json.loads(out.read_text())
+    assert len(data["episodes"]) == 2 and data["episodes"][0]["length"] > 0

@@ -1,0 +1,76 @@
+"""Any plan under Tune: ASHA stops bad trials early; the best trial's checkpoint works."""
+
+import pytest
+from ray import tune as rt
+
+from rlsuite.platform import evaluation, optimizers, tuning
+
+
+@pytest.mark.slow
+def test_asha_stops_bad_trials_early_and_reports_the_best(ray_local, tmp_path):
+    plan = optimizers.make_plan(
+        "sync",
+        env="CartPole-v1",
+        num_env_runners=0,
+        num_envs_per_env_runner=4,
+        train_batch_size=1000,
+        minibatch_size=250,
+        num_epochs=5,
+    )
+    # Good learning rates first: ASHA is asynchronous, a trial is compared with those
+    # that already reached its rung.
+    space = {"lr": rt.grid_search([1e-3, 3e-4, 1e-5, 3e-6])}
+    res = tuning.tune(
+        plan,
+        space,
+        scheduler="asha",
+        num_samples=1,
+        iterations=8,
+        run_dir=str(tmp_path),
+        grace_period=2,
+        max_concurrent_trials=2,
+    )
+    assert len(res.trials) == 4
+    iters = {t["params"]["lr"]: t["iterations"] for t in res.trials}
+    assert min(iters.values()) < 8, iters  # someone was stopped early
+    assert iters[1e-3] == 8 or iters[3e-4] == 8
+    assert res.best_config["lr"] in (1e-3, 3e-4)
+    assert res.best_metric > max(t["metric"] for t in res.trials if t["params"]["lr"] <= 1e-5)
+    ev = evaluation.evaluate(
+        res.best_checkpoint, evaluation.scenarios("CartPole-v1", 2), num_workers=0
+    )
+    assert ev.summary["return"]["mean"] > 0
+
+
+@pytest.mark.slow
+def test_pbt_runs_and_perturbs(ray_local, tmp_path):
+    plan = optimizers.make_plan(
+        "sync",
+        env="CartPole-v1",
+        num_env_runners=0,
+        num_envs_per_env_runner=2,
+        train_batch_size=400,
+        minibatch_size=200,
+        num_epochs=2,
+    )
+    res = tuning.tune(
+        plan,
+        {"lr": rt.loguniform(1e-5, 1e-2)},
+        scheduler="pbt",
+        num_samples=2,
+        iterations=4,
+        run_dir=str(tmp_path),
+        perturbation_interval=2,
+    )
+    assert len(res.trials) == 2 and all(t["iterations"] == 4 for t in res.trials)
+    assert 1e-5 <= res.best_config["lr"] <= 1.25e-2
+
+
+def test_bad_search_space_is_explained():
+    plan = optimizers.make_plan("sync", env="CartPole-v1")
+    with pytest.raises(ValueError, match="unknown fields of plan 'sync': \\['learning_rate'\\]"):
+        tuning.tune(plan, {"learning_rate": rt.uniform(0, 1)})
+    with pytest.raises(ValueError, match="unknown scheduler"):
+        tuning.tune(plan, {"lr": rt.uniform(1e-4, 1e-3)}, scheduler="hyperopt")
+    with pytest.raises(ValueError, match="num_epochs must be >= 1"):
+        tuning.tune(plan, {"num_epochs": 0})
