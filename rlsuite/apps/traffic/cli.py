@@ -351,7 +351,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     plan = _plan(args, scen, cfg)
     run_dir = args.run_dir or os.path.join("runs", "traffic", scen.name)
     console = _console()
-    cluster.init(address=args.address) if args.address else cluster.init()
+    info = cluster.init(address=args.address) if args.address else cluster.init()
     try:
         res = training.train(
             plan,
@@ -397,8 +397,10 @@ def cmd_train(args: argparse.Namespace) -> int:
             console.print(ev.table(metrics=[m for m in metrics if m in ev.summary]))
             out["evaluation"] = ev.to_dict()
         _dump(os.path.join(run_dir, "traffic_train.json"), out)
+        console.print(f"run directory: {run_dir} (metrics, learning curve, checkpoints)")
     finally:
-        cluster.shutdown()
+        if info.started_here:
+            cluster.shutdown()
     return 0
 
 
@@ -487,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (ValueError, TypeError, FileNotFoundError) as e:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError) as e:
         print(f"traffic-train {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
