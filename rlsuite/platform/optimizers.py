@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 from rlsuite.platform import envs as env_registry
 
-DEFAULT_ENVS_PER_RUNNER = 8
+DEFAULT_ENVS_PER_RUNNER = 32
 """Envs per runner when the plan does not say and the env allows it: batches the
 policy's forward pass over several envs, the main lever on RLlib's sampling speed
 (see benchmarks/RESULTS.md)."""

@@ -89,7 +89,8 @@ def test_sync_adapter_sets_what_the_plan_says():
     )
     assert type(cfg).__name__ == "PPOConfig"
     assert cfg.lr == 1e-3 and cfg.num_epochs == 7 and cfg.minibatch_size == 256
-    assert cfg.num_env_runners == 3 and cfg.num_envs_per_env_runner == 8
+    assert cfg.num_env_runners == 3
+    assert cfg.num_envs_per_env_runner == optimizers.DEFAULT_ENVS_PER_RUNNER
     assert cfg.seed == 5 and cfg.restart_failed_env_runners is True
     assert cfg.model_config["fcnet_hiddens"] == [32, 16]
     assert cfg.enable_rl_module_and_learner and cfg.enable_env_runner_and_connector_v2

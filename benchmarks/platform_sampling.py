@@ -1,0 +1,376 @@
+"""Sampling and iteration throughput of the platform against a plain loop and RLlib's defaults.
+
+Pass criteria (issue #2):
+  1. the platform's default sampler >= 3x RLlib's default settings (env steps/s),
+  2. the platform's default sampler >= 20% of a plain gymnasium loop per core,
+  3. the ``sync`` plan's whole iterations (sampling + SGD) at least as fast as a
+     hand-written single-process torch PPO loop on the same batch and epochs.
+
+Usage:
+    .venv/bin/python benchmarks/platform_sampling.py [--quick] [--envs CartPole-v1,Pendulum-v1]
+
+Writes benchmarks/results/platform_sampling.json and platform_sampling.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import gymnasium as gym
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+# --------------------------------------------------------------------------- plain loops
+
+
+def plain_loop(env_id: str, steps: int) -> float:
+    """Env steps/s of a bare gymnasium loop with random actions, one core."""
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    space = env.action_space
+    space.seed(0)
+    t = time.perf_counter()
+    for _ in range(steps):
+        _, _, term, trunc, _ = env.step(space.sample())
+        if term or trunc:
+            env.reset()
+    return steps / (time.perf_counter() - t)
+
+
+def plain_policy_loop(env_id: str, steps: int) -> float:
+    """Env steps/s of a bare loop that also runs a 64x64 torch policy per step (batch 1)."""
+    env = gym.make(env_id)
+    obs, _ = env.reset(seed=0)
+    n_out = env.action_space.n if isinstance(env.action_space, gym.spaces.Discrete) else 1
+    net = _MLP(env.observation_space.shape[0], n_out)
+    t = time.perf_counter()
+    with torch.no_grad():
+        for _ in range(steps):
+            out = net.pi(torch.as_tensor(obs, dtype=torch.float32)[None])
+            a = int(out.argmax()) if n_out > 1 else out[0].clamp(-2, 2).numpy()
+            obs, _, term, trunc, _ = env.step(a)
+            if term or trunc:
+                obs, _ = env.reset()
+    return steps / (time.perf_counter() - t)
+
+
+class _MLP(nn.Module):
+    def __init__(self, n_in: int, n_out: int, hidden=(64, 64)):
+        super().__init__()
+        layers, d = [], n_in
+        for h in hidden:
+            layers += [nn.Linear(d, h), nn.Tanh()]
+            d = h
+        self.pi = nn.Sequential(*layers, nn.Linear(d, n_out))
+        layers, d = [], n_in
+        for h in hidden:
+            layers += [nn.Linear(d, h), nn.Tanh()]
+            d = h
+        self.vf = nn.Sequential(*layers, nn.Linear(d, 1))
+
+
+def handwritten_ppo(
+    env_id: str, num_envs: int, batch: int, minibatch: int, epochs: int, iterations: int
+) -> dict[str, float]:
+    """A single-process torch PPO (discrete actions): rollouts then epochs of SGD.
+
+    Returns rollout steps/s and whole-iteration steps/s (the reference the sync plan
+    is compared with)."""
+    torch.manual_seed(0)
+    envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync")
+    obs, _ = envs.reset(seed=0)
+    n_obs = envs.single_observation_space.shape[0]
+    n_act = envs.single_action_space.n
+    net = _MLP(n_obs, n_act)
+    opt = torch.optim.Adam(net.parameters(), lr=3e-4)
+    T = batch // num_envs
+    roll_t = it_t = 0.0
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        buf_o, buf_a, buf_lp, buf_r, buf_d, buf_v = [], [], [], [], [], []
+        for _ in range(T):
+            with torch.no_grad():
+                o = torch.as_tensor(obs, dtype=torch.float32)
+                logits = net.pi(o)
+                dist = torch.distributions.Categorical(logits=logits)
+                a = dist.sample()
+                buf_lp.append(dist.log_prob(a))
+                buf_v.append(net.vf(o).squeeze(-1))
+            buf_o.append(o)
+            buf_a.append(a)
+            obs, r, term, trunc, _ = envs.step(a.numpy())
+            buf_r.append(torch.as_tensor(r, dtype=torch.float32))
+            buf_d.append(torch.as_tensor(term | trunc, dtype=torch.float32))
+        t1 = time.perf_counter()
+        with torch.no_grad():
+            last_v = net.vf(torch.as_tensor(obs, dtype=torch.float32)).squeeze(-1)
+        adv = torch.zeros(T, num_envs)
+        gae = torch.zeros(num_envs)
+        for t in reversed(range(T)):
+            nv = last_v if t == T - 1 else buf_v[t + 1]
+            delta = buf_r[t] + 0.99 * nv * (1 - buf_d[t]) - buf_v[t]
+            gae = delta + 0.99 * 0.95 * (1 - buf_d[t]) * gae
+            adv[t] = gae
+        O = torch.stack(buf_o).reshape(-1, n_obs)
+        A = torch.stack(buf_a).reshape(-1)
+        LP = torch.stack(buf_lp).reshape(-1)
+        V = torch.stack(buf_v).reshape(-1)
+        ADV = adv.reshape(-1)
+        RET = ADV + V
+        N = O.shape[0]
+        for _ in range(epochs):
+            perm = torch.randperm(N)
+            for s in range(0, N, minibatch):
+                idx = perm[s : s + minibatch]
+                logits = net.pi(O[idx])
+                dist = torch.distributions.Categorical(logits=logits)
+                ratio = torch.exp(dist.log_prob(A[idx]) - LP[idx])
+                adv_mb = (ADV[idx] - ADV[idx].mean()) / (ADV[idx].std() + 1e-8)
+                pl = -torch.min(ratio * adv_mb, torch.clamp(ratio, 0.8, 1.2) * adv_mb).mean()
+                vl = ((net.vf(O[idx]).squeeze(-1) - RET[idx]) ** 2).mean()
+                opt.zero_grad()
+                (pl + 0.5 * vl).backward()
+                nn.utils.clip_grad_norm_(net.parameters(), 0.5)
+                opt.step()
+        t2 = time.perf_counter()
+        roll_t += t1 - t0
+        it_t += t2 - t0
+    envs.close()
+    steps = T * num_envs * iterations
+    return {"rollout_steps_per_s": steps / roll_t, "iteration_steps_per_s": steps / it_t}
+
+
+# --------------------------------------------------------------------------- RLlib / platform
+
+
+def sample_rate(config, steps_per_runner: int, repeats: int = 3) -> float:
+    """Env steps/s of an algorithm's env runners, sampling in parallel (no learning)."""
+    algo = config.build_algo()
+    try:
+        group = algo.env_runner_group
+        remote = config.num_env_runners > 0
+
+        def sample(r):
+            return sum(
+                len(e) for e in r.sample(num_timesteps=steps_per_runner, random_actions=False)
+            )
+
+        group.foreach_env_runner(sample, local_env_runner=not remote)  # warm-up
+        best = 0.0
+        for _ in range(repeats):
+            t = time.perf_counter()
+            n = sum(group.foreach_env_runner(sample, local_env_runner=not remote))
+            best = max(best, n / (time.perf_counter() - t))
+        return best
+    finally:
+        algo.stop()
+
+
+def iteration_rate(config, iterations: int) -> dict[str, float]:
+    """Whole-iteration env steps/s of ``algo.train()`` and where the time goes."""
+    algo = config.build_algo()
+    try:
+        algo.train()  # warm-up (module build, first weights sync)
+        steps = 0
+        t = time.perf_counter()
+        timers: dict[str, float] = {}
+        for _ in range(iterations):
+            r = algo.train()
+            steps += int(r["env_runners"]["num_env_steps_sampled"])
+            for k, v in (r.get("timers") or {}).items():
+                if isinstance(v, int | float):
+                    timers[k] = timers.get(k, 0.0) + float(v)
+        wall = time.perf_counter() - t
+        return {
+            "iteration_steps_per_s": steps / wall,
+            "seconds_per_iteration": wall / iterations,
+            "timers_mean_s": {k: v / iterations for k, v in timers.items()},
+        }
+    finally:
+        algo.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from rlsuite.platform import cluster, optimizers
+
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run)")
+    ap.add_argument("--envs", default="CartPole-v1,Pendulum-v1")
+    ap.add_argument("--num-cpus", type=int, default=2)
+    args = ap.parse_args(argv)
+    console = Console()
+    steps = 4000 if args.quick else 20000
+    cluster.init(num_cpus=args.num_cpus)
+    cores = args.num_cpus
+    out: dict = {
+        "machine": f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, no GPU",
+        "python": sys.version.split()[0],
+        "ray": __import__("ray").__version__,
+        "torch": torch.__version__,
+        "cores_used": cores,
+        "envs": {},
+    }
+    try:
+        for env_id in args.envs.split(","):
+            console.rule(env_id)
+            rec: dict = {}
+            rec["plain_loop_steps_per_s"] = plain_loop(env_id, steps * 5)
+            console.print(f"plain loop: {rec['plain_loop_steps_per_s']:.0f} steps/s (1 core)")
+            rec["plain_policy_loop_steps_per_s"] = plain_policy_loop(env_id, steps)
+            console.print(
+                f"plain loop + torch policy: {rec['plain_policy_loop_steps_per_s']:.0f} steps/s"
+            )
+
+            from ray.rllib.algorithms.ppo import PPOConfig
+
+            rllib_default = PPOConfig().environment(env_id).debugging(log_level="ERROR")
+            rec["rllib_default_settings"] = {
+                "num_env_runners": rllib_default.num_env_runners,
+                "num_envs_per_env_runner": rllib_default.num_envs_per_env_runner,
+            }
+            rec["rllib_default_steps_per_s"] = sample_rate(rllib_default, steps // 2)
+            console.print(
+                f"RLlib defaults (local runner, 1 env): {rec['rllib_default_steps_per_s']:.0f}"
+            )
+
+            sweep = {}
+            for n_envs in (1, 8, 16, 32):
+                plan = optimizers.make_plan(
+                    "sync", env=env_id, num_env_runners=cores, num_envs_per_env_runner=n_envs
+                )
+                rate = sample_rate(optimizers.to_rllib(plan), steps)
+                sweep[n_envs] = rate
+                console.print(f"platform, {cores} runners x {n_envs} envs: {rate:.0f} steps/s")
+            rec["platform_sweep_steps_per_s"] = sweep
+            default_plan = optimizers.make_plan("sync", env=env_id)
+            rec["platform_default"] = {
+                "num_env_runners": default_plan.num_env_runners,
+                "num_envs_per_env_runner": default_plan.envs_per_runner,
+            }
+            rec["platform_default_steps_per_s"] = sweep[default_plan.envs_per_runner]
+            rec["platform_per_core_fraction_of_plain"] = (
+                rec["platform_default_steps_per_s"] / cores / rec["plain_loop_steps_per_s"]
+            )
+            rec["platform_per_core_fraction_of_plain_policy"] = (
+                rec["platform_default_steps_per_s"] / cores / rec["plain_policy_loop_steps_per_s"]
+            )
+            rec["platform_vs_rllib_default"] = (
+                rec["platform_default_steps_per_s"] / rec["rllib_default_steps_per_s"]
+            )
+
+            if isinstance(gym.make(env_id).action_space, gym.spaces.Discrete):
+                its = 3 if args.quick else 6
+                hw = handwritten_ppo(
+                    env_id, num_envs=8, batch=4000, minibatch=500, epochs=10, iterations=its
+                )
+                rec["handwritten_ppo"] = hw
+                console.print(
+                    f"hand-written PPO (1 process, 8 envs): rollout "
+                    f"{hw['rollout_steps_per_s']:.0f}, iteration {hw['iteration_steps_per_s']:.0f} steps/s"
+                )
+                sync = iteration_rate(optimizers.to_rllib(default_plan), its)
+                rec["sync_plan"] = sync
+                console.print(
+                    f"sync plan (defaults: batch 4000, minibatch 500, 10 epochs): "
+                    f"{sync['iteration_steps_per_s']:.0f} steps/s; timers {sync['timers_mean_s']}"
+                )
+                rec["sync_vs_handwritten"] = (
+                    sync["iteration_steps_per_s"] / hw["iteration_steps_per_s"]
+                )
+                for n_envs in (8, 32):
+                    if n_envs == default_plan.envs_per_runner:
+                        continue
+                    alt = iteration_rate(
+                        optimizers.to_rllib(default_plan.replace(num_envs_per_env_runner=n_envs)),
+                        its,
+                    )
+                    rec[f"sync_plan_{n_envs}_envs"] = alt
+                    console.print(
+                        f"sync plan with {n_envs} envs/runner: {alt['iteration_steps_per_s']:.0f} steps/s"
+                    )
+            out["envs"][env_id] = rec
+    finally:
+        cluster.shutdown()
+
+    t = Table(title="platform sampling (env steps/s)")
+    for c in (
+        "env",
+        "plain loop",
+        "plain+policy",
+        "RLlib default",
+        "platform default",
+        "x RLlib",
+        "% plain/core",
+        "% plain+policy/core",
+        "sync it",
+        "hand PPO it",
+        "sync/hand",
+    ):
+        t.add_column(c, justify="right")
+    for env_id, r in out["envs"].items():
+        t.add_row(
+            env_id,
+            f"{r['plain_loop_steps_per_s']:.0f}",
+            f"{r['plain_policy_loop_steps_per_s']:.0f}",
+            f"{r['rllib_default_steps_per_s']:.0f}",
+            f"{r['platform_default_steps_per_s']:.0f}",
+            f"{r['platform_vs_rllib_default']:.1f}x",
+            f"{100 * r['platform_per_core_fraction_of_plain']:.0f}%",
+            f"{100 * r['platform_per_core_fraction_of_plain_policy']:.0f}%",
+            f"{r.get('sync_plan', {}).get('iteration_steps_per_s', float('nan')):.0f}",
+            f"{r.get('handwritten_ppo', {}).get('iteration_steps_per_s', float('nan')):.0f}",
+            f"{r.get('sync_vs_handwritten', float('nan')):.2f}",
+        )
+    console.print(t)
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "platform_sampling.json"), "w") as f:
+        json.dump(out, f, indent=2, default=str)
+    _plot(out, os.path.join(RESULTS, "platform_sampling.png"))
+    return 0
+
+
+def _plot(out: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = list(out["envs"])
+    fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 3.5), dpi=110, squeeze=False)
+    for ax, env_id in zip(axes[0], envs, strict=True):
+        r = out["envs"][env_id]
+        labels = ["plain loop\n(1 core)", "RLlib\ndefault"] + [
+            f"platform\n{out['cores_used']}x{k}" for k in r["platform_sweep_steps_per_s"]
+        ]
+        vals = [
+            r["plain_loop_steps_per_s"],
+            r["rllib_default_steps_per_s"],
+            *r["platform_sweep_steps_per_s"].values(),
+        ]
+        ax.bar(labels, vals, color=["grey", "tab:red"] + ["tab:blue"] * (len(vals) - 2))
+        ax.set_yscale("log")
+        ax.set_title(env_id)
+        ax.set_ylabel("env steps / s")
+        ax.tick_params(axis="x", labelsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
