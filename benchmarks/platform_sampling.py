@@ -121,23 +121,23 @@ def handwritten_ppo(
             delta = buf_r[t] + 0.99 * nv * (1 - buf_d[t]) - buf_v[t]
             gae = delta + 0.99 * 0.95 * (1 - buf_d[t]) * gae
             adv[t] = gae
-        O = torch.stack(buf_o).reshape(-1, n_obs)
-        A = torch.stack(buf_a).reshape(-1)
-        LP = torch.stack(buf_lp).reshape(-1)
-        V = torch.stack(buf_v).reshape(-1)
+        obs_b = torch.stack(buf_o).reshape(-1, n_obs)
+        act_b = torch.stack(buf_a).reshape(-1)
+        logp_b = torch.stack(buf_lp).reshape(-1)
+        val_b = torch.stack(buf_v).reshape(-1)
         ADV = adv.reshape(-1)
-        RET = ADV + V
-        N = O.shape[0]
+        RET = ADV + val_b
+        N = obs_b.shape[0]
         for _ in range(epochs):
             perm = torch.randperm(N)
             for s in range(0, N, minibatch):
                 idx = perm[s : s + minibatch]
-                logits = net.pi(O[idx])
+                logits = net.pi(obs_b[idx])
                 dist = torch.distributions.Categorical(logits=logits)
-                ratio = torch.exp(dist.log_prob(A[idx]) - LP[idx])
+                ratio = torch.exp(dist.log_prob(act_b[idx]) - logp_b[idx])
                 adv_mb = (ADV[idx] - ADV[idx].mean()) / (ADV[idx].std() + 1e-8)
                 pl = -torch.min(ratio * adv_mb, torch.clamp(ratio, 0.8, 1.2) * adv_mb).mean()
-                vl = ((net.vf(O[idx]).squeeze(-1) - RET[idx]) ** 2).mean()
+                vl = ((net.vf(obs_b[idx]).squeeze(-1) - RET[idx]) ** 2).mean()
                 opt.zero_grad()
                 (pl + 0.5 * vl).backward()
                 nn.utils.clip_grad_norm_(net.parameters(), 0.5)
