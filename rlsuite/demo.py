@@ -8,6 +8,8 @@ Each app contributes ``rlsuite.apps.<app>.demo.run() -> list[dict]`` (rows with
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
 import sys
 import time
 import traceback
@@ -19,9 +21,9 @@ def platform_demo() -> list[dict]:
     from rlsuite.platform import evaluation, optimizers, training
 
     plan = optimizers.make_plan("sync", env="CartPole-v1", num_env_runners=2, seed=0)
-    res = training.train(
-        plan, iterations=12, run_dir="runs/demo/platform-cartpole", resume=False, progress=True
-    )
+    run_dir = os.path.join("runs", "demo", "platform-cartpole")
+    shutil.rmtree(run_dir, ignore_errors=True)  # the demo's own scratch run: start fresh each time
+    res = training.train(plan, iterations=12, run_dir=run_dir, progress=True)
     before = evaluation.evaluate(
         _Random(), evaluation.scenarios("CartPole-v1", range(8)), name="random"
     )
