@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import io
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -52,7 +53,7 @@ class RobotRunConfig:
     """Evaluation episodes (seeds ``0..episodes-1``, disjoint from demonstration seeds)."""
     num_workers: int | None = None
     """Parallel evaluation / collection workers on Ray (None: one per CPU; 0: in process)."""
-    train_steps: int = 500
+    train_steps: int = 300
     """Adam steps per network (flat cloning gets three times as many)."""
     seed: int = 0
     """Seeds the networks' initial weights."""
@@ -144,59 +145,44 @@ def get_demos(
     return D.collect(n, task, num_workers=cfg.num_workers, progress=progress)
 
 
-def run(
-    cfg: RobotRunConfig, progress: bool = False, save_prefix: str | None = None
-) -> dict[str, Any]:
-    """Train each requested model on the same demonstrations; their success rates."""
-    cfg.validate()
-    t0 = time.perf_counter()
-    data = get_demos(cfg, progress=progress)
-    out: dict[str, Any] = {"config": asdict(cfg), "success": {}, "steps": {}, "train_wall_s": {}}
-    models: list[tuple[str, Any]] = []
-    for sup in cfg.supervision:
+def run(cfg: RobotRunConfig, progress: bool = False, save_dir: str | None = None) -> dict[str, Any]:
+    """Train each requested model on ``cfg.demos`` demonstrations; their success rates."""
+    return sweep([cfg.demos], cfg, progress=progress, save_dir=save_dir)[0]
+
+
+def _train_all(data, base: RobotRunConfig) -> list[tuple[str, Any, float]]:
+    models = []
+    for sup in base.supervision:
         t = time.perf_counter()
-        models.append((f"hierarchical-{sup}", HierarchicalModel.fit(data, cfg.train_config(), sup)))
-        out["train_wall_s"][models[-1][0]] = time.perf_counter() - t
-    if cfg.flat:
+        m = HierarchicalModel.fit(data, base.train_config(), sup)
+        models.append((f"hierarchical-{sup}", m, time.perf_counter() - t))
+    if base.flat:
         t = time.perf_counter()
-        models.append(("flat", FlatBC.fit(data, cfg.train_config())))
-        out["train_wall_s"]["flat"] = time.perf_counter() - t
-    for name, m in models:
-        r = success_rate(m, cfg.task, cfg.episodes, cfg.num_workers, name, progress)
-        out["success"][name] = r["success"]
-        out["steps"][name] = r["steps"]
-        if save_prefix:
-            m.save(f"{save_prefix}{name}.pt")
-    out["wall_s"] = time.perf_counter() - t0
-    return out
+        models.append(("flat", FlatBC.fit(data, base.train_config()), time.perf_counter() - t))
+    return models
 
 
 def sweep(
-    counts: Sequence[int], base: RobotRunConfig, progress: bool = True
+    counts: Sequence[int], base: RobotRunConfig, progress: bool = True, save_dir: str | None = None
 ) -> list[dict[str, Any]]:
-    """:func:`run` at each number of demonstrations (the first ``n`` of one recorded set)."""
-    if not counts or any(c < 1 for c in counts):
-        raise ValueError(f"demonstration counts must be positive, got {list(counts)}")
+    """Train and evaluate at each number of demonstrations (the first ``n`` of one recorded set)."""
+    base.validate()
+    if not counts or any(not isinstance(c, int) or c < 1 for c in counts):
+        raise ValueError(f"demonstration counts must be positive ints, got {list(counts)}")
+    from rlsuite.platform.cluster import configure_driver_threads
+
+    configure_driver_threads()
     pool = get_demos(replace(base, demos=max(counts)), progress=progress)
     rows = []
     for n in sorted(counts):
         t = time.perf_counter()
         res: dict[str, Any] = {"demos": n, "success": {}, "steps": {}, "train_wall_s": {}}
-        data = pool[:n]
-        models = []
-        for sup in base.supervision:
-            ts = time.perf_counter()
-            models.append(
-                (f"hierarchical-{sup}", HierarchicalModel.fit(data, base.train_config(), sup))
-            )
-            res["train_wall_s"][models[-1][0]] = time.perf_counter() - ts
-        if base.flat:
-            ts = time.perf_counter()
-            models.append(("flat", FlatBC.fit(data, base.train_config())))
-            res["train_wall_s"]["flat"] = time.perf_counter() - ts
-        for name, m in models:
+        for name, m, wall in _train_all(pool[:n], base):
             r = success_rate(m, base.task, base.episodes, base.num_workers, name)
             res["success"][name], res["steps"][name] = r["success"], r["steps"]
+            res["train_wall_s"][name] = wall
+            if save_dir:
+                m.save(os.path.join(save_dir, f"{base.task}-{n}demos-{name}.pt"))
         res["wall_s"] = time.perf_counter() - t
         if progress:
             print(
@@ -205,6 +191,49 @@ def sweep(
             )
         rows.append(res)
     return rows
+
+
+def print_sweep(rows: Sequence[dict[str, Any]], title: str = "success rate") -> None:
+    """A rich table: one row per number of demonstrations, one column per model."""
+    from rich.console import Console
+    from rich.table import Table
+
+    names = list(rows[0]["success"]) if rows else []
+    t = Table(title=title)
+    t.add_column("demos", justify="right")
+    for n in names:
+        t.add_column(n, justify="right")
+    for r in rows:
+        t.add_row(
+            str(r["demos"]), *[f"{r['success'][n]:.0%} ({r['steps'][n]:.0f} steps)" for n in names]
+        )
+    Console().print(t)
+
+
+def plot_sweep(rows: Sequence[dict[str, Any]], path: str, title: str = "") -> None:
+    """PNG: success rate against number of demonstrations, one line per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = [r["demos"] for r in rows]
+    for name in rows[0]["success"]:
+        ax.plot(xs, [r["success"][name] for r in rows], marker="o", label=name)
+    ax.set_xscale("log")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([str(x) for x in xs])
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("demonstrations")
+    ax.set_ylabel("success rate")
+    ax.set_title(title or "success vs demonstrations")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 @dataclass(frozen=True)
@@ -221,7 +250,7 @@ class ReuseConfig:
     """Evaluation episodes of the second task."""
     num_workers: int | None = None
     """Parallel evaluation / collection workers (0: in process)."""
-    train_steps: int = 500
+    train_steps: int = 300
     """Adam steps per network."""
     seed: int = 0
     """Seeds the networks' initial weights."""
@@ -240,6 +269,9 @@ class ReuseConfig:
 def reuse_experiment(cfg: ReuseConfig, progress: bool = True) -> dict[str, Any]:
     """Success on the second task against its number of demonstrations, per mode."""
     cfg.validate()
+    from rlsuite.platform.cluster import configure_driver_threads
+
+    configure_driver_threads()
     tc = TrainConfig(steps=cfg.train_steps, seed=cfg.seed)
     first = D.collect(cfg.first_demos, "pick_place", num_workers=cfg.num_workers)
     second_pool = D.collect(max(cfg.counts), "stack", num_workers=cfg.num_workers)
@@ -287,6 +319,34 @@ def demos_needed(curve: dict[int, float], level: float) -> int | None:
         if curve[n] >= level:
             return n
     return None
+
+
+def print_reuse(res: dict[str, Any]) -> None:
+    """A rich table of the skill-reuse experiment."""
+    from rich.console import Console
+    from rich.table import Table
+
+    counts = res["config"]["counts"]
+    t = Table(title="skill reuse: stack success vs stack demonstrations")
+    t.add_column("mode")
+    for n in counts:
+        t.add_column(f"{n} demos", justify="right")
+    t.add_column("demos to 90%", justify="right")
+    for mode, curve in res["success"].items():
+        need = res["demos_to_90"][mode]
+        t.add_row(
+            mode, *[f"{curve[str(n)]:.0%}" for n in counts], "-" if need is None else str(need)
+        )
+    Console().print(t)
+
+
+def plot_reuse(res: dict[str, Any], path: str) -> None:
+    """PNG: second-task success against its demonstrations, one line per mode."""
+    rows = [
+        {"demos": n, "success": {m: c[str(n)] for m, c in res["success"].items()}}
+        for n in res["config"]["counts"]
+    ]
+    plot_sweep(rows, path, title="skill reuse on stack (PICK/PLACE from pick_place)")
 
 
 def load(path: str):

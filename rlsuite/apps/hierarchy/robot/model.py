@@ -35,6 +35,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -79,7 +80,7 @@ class TrainConfig:
 
     hidden: int = 64
     """Width of the two hidden layers of every procedure network."""
-    steps: int = 800
+    steps: int = 300
     """Full-batch Adam steps per network."""
     lr: float = 3e-3
     """Adam learning rate."""
@@ -227,6 +228,17 @@ def mlp(i: int, o: int, hidden: int) -> nn.Sequential:
     )
 
 
+@contextlib.contextmanager
+def _one_thread():
+    """Tiny networks gain nothing from intra-op threads and lose a lot on a busy machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _fit(net: nn.Module, loss_fn, steps: int, lr: float) -> float:
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
@@ -269,9 +281,10 @@ class HierarchicalModel(nn.Module):
         if not demos:
             raise ValueError("no demonstrations to learn from")
         model = cls(config)
-        if supervision == "weak":
-            demos = infer_stacks(demos, model.config)
-        model.train_on(demos)
+        with _one_thread():
+            if supervision == "weak":
+                demos = infer_stacks(demos, model.config)
+            model.train_on(demos)
         model.meta.update(
             supervision=supervision, demos=len(demos), tasks=sorted({d["task"] for d in demos})
         )
@@ -282,13 +295,14 @@ class HierarchicalModel(nn.Module):
         data = _decision_data([read_calls(d) for d in demos], demos)
         c = self.config
         torch.manual_seed(c.seed)
-        for name, net in self.nets.items():
-            proc = name if name in ("root", *SKILLS) else name.rsplit("_", 1)[0]
-            if only is not None and proc not in only and name not in only:
-                continue
-            fn = _loss_for(name, net, data)
-            if fn is not None:
-                _fit(net, fn, c.steps, c.lr)
+        with _one_thread():
+            for name, net in self.nets.items():
+                proc = name if name in ("root", *SKILLS) else name.rsplit("_", 1)[0]
+                if only is not None and proc not in only and name not in only:
+                    continue
+                fn = _loss_for(name, net, data)
+                if fn is not None:
+                    _fit(net, fn, c.steps, c.lr)
 
     # ---- acting --------------------------------------------------------------------
     @torch.no_grad()
@@ -473,12 +487,13 @@ class FlatBC(nn.Module):
         model.std.copy_(torch.as_tensor(x.std(0) + 1e-3))
         xt, yt = torch.as_tensor(x), torch.as_tensor(y)
         torch.manual_seed(model.config.seed)
-        _fit(
-            model.net,
-            lambda: F.mse_loss(model.forward(xt), yt),
-            model.config.steps * 3,
-            model.config.lr,
-        )
+        with _one_thread():
+            _fit(
+                model.net,
+                lambda: F.mse_loss(model.forward(xt), yt),
+                model.config.steps * 3,
+                model.config.lr,
+            )
         model.meta.update(
             supervision="flat", demos=len(demos), tasks=sorted({d["task"] for d in demos})
         )
