@@ -717,7 +717,10 @@ def _group_skills(demos, segs) -> list[tuple[int, tuple[str, str]]]:
     for d, sg in zip(demos, segs):
         rows = []
         for p, s, e in sg:
-            rows.append((p, s, _goal_at(d["obs"], e) if p == "MOVE_TO" else None))
+            g = None
+            if p == "MOVE_TO":  # the goal as an argument of a skill on each object
+                g = {o: goal_to_arg(d["obs"][s], o, _goal_at(d["obs"], e)) for o in OBJECTS}
+            rows.append((p, s, g))
         calls.append(rows)
     options = [
         (k, (o1, o2))
@@ -728,14 +731,14 @@ def _group_skills(demos, segs) -> list[tuple[int, tuple[str, str]]]:
 
     def fit(assign):
         stats: dict[tuple[int, int], dict] = {}
-        for d, c, (k, objs) in zip(demos, calls, assign):
-            for i, (p, s, g) in enumerate(c):
+        for _d, c, (k, objs) in zip(demos, calls, assign):
+            for i, (p, _s, g) in enumerate(c):
                 sk, pc = (0, i) if i < k else (1, i - k)
                 obj = objs[sk]
                 st = stats.setdefault((sk, pc), {"ops": [], "args": []})
                 st["ops"].append(p)
                 if g is not None:
-                    st["args"].append(goal_to_arg(d["obs"][s], obj, g))
+                    st["args"].append(g[obj])
         model = {}
         for key, st in stats.items():
             ops = {o: st["ops"].count(o) / len(st["ops"]) for o in set(st["ops"])}
@@ -749,13 +752,13 @@ def _group_skills(demos, segs) -> list[tuple[int, tuple[str, str]]]:
         if k > len(c) - 1:
             return -np.inf
         total = 0.0
-        for i, (p, s, g) in enumerate(c):
+        for i, (p, _s, g) in enumerate(c):
             sk, pc = (0, i) if i < k else (1, i - k)
             ops, mean, sd = model.get((sk, pc), ({}, np.zeros(4), np.full(4, 1.0)))
             total += math.log(ops.get(p, 1e-3))
             if g is not None:
-                a = goal_to_arg(d["obs"][s], objs[sk], g)
-                total += float(_gauss(a[None], mean[None], sd)[0])
+                z = (g[objs[sk]] - mean) / sd
+                total += float(-0.5 * (z @ z) - np.log(sd).sum())
         return total
 
     best, best_total = None, -np.inf
