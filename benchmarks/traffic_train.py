@@ -1,0 +1,166 @@
+"""Learn the ring AV with the platform's ``sync`` plan (PPO) on randomised ring lengths.
+
+Trains one policy on rings drawn per reset from [220, 270] m and, every ``--chunk``
+iterations, evaluates the latest checkpoint at 230 m (Flow's env protocol: 750
+warm-up steps, then 3000 controlled steps). At the end it evaluates at 220, 230, 260
+and 270 m.
+
+Pass criteria (the issue's targets):
+  1. >= 95% of Flow's v_eq at 230 m (3.71 m/s) within 1 h of wall-clock on this machine;
+  2. >= 95% of v_eq at every length 220..270 m with the final policy.
+
+Usage:
+    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_train.py --minutes 30
+
+Writes benchmarks/results/traffic_train.json, traffic_train.png (speed vs wall-clock)
+and the run (checkpoints, metrics, learning curve) under runs/benchmarks/traffic_train.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+ENV_ID = "rlsuite/Ring-v0"
+LENGTHS = (220, 230, 260, 270)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from rlsuite.apps.traffic.envs.ring import FLOW_V_EQ
+    from rlsuite.platform import cluster, envs, evaluation, optimizers, training
+
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--minutes", type=float, default=30.0, help="training wall-clock budget")
+    p.add_argument("--chunk", type=int, default=10, help="iterations between evaluations")
+    p.add_argument("--workers", type=int, default=2, help="env runners")
+    p.add_argument(
+        "--train-horizon", type=int, default=1500, help="controlled steps per training episode"
+    )
+    p.add_argument(
+        "--accel-penalty",
+        type=float,
+        default=0.25,
+        help="reward penalty per m/s^2 of |a| (Flow's code: 4, its comment: 0.25)",
+    )
+    p.add_argument("--eval-episodes", type=int, default=2)
+    p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", "traffic_train"))
+    p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
+    p.add_argument("--plan-set", action="append", default=[], metavar="KEY=JSON")
+    args = p.parse_args(argv)
+    console = Console(width=140)
+
+    train_cfg = dict(
+        ring_length=[220, 270], horizon=args.train_horizon, accel_penalty=args.accel_penalty
+    )
+    eval_cfg = dict(horizon=3000, accel_penalty=args.accel_penalty)
+    fields = dict(env=ENV_ID, env_config=train_cfg, num_env_runners=args.workers, seed=0,
+                  train_batch_size=6000, minibatch_size=1000, num_epochs=8, gamma=0.995,
+                  lr=3e-4, hidden=(64, 64))  # fmt: skip
+    for kv in args.plan_set:
+        k, v = kv.split("=", 1)
+        fields[k] = json.loads(v)
+    envs.rllib_env(ENV_ID)
+    plan = optimizers.make_plan("sync", **fields)
+    if not args.resume and os.path.exists(args.run_dir):
+        shutil.rmtree(args.run_dir)
+
+    def evaluate(ckpt: str, length: int) -> float:
+        res = evaluation.evaluate(
+            ckpt, evaluation.scenarios(ENV_ID, args.eval_episodes, {**eval_cfg, "ring_length": length}),
+            num_workers=args.workers, name="ppo",
+        )  # fmt: skip
+        return res.summary["mean_speed"]["mean"]
+
+    curve = []
+    reached_s = None
+    t0 = time.time()
+    iterations = 0
+    with cluster.local_cluster(num_cpus=args.workers):
+        while time.time() - t0 < args.minutes * 60:
+            iterations += args.chunk
+            res = training.train(plan, iterations=iterations, run_dir=args.run_dir,
+                                 resume=iterations > args.chunk or args.resume, progress=True,
+                                 checkpoint_every=args.chunk)  # fmt: skip
+            iterations = res.iterations
+            train_s = time.time() - t0
+            v = evaluate(res.checkpoint, 230)
+            curve.append(dict(iteration=res.iterations, env_steps=res.env_steps, wall_s=train_s,
+                              mean_speed_230=v, frac_v_eq_230=v / FLOW_V_EQ[230],
+                              episode_return_mean=res.final_return))  # fmt: skip
+            console.print(
+                f"[bold]it {res.iterations}[/] {res.env_steps} steps, {train_s / 60:.1f} min: "
+                f"230 m mean speed {v:.2f} m/s = {v / FLOW_V_EQ[230]:.0%} of v_eq"
+            )
+            if reached_s is None and v >= 0.95 * FLOW_V_EQ[230]:
+                reached_s = train_s
+        final = {L: evaluate(res.checkpoint, L) for L in LENGTHS}
+    wall = time.time() - t0
+    rows = [dict(ring_length=L, mean_speed=final[L], v_eq=FLOW_V_EQ[L], frac_of_v_eq=final[L] / FLOW_V_EQ[L])
+            for L in LENGTHS]  # fmt: skip
+    checks = {
+        ">= 95% of v_eq at 230 m within 1 h": reached_s is not None and reached_s <= 3600,
+        ">= 95% of v_eq at every length": all(r["frac_of_v_eq"] >= 0.95 for r in rows),
+    }
+    t = Table(
+        title=f"learned AV (sync/PPO, {res.iterations} it, {res.env_steps} steps, {wall / 60:.0f} min)"
+    )
+    for c in ("length", "mean speed", "v_eq", "% of v_eq"):
+        t.add_column(c, justify="right")
+    for r in rows:
+        t.add_row(
+            f"{r['ring_length']} m",
+            f"{r['mean_speed']:.2f}",
+            f"{r['v_eq']}",
+            f"{r['frac_of_v_eq']:.0%}",
+        )
+    console.print(t)
+    for k, ok in checks.items():
+        console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
+    out = dict(benchmark="traffic_train", machine="2-core CPU, no GPU", plan=plan.to_dict(),
+               eval_config=eval_cfg, curve=curve, final=rows, reached_95_at_230_s=reached_s,
+               wall_s=wall, checkpoint=res.checkpoint, checks=checks,
+               command=f"flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_train.py --minutes {args.minutes:g}")  # fmt: skip
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "traffic_train.json"), "w") as f:
+        json.dump(out, f, indent=2, default=str)
+    _plot(curve, FLOW_V_EQ[230], os.path.join(RESULTS, "traffic_train.png"))
+    return 0 if all(checks.values()) else 1
+
+
+def _plot(curve, v_eq, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    ax.plot(
+        [c["wall_s"] / 60 for c in curve],
+        [c["mean_speed_230"] for c in curve],
+        marker="o",
+        label="learned AV",
+    )
+    ax.axhline(v_eq, color="black", ls="--", label="Flow v_eq (3.71)")
+    ax.axhline(0.95 * v_eq, color="grey", ls=":", label="95% of v_eq")
+    ax.set_xlabel("training wall-clock (min, 2 cores)")
+    ax.set_ylabel("mean speed at 230 m (m/s)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
