@@ -313,3 +313,29 @@ def test_broken_env_config_is_a_clear_error(ray_local):
         ESTrainer(ESPlan(**FAST, env_config={"no_such_kwarg": 1}))
     with pytest.raises(ValueError, match="raise noise_table_size above"):
         ESTrainer(ESPlan(**{**FAST, "noise_table_size": 1000, "hidden": (64, 64)}))
+
+
+def test_platform_training_resume_checkpoint_and_evaluation(ray_local, tmp_path):
+    """The es plan through the platform: make_plan -> training.train (resume) ->
+    checkpoints.load_controller -> evaluation.evaluate on the checkpoint path."""
+    from rlsuite.platform.checkpoints import load_controller as load_any
+    from rlsuite.platform.evaluation import evaluate, scenarios
+    from rlsuite.platform.optimizers import make_plan
+    from rlsuite.platform.training import train
+
+    plan = make_plan("es", **FAST, population_size=16, num_workers=1)
+    run = str(tmp_path / "run")
+    first = train(plan, 3, run, progress=False, checkpoint_every=2)
+    assert first.iterations == 3
+    assert first.env_steps == first.metrics[-1]["env_steps"]
+    assert first.env_steps == sum(m["env_steps_this_iter"] for m in first.metrics)
+    again = train(plan, 5, run, resume=True, progress=False, checkpoint_every=2)
+    assert [m["iteration"] for m in again.metrics] == [1, 2, 3, 4, 5]
+    assert again.metrics[3]["generation"] == 4  # resumed at generation 3, not from scratch
+
+    ctl = load_any(again.checkpoint)
+    assert ctl.name == "es-CartPole-v1-g5"
+    res = evaluate(again.checkpoint, scenarios("CartPole-v1", 3), num_workers=0)
+    in_process = evaluate(ctl, scenarios("CartPole-v1", 3), num_workers=0)
+    assert res.summary["return"] == in_process.summary["return"]  # deterministic controller
+    assert res.summary["return"]["mean"] > 30  # a random CartPole policy scores ~20
