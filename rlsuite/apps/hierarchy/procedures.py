@@ -304,6 +304,29 @@ class Trace:
         return len(self.actions)
 
 
+def stacks_after_actions(trace: Trace, spec: HierarchySpec) -> list[str]:
+    """The call stack right after each action of a strong trace (pcs clipped, as
+    :meth:`WeakLattice.state_names` writes them: ``ADD@1 > ADD1@1``; ``STOP`` at the end)."""
+    if trace.events is None:
+        raise ValueError("stacks_after_actions needs a strong trace (with events)")
+    stack: list[list] = [[spec.root, 0]]
+    out: list[str] = []
+    for ev in trace.events:
+        d = ev.decision
+        if d.kind == "call":
+            stack.append([d.op, 0])
+        elif d.kind == "act":
+            stack[-1][1] += 1
+            out.append(" > ".join(f"{p}@{min(k, spec.pc_clip(p))}" for p, k in stack))
+        elif d.kind == "terminate":
+            stack.pop()
+            if stack:
+                stack[-1][1] += 1
+            else:
+                out.append("STOP")
+    return out
+
+
 class Policy(Protocol):
     """Anything that decides for the frame on top of the stack."""
 
@@ -617,6 +640,9 @@ class ProcedureModel(nn.Module):
             raise ValueError(f"epochs must be >= 0, got {epochs}")
         if not strong and not weak:
             raise ValueError("fit needs at least one strong or weak trace")
+        from rlsuite.platform.cluster import configure_driver_threads
+
+        configure_driver_threads()  # torch's one-thread-per-core default thrashes a busy machine
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
         self.train()
@@ -775,13 +801,14 @@ class WeakLattice:
             """The top of ``prefix`` (not terminating, factors so far) picks an operation."""
             p, k = prefix[-1]
             proc = spec.procedures[p]
+            if any(spec.is_action(op) for op in proc.ops):
+                # one edge per emitting frame: the choice among its action types and the
+                # action's arguments form the emission factor, looked up per step from the
+                # observed action
+                to = prefix[:-1] + ((p, min(k + 1, self.clip[p])),)
+                edges.append((frm, self.state_index[to], list(factors), p * self.P + k, False))
             for oi, op in enumerate(proc.ops):
-                if spec.is_action(op):
-                    # the op choice and the action's arguments are the emission factor,
-                    # looked up per step from the observed action
-                    to = prefix[:-1] + ((p, min(k + 1, self.clip[p])),)
-                    edges.append((frm, self.state_index[to], list(factors), p * self.P + k, False))
-                else:
+                if not spec.is_action(op):
                     expand(prefix + ((self.pidx[op], 0),), factors + [cidx(p, k, 2 + oi)], frm)
 
         for si, st in enumerate(states):
