@@ -216,12 +216,14 @@ def plot_sweep(rows: Sequence[dict[str, Any]], path: str, title: str = "") -> No
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(6, 4))
     xs = [r["demos"] for r in rows]
     for name in rows[0]["success"]:
         ax.plot(xs, [r["success"][name] for r in rows], marker="o", label=name)
-    ax.set_xscale("log")
+    ax.set_xscale("symlog" if min(xs) < 1 else "log")
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xticks(xs)
     ax.set_xticklabels([str(x) for x in xs])
     ax.set_ylim(-0.02, 1.02)
@@ -279,7 +281,7 @@ def reuse_experiment(cfg: ReuseConfig, progress: bool = True) -> dict[str, Any]:
     results: dict[str, dict[int, float]] = {m: {} for m in cfg.modes}
     if "reuse" in cfg.modes:
         r = success_rate(base, "stack", cfg.episodes, cfg.num_workers, "reuse")["success"]
-        results["reuse"] = {n: r for n in cfg.counts}
+        results["reuse"] = {0: r, **{n: r for n in cfg.counts}}  # uses no stack demos
         if progress:
             print(f"reuse as is: {r:.0%} (no stack demonstrations)", flush=True)
     for n in sorted(cfg.counts):
