@@ -270,10 +270,12 @@ class Database:
         statements: Iterable[str | tuple[str, Any]],
         copy: Mapping[str, Any] | None = None,
         replace: bool = True,
+        copy_options: str = "",
     ) -> None:
         """Create ``schema`` (an app schema) and run ``statements`` in it, in one transaction.
 
-        ``copy`` maps ``table`` to a file-like object of tab-separated rows for ``COPY``.
+        ``copy`` maps ``table`` to a file-like object of rows for ``COPY`` (tab-separated text,
+        or what ``copy_options`` says, e.g. ``(FORMAT csv, DELIMITER '|')``).
         """
         _check_schema(schema)
         conn = self.conn
@@ -289,7 +291,7 @@ class Database:
                     else:
                         cur.execute(st)
                 for table, fobj in (copy or {}).items():
-                    cur.copy_expert(f"COPY {schema}.{table} FROM STDIN", fobj)
+                    cur.copy_expert(f"COPY {schema}.{table} FROM STDIN {copy_options}", fobj)
             conn.commit()
         except psycopg2.Error as e:
             conn.rollback()

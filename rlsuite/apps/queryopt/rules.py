@@ -462,8 +462,18 @@ def unnest(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     """Unnest and decorrelate subqueries into joins with sqlglot's optimizer (``unnest_subqueries``)."""
     if not any(True for _ in e.find_all(exp.Subquery, exp.Exists, exp.In)):
         raise NotApplicable("the query has no subqueries")
-    out = unnest_subqueries(e)
-    return out
+    # PostgreSQL binds ``FROM a, b LEFT JOIN x ON x.k = a.k`` as ``a, (b LEFT JOIN x)``, where
+    # ``a`` is out of reach; the unnested joins need the comma list as explicit CROSS JOINs first.
+    for sel in list(e.find_all(exp.Select)):
+        for j in sel.args.get("joins") or []:
+            if (
+                not j.args.get("kind")
+                and not j.args.get("side")
+                and not j.args.get("on")
+                and not j.args.get("using")
+            ):
+                j.set("kind", "CROSS")
+    return unnest_subqueries(e)
 
 
 def _arm(name: str, settings: dict[str, str]) -> Callable:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import abc
+import hashlib
 from collections.abc import Mapping
+
+import numpy as np
 
 from rlsuite.apps.queryopt.db import Database
 
@@ -39,8 +42,31 @@ class Workload(abc.ABC):
         """The tables of the schema."""
 
     @abc.abstractmethod
+    def sample(self, rng: np.random.Generator, i: int) -> str:
+        """One random query (``i`` counts the queries drawn so far)."""
+
     def queries(self, split: str, n: int, seed: int = 0) -> list[str]:
-        """``n`` queries of ``split`` (``train`` or ``test``); the two splits never share a query."""
+        """``n`` distinct queries of ``split`` (``train`` or ``test``).
+
+        A query's split is fixed by a hash of its text (one in five is ``test``), so
+        the two splits never share a query, whatever ``n`` and ``seed`` are.
+        """
+        rng = np.random.default_rng(seed + check_split(split))
+        out: list[str] = []
+        seen: set[str] = set()
+        tries = 0
+        while len(out) < n:
+            tries += 1
+            if tries > 200 * n + 1000:
+                raise RuntimeError(
+                    f"could not generate {n} distinct {split} queries of {self.name}"
+                )
+            q = self.sample(rng, len(out))
+            if q in seen or split_of(q) != split:
+                continue
+            seen.add(q)
+            out.append(q)
+        return out
 
     def settings(self) -> Mapping[str, str]:
         """Session settings every query of this workload runs with (e.g. the UDF's cost)."""
@@ -52,3 +78,9 @@ def check_split(split: str) -> int:
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     return 0 if split == "train" else 1_000_003
+
+
+def split_of(sql: str) -> str:
+    """``test`` for one query text in five (by hash), else ``train``."""
+    h = int.from_bytes(hashlib.sha1(sql.encode()).digest()[:4], "big")
+    return "test" if h % 5 == 0 else "train"

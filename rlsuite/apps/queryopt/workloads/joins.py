@@ -18,7 +18,7 @@ import io
 import numpy as np
 
 from rlsuite.apps.queryopt.db import Database
-from rlsuite.apps.queryopt.workloads.base import Workload, check_split
+from rlsuite.apps.queryopt.workloads.base import Workload
 
 SEED_QUERY = (
     "SELECT R.b, R.c, count(1) FROM R, S, T WHERE R.b = S.b AND R.c = T.c GROUP BY R.b, R.c"
@@ -84,22 +84,8 @@ class JoinsWorkload(Workload):
         )
         return {"r": len(r), "s": len(s), "t": len(t)}
 
-    def queries(self, split: str, n: int, seed: int = 0) -> list[str]:
-        rng = np.random.default_rng(seed + check_split(split))
-        other = set(self.queries("train", n, seed)) if split == "test" else set()
-        out: list[str] = []
-        seen: set[str] = set()
-        tries = 0
-        while len(out) < n:
-            tries += 1
-            if tries > 100 * n + 1000:
-                raise RuntimeError(f"could not generate {n} distinct {split} queries")
-            q = self._sample(rng)
-            if q in seen or q in other:
-                continue
-            seen.add(q)
-            out.append(q)
-        return out
+    def sample(self, rng: np.random.Generator, i: int) -> str:
+        return self._sample(rng)
 
     def _sample(self, rng: np.random.Generator) -> str:
         tables = (

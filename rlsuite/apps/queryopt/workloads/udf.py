@@ -15,7 +15,7 @@ import io
 import numpy as np
 
 from rlsuite.apps.queryopt.db import Database
-from rlsuite.apps.queryopt.workloads.base import Workload, check_split
+from rlsuite.apps.queryopt.workloads.base import Workload
 
 SEED_QUERY = "SELECT count(1) FROM R WHERE udf(R.b) GROUP BY R.b"
 """The seed's UDF query."""
@@ -73,28 +73,13 @@ class UdfWorkload(Workload):
     def is_loaded(self, db: Database) -> bool:
         return super().is_loaded(db)
 
-    def queries(self, split: str, n: int, seed: int = 0) -> list[str]:
-        rng = np.random.default_rng(seed + check_split(split))
-        other = set(self.queries("train", n, seed)) if split == "test" else set()
-        out: list[str] = []
-        seen: set[str] = set()
-        tries = 0
-        while len(out) < n:
-            tries += 1
-            if tries > 100 * n + 1000:
-                raise RuntimeError(f"could not generate {n} distinct {split} queries")
-            agg = rng.choice(["count(1)", "count(*)", "sum(R.a)", "max(R.c)", "min(R.a)"])
-            where = ["udf(R.b)"]
-            if rng.random() < 0.6:
-                where.append(f"R.a <= {int(rng.integers(200, 1001))}")
-            if rng.random() < 0.3:
-                where.append(f"R.c <> {int(rng.integers(0, 10))}")
-            rng.shuffle(where)
-            keys = "R.b" if rng.random() < 0.5 else None
-            sel = f"{keys}, {agg}" if keys else str(agg)
-            q = f"SELECT {sel} FROM R WHERE {' AND '.join(where)} GROUP BY R.b"
-            if q in seen or q in other:
-                continue
-            seen.add(q)
-            out.append(q)
-        return out
+    def sample(self, rng: np.random.Generator, i: int) -> str:
+        agg = rng.choice(["count(1)", "count(*)", "sum(R.a)", "max(R.c)", "min(R.a)"])
+        where = ["udf(R.b)"]
+        if rng.random() < 0.6:
+            where.append(f"R.a <= {int(rng.integers(200, 1001))}")
+        if rng.random() < 0.3:
+            where.append(f"R.c <> {int(rng.integers(0, 10))}")
+        rng.shuffle(where)
+        sel = f"R.b, {agg}" if rng.random() < 0.5 else str(agg)
+        return f"SELECT {sel} FROM R WHERE {' AND '.join(where)} GROUP BY R.b"
