@@ -92,6 +92,7 @@ class QueryRewriteEnv(gym.Env):
         self._runtime: dict[str, float] = {}
         self._plans: dict[str, dict] = {}
         self._parsed: dict[str, R.Query] = {}
+        self._unsupported: dict[str, str] = {}
         self._applicable_cache: dict[str, dict[str, R.Query | str]] = {}
         self._obs_cache: dict[tuple[str, int], np.ndarray] = {}
         self.query: R.Query | None = None
@@ -137,6 +138,11 @@ class QueryRewriteEnv(gym.Env):
                 self._runtime[k] = self.timeout_ms / 1000.0
         return self._runtime[k]
 
+    def _parse(self, sql: str) -> R.Query:
+        if sql not in self._parsed:
+            self._parsed[sql] = R.Query.parse(sql, catalog(self.db, self.schema))
+        return self._parsed[sql]
+
     def _obs(self) -> np.ndarray:
         assert self.query is not None
         k = self.query.key()
@@ -156,10 +162,22 @@ class QueryRewriteEnv(gym.Env):
         super().reset(seed=seed)
         if options and "sql" in options:
             sql = options["sql"]
+            self._parse(sql)  # an unsupported query given explicitly is the caller's error
         else:
-            sql = self.queries[int(self.np_random.integers(len(self.queries)))]
-        if sql not in self._parsed:
-            self._parsed[sql] = R.Query.parse(sql, catalog(self.db, self.schema))
+            usable = [q for q in self.queries if q not in self._unsupported]
+            while True:
+                if not usable:
+                    raise ValueError(
+                        f"none of the {len(self.queries)} queries can be rewritten: "
+                        f"{next(iter(self._unsupported.values()), '')}"
+                    )
+                sql = usable[int(self.np_random.integers(len(usable)))]
+                try:
+                    self._parse(sql)
+                    break
+                except R.UnsupportedQuery as e:  # skipped for the rest of this env's life
+                    self._unsupported[sql] = str(e)
+                    usable.remove(sql)
         self.original = self._parsed[sql]
         self.query = self.original
         self.steps = 0
