@@ -37,6 +37,12 @@ def main() -> int:
     ap.add_argument("--train-timeout-ms", type=int, default=2000)
     ap.add_argument("--test-timeout-ms", type=int, default=60_000)
     ap.add_argument("--max-steps", type=int, default=2)
+    ap.add_argument(
+        "--reward",
+        choices=("runtime", "relative"),
+        default="relative",
+        help="relative: every template weighs the same in training",
+    )
     ap.add_argument("--dsn", default=None)
     ap.add_argument("--run-dir", default="runs/bench/queryopt_tpch")
     args = ap.parse_args()
@@ -62,6 +68,7 @@ def main() -> int:
             max_steps=args.max_steps,
             timeout_ms=args.train_timeout_ms,
             iterations=args.iterations,
+            reward=args.reward,
             learning_starts=100,
             epsilon_timesteps=2500,
             target_update_freq=100,

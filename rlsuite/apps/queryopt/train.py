@@ -44,7 +44,8 @@ class TrainConfig:
     timeout_ms: int = 1000
     """statement_timeout while training: runtimes are capped here."""
     reward: str = "runtime"
-    """``runtime`` (-seconds) or ``cost`` (-estimated cost, no execution)."""
+    """``runtime`` (-seconds), ``relative`` (-seconds / PostgreSQL's seconds) or ``cost``
+    (-estimated cost, no execution: DQ's bootstrap)."""
     iterations: int = 20
     """Training iterations of the platform's loop."""
     num_env_runners: int = 2
@@ -73,8 +74,8 @@ class TrainConfig:
             raise ValueError(f"workload must be one of {WORKLOAD_NAMES}, got {self.workload!r}")
         if not self.dsn:
             raise ValueError("dsn is required (the embedded server's or --dsn)")
-        if self.reward not in ("runtime", "cost"):
-            raise ValueError(f"reward must be 'runtime' or 'cost', got {self.reward!r}")
+        if self.reward not in ("runtime", "relative", "cost"):
+            raise ValueError(f"reward must be runtime, relative or cost, got {self.reward!r}")
         if len(self.hidden) != 2:
             raise ValueError(f"the DQN has 2 hidden layers; hidden={self.hidden!r}")
         for k in ("num_queries", "max_steps", "timeout_ms", "iterations", "train_batch_size"):

@@ -85,6 +85,27 @@ def test_cost_reward_needs_no_execution(db, dsn):
         env.close()
 
 
+def test_relative_reward_is_one_for_postgres_own_plan(db, dsn):
+    env = envs.make(
+        ENV,
+        {
+            "dsn": dsn,
+            "queries": [SEED_QUERY],
+            "reward": "relative",
+            "timeout_ms": 150,
+            "max_steps": 1,
+        },
+    )
+    try:
+        env.reset(seed=0)
+        assert env.step(R.STOP)[1] == pytest.approx(-1.0)
+        env.reset(seed=0)
+        _, r, *_ = env.step(R.RULE_NAMES.index("eager_aggregation"))
+        assert -0.7 < r < 0
+    finally:
+        env.close()
+
+
 def test_bad_env_config_is_refused():
     with pytest.raises(ValueError, match="reward must be"):
         envs.make(ENV, {"reward": "latency"})

@@ -19,7 +19,8 @@ Actions
 
 Rewards
     0 until the episode ends; then ``-runtime`` in seconds of the final query,
-    capped by ``timeout_ms`` (``reward="runtime"``), or ``-cost * cost_scale``
+    capped by ``timeout_ms`` (``reward="runtime"``), that runtime over PostgreSQL's own
+    (``reward="relative"``: every query weighs the same), or ``-cost * cost_scale``
     from PostgreSQL's estimate without running it (``reward="cost"``: DQ's
     bootstrap). Runtimes are cached per (query, settings) in the env.
 
@@ -70,8 +71,8 @@ class QueryRewriteEnv(gym.Env):
     ):
         from rlsuite.apps.queryopt import workloads
 
-        if reward not in ("runtime", "cost"):
-            raise ValueError(f"reward must be 'runtime' or 'cost', got {reward!r}")
+        if reward not in ("runtime", "relative", "cost"):
+            raise ValueError(f"reward must be 'runtime', 'relative' or 'cost', got {reward!r}")
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         if timeout_ms < 1:
@@ -215,9 +216,11 @@ class QueryRewriteEnv(gym.Env):
             return -cost * self.cost_scale
         t = self.runtime(q)
         self._last = {"runtime_s": t}
-        if self.measure_baseline:
+        if self.measure_baseline or self.reward_kind == "relative":
             base = self.runtime(self.original)
             self._last.update(baseline_runtime_s=base, speedup=base / max(t, 1e-6))
+            if self.reward_kind == "relative":
+                return -t / max(base, 1e-4)
         return -t
 
     def episode_metrics(self) -> dict[str, float]:
