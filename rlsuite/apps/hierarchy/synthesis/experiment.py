@@ -343,6 +343,9 @@ def plot_accuracy(rows: list[dict], lengths, path: str, title: str = "") -> str:
             label=f"{r['model']} ({r['strong']} strong, {r['weak']} weak)",
         )
     ax.set_xscale("log")
+    ax.set_xticks(list(lengths))
+    ax.set_xticklabels([str(L) for L in lengths])
+    ax.minorticks_off()
     ax.set_xlabel("digits per number")
     ax.set_ylabel("exact-match accuracy (%)")
     ax.set_ylim(-5, 105)
