@@ -74,7 +74,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     """Add ``robot-demos``, ``robot`` and ``robot-reuse`` to ``hier-train``'s subparsers."""
-    from rlsuite.apps.hierarchy.robot.env import TASKS
+    from rlsuite.apps.hierarchy.robot.program import TASKS  # no pybullet import for --help
 
     fmt = argparse.RawDescriptionHelpFormatter
     p = subparsers.add_parser(

@@ -23,10 +23,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rlsuite.apps.hierarchy.robot.program import TASKS
 from rlsuite.apps.hierarchy.robot.sim import CUBE_SIZE, FINGER_MAX, TRAY_HALF_INNER, PandaScene
-
-TASKS = ("pick_place", "stack")
-"""``pick_place``: cube into the tray; ``stack``: cube on top of a second (fixed-on-floor) cube."""
 
 MOVE_STEP = 0.03
 """Largest end-effector displacement per step along each axis (m), at action 1.0."""

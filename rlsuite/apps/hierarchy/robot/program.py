@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+TASKS = ("pick_place", "stack")
+"""``pick_place``: the cube into the tray; ``stack``: the cube on top of a second cube."""
 ROOT = "PICK_AND_PLACE"
 SKILLS = ("PICK", "PLACE")
 """Procedures that take an object and call leaves (the reusable skills)."""
