@@ -11,7 +11,7 @@ import time
 
 DEMOS = 5
 EPISODES = 20
-REFERENCE = "issue #7 target: >= 90% with 20 demos; DDCO: ~3x fewer demos than flat"
+REFERENCE = "target >= 90% at 20 demos"
 
 
 def run(demos: int = DEMOS, episodes: int = EPISODES, num_workers: int | None = None) -> list[dict]:

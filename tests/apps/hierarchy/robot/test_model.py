@@ -127,3 +127,12 @@ def test_parallel_collection_and_evaluation_on_ray_match_in_process(ray_local, s
     on_ray = X.success_rate(strong_model, "pick_place", 4, 2, "hier")
     local = X.success_rate(strong_model, "pick_place", 4, 0, "hier")
     assert on_ray["success"] == local["success"] and on_ray["steps"] == local["steps"]
+
+
+def test_same_demonstrations_and_seed_give_the_same_model(demos):
+    a = HierarchicalModel.fit(demos, TrainConfig(steps=30, seed=5), "strong")
+    b = HierarchicalModel.fit(demos, TrainConfig(steps=30, seed=5), "strong")
+    c = HierarchicalModel.fit(demos, TrainConfig(steps=30, seed=6), "strong")
+    for k, v in a.state_dict().items():
+        assert (v == b.state_dict()[k]).all(), k
+    assert any((v != c.state_dict()[k]).any() for k, v in a.state_dict().items())
