@@ -200,6 +200,36 @@ def iteration_rate(config, iterations: int) -> dict[str, float]:
         algo.stop()
 
 
+def profile_iteration(config, iterations: int = 3, top: int = 12) -> list[dict[str, float]]:
+    """cProfile of the driver during ``algo.train()`` (the learner runs there; sampling runs
+    in the runner processes, so the driver shows it as waiting)."""
+    import cProfile
+    import pstats
+
+    algo = config.build_algo()
+    try:
+        algo.train()
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(iterations):
+            algo.train()
+        prof.disable()
+    finally:
+        algo.stop()
+    st = pstats.Stats(prof)
+    rows = []
+    for (file, line, fn), (_, _, tt, ct, _) in st.stats.items():
+        rows.append(
+            {
+                "function": f"{os.path.basename(file)}:{line}:{fn}",
+                "self_s": tt / iterations,
+                "cumulative_s": ct / iterations,
+            }
+        )
+    rows.sort(key=lambda r: -r["self_s"])
+    return rows[:top]
+
+
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -212,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run)")
     ap.add_argument("--envs", default="CartPole-v1,Pendulum-v1")
     ap.add_argument("--num-cpus", type=int, default=2)
+    ap.add_argument("--profile", action="store_true", help="cProfile the sync plan's driver")
     args = ap.parse_args(argv)
     console = Console()
     steps = 4000 if args.quick else 20000
@@ -292,6 +323,12 @@ def main(argv: list[str] | None = None) -> int:
                 rec["sync_vs_handwritten"] = (
                     sync["iteration_steps_per_s"] / hw["iteration_steps_per_s"]
                 )
+                if args.profile:
+                    rec["sync_driver_profile"] = profile_iteration(
+                        optimizers.to_rllib(default_plan)
+                    )
+                    for r in rec["sync_driver_profile"][:8]:
+                        console.print(f"  {r['self_s'] * 1000:7.1f} ms self  {r['function']}")
                 for n_envs in (8, 32):
                     if n_envs == default_plan.envs_per_runner:
                         continue
