@@ -109,3 +109,12 @@ def test_smoke_robot_reuse(tmp_path):
     res = json.loads(out.read_text())
     assert set(res["success"]) == {"reuse", "retrain", "recreate", "scratch"}
     assert (tmp_path / "reuse.png").exists()
+
+
+def test_demo_section_returns_table_rows():
+    from rlsuite.apps.hierarchy.robot.demo import run
+
+    rows = run(demos=2, episodes=2, num_workers=0)
+    assert [r["controller"] for r in rows][0] == "scripted expert" and rows[0]["value"] == 1.0
+    assert {r["app"] for r in rows} == {"hierarchy"} and len(rows) == 4
+    assert all(isinstance(r["value"], float) and 0.0 <= r["value"] <= 1.0 for r in rows)
