@@ -1,0 +1,8 @@
+"""pg_qopt: the query-optimizer app's rewriter inside PostgreSQL (issue #5).
+
+- ``pg_qopt.c`` + ``Makefile``: the PostgreSQL 15 extension (planner, executor,
+  utility and EXPLAIN hooks), built with PGXS by :mod:`.build`.
+- :mod:`.modelserver`: the model server it asks (cached decisions per query shape,
+  rewards recorded).
+- :mod:`.cli`: ``qopt-bench serve`` and ``qopt-bench plugin {install,status}``.
+"""

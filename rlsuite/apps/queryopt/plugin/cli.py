@@ -1,0 +1,246 @@
+"""``qopt-bench serve`` and ``qopt-bench plugin {install,status}``: the in-server optimizer plugin.
+
+NAME
+    qopt-bench serve  - answer the pg_qopt extension with a model's decisions
+    qopt-bench plugin - build/install the pg_qopt extension, or show its state
+
+SYNOPSIS
+    qopt-bench serve (--model PATH | --rules R1,R2) [--workload W] [--socket PATH | --listen localhost:PORT]
+                     [--wait-ms MS] [--rewards PATH] [--dsn DSN]
+    qopt-bench plugin install [--build-dir DIR]
+    qopt-bench plugin status  [--dsn DSN] [--socket PATH]
+
+DESCRIPTION
+    pg_qopt is a PostgreSQL 15 extension (C, built with PGXS against
+    `pg_config`). When a session has `qopt.enabled = on`, it sends every
+    top-level SELECT to the model server and plans the rewritten SQL (or the
+    planner arm) it answers; anything going wrong means the standard plan. Load
+    it per session with `LOAD 'pg_qopt'`, or for unchanged clients through
+    PGOPTIONS, e.g.
+
+        PGOPTIONS="-c session_preload_libraries=pg_qopt -c qopt.enabled=on \\
+                   -c qopt.server=/tmp/rlsuite-qopt-0/model.sock" psql ...
+
+    Settings: qopt.enabled (off), qopt.server (socket path or localhost:PORT;
+    superuser), qopt.timeout_ms (50), qopt.mode (rewrite | arms | off),
+    qopt.send_rewards (on). EXPLAIN shows a "Query Optimizer" line.
+
+    Not asked: statements with parameters (so prepared statements with $n
+    keep the standard plan), queries inside functions, DO blocks and
+    triggers, cursors (DECLARE), CREATE TABLE AS, SELECT ... FOR UPDATE.
+
+    serve caches each decision per statement text and per query shape
+    (literals stripped); a cached answer takes microseconds. A new statement
+    is decided on a background worker: the extension gets the standard plan
+    when the decision takes longer than --wait-ms, and the rewrite from then
+    on. Runtimes the extension reports are kept per decision (--rewards
+    appends them to a JSON-lines file). Without --dsn, serve uses the embedded
+    server (started if needed, stopped on exit if it started it).
+
+EXIT STATUS
+    0 success; 2 bad usage or a failure (the message says what to do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+
+from rich.console import Console
+
+console = Console()
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``serve`` and ``plugin`` to qopt-bench's subcommands.
+
+    Each parsed namespace carries ``qopt_plugin_handler`` (a function of the namespace
+    returning the exit status), so the caller dispatches with
+    ``args.qopt_plugin_handler(args)`` whatever its own dispatch table holds.
+    """
+    from rlsuite.apps.queryopt.plugin.modelserver import default_socket
+    from rlsuite.apps.queryopt.workloads import WORKLOAD_NAMES
+
+    s = subparsers.add_parser(
+        "serve",
+        help="the model server the pg_qopt extension asks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--model", help="checkpoint or run directory from `qopt-bench train`")
+    g.add_argument("--rules", help="comma-separated fixed rules (no learned model)")
+    s.add_argument(
+        "--workload",
+        choices=WORKLOAD_NAMES,
+        default=None,
+        help="workload whose schema the queries use (default: the model's; joins for --rules)",
+    )
+    a = s.add_mutually_exclusive_group()
+    a.add_argument("--socket", default=None, help=f"Unix socket path (default {default_socket()})")
+    a.add_argument("--listen", default=None, help="TCP instead: localhost:PORT (this machine only)")
+    s.add_argument(
+        "--wait-ms",
+        type=float,
+        default=40.0,
+        help="how long a request waits for a new decision (default 40; keep it below "
+        "qopt.timeout_ms)",
+    )
+    s.add_argument("--rewards", default=None, help="append reported runtimes here (JSON lines)")
+    s.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=60_000,
+        help="statement_timeout of the model's own database work",
+    )
+    s.add_argument("--dsn", default=None, help="libpq DSN (default: the embedded server)")
+    s.set_defaults(qopt_plugin_handler=cmd_serve)
+
+    p = subparsers.add_parser(
+        "plugin",
+        help="build/install the pg_qopt extension, or show its state",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ps = p.add_subparsers(dest="plugin_action", required=True, metavar="ACTION")
+    i = ps.add_parser(
+        "install", help="build with PGXS and copy pg_qopt.so into pg_config --pkglibdir"
+    )
+    i.add_argument("--build-dir", default=None, help="where to compile (default: a temp directory)")
+    i.set_defaults(qopt_plugin_handler=cmd_install)
+    st = ps.add_parser("status", help="installed? current? loads? settings? model server up?")
+    st.add_argument(
+        "--dsn", default=None, help="libpq DSN (default: the embedded server, if running)"
+    )
+    st.add_argument(
+        "--socket", default=None, help=f"model server to ask (default {default_socket()})"
+    )
+    st.add_argument("--json", default=None, help="also write the status here")
+    st.set_defaults(qopt_plugin_handler=cmd_status)
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    from rlsuite.apps.queryopt.plugin.build import install
+
+    with console.status("building pg_qopt (PGXS)"):
+        dest = install(args.build_dir)
+    console.print(f"installed {dest}\nload it with LOAD 'pg_qopt' (or session_preload_libraries)")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from rlsuite.apps.queryopt.plugin.build import status
+    from rlsuite.apps.queryopt.plugin.modelserver import default_socket, request
+    from rlsuite.apps.queryopt.server import EmbeddedServer
+
+    dsn = args.dsn
+    if dsn is None:
+        srv = EmbeddedServer()
+        dsn = srv.dsn if srv.running() else None
+    st = status(dsn)
+    sock = args.socket or default_socket()
+    try:
+        server = request(sock, {"op": "stats"}, timeout_s=1.0)
+    except (OSError, ValueError) as e:
+        server = {"error": f"no model server at {sock}: {e}"}
+    t = Table(title="pg_qopt")
+    t.add_column("item")
+    t.add_column("state")
+    t.add_row("library", st.installed or "[red]not installed[/] (qopt-bench plugin install)")
+    t.add_row("built from these sources", "yes" if st.current else "no (reinstall to update)")
+    t.add_row(
+        "LOAD on the server",
+        {
+            None: "not tried (no running server; pass --dsn)",
+            True: "ok",
+            False: f"[red]{st.error}[/]",
+        }[st.loads],
+    )
+    for k, v in st.settings.items():
+        t.add_row(k, v)
+    if "error" in server:
+        t.add_row("model server", server["error"])
+    else:
+        t.add_row("model server", f"{sock}: {server['decider']} on {server['schema']}")
+        for k in ("requests", "exact_hits", "shape_hits", "misses", "rewards", "cached_shapes"):
+            t.add_row(f"  {k}", str(server[k]))
+    console.print(t)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"plugin": st.__dict__, "model_server": server}, f, indent=2, default=str)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from rlsuite.apps.queryopt.plugin.modelserver import (
+        ModelDecider,
+        ModelServer,
+        RulesDecider,
+        default_socket,
+    )
+    from rlsuite.apps.queryopt.server import EmbeddedServer
+
+    if args.wait_ms < 0:
+        raise ValueError(f"--wait-ms must be >= 0, got {args.wait_ms}")
+    srv = None
+    dsn = args.dsn
+    if dsn is None:
+        srv = EmbeddedServer()
+        srv.start()
+        dsn = srv.dsn
+    try:
+        if args.model:
+            decider = ModelDecider(
+                args.model, dsn, workload=args.workload, timeout_ms=args.timeout_ms
+            )
+        else:
+            names = [n.strip() for n in args.rules.split(",") if n.strip()]
+            if not names:
+                raise ValueError("--rules needs at least one rule (see `qopt-bench rules`)")
+            decider = RulesDecider(dsn, args.workload or "joins", names)
+        address = args.listen or args.socket or default_socket()
+        server = ModelServer(address, decider, wait_ms=args.wait_ms, rewards_path=args.rewards)
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        console.print(
+            f"serving {decider.name} for schema {decider.schema} on {address}\n"
+            f'clients: PGOPTIONS="-c session_preload_libraries=pg_qopt -c qopt.enabled=on '
+            f'-c qopt.server={address}"',
+            highlight=False,
+        )
+        sys.stdout.flush()
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            console.print(
+                json.dumps({k: v for k, v in server.summary().items() if k != "decisions"})
+            )
+    finally:
+        if srv is not None and srv.started_here:
+            srv.stop()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """A stand-alone parser with only these subcommands (``python -m ...plugin.cli``)."""
+    p = argparse.ArgumentParser(
+        prog="qopt-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    register(p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.qopt_plugin_handler(args)
+    except (ValueError, RuntimeError, FileNotFoundError, FileExistsError, OSError) as e:
+        console.print(f"[red]qopt-bench {args.command}: {e}[/]")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

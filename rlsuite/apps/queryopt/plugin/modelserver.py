@@ -1,0 +1,508 @@
+"""The model server that ``pg_qopt`` asks: decisions per query shape, from a trained model or rules.
+
+Protocol (one connection per message; one line of JSON each way):
+
+- ``{"op": "plan", "sql": ..., "search_path": ..., "database": ..., "mode": ...}`` ->
+  ``{"sql": REWRITTEN or null, "arm": {setting: value}, "key": ..., "note": ...}``
+  or ``{"error": ...}``.
+- ``{"op": "reward", "key": ..., "ms": ...}`` -> no answer (the extension does not wait):
+  the executor's runtime of a plan made with decision ``key``.
+- ``{"op": "stats"}`` -> counters, cache sizes and reward summaries; ``{"op": "ping"}``.
+
+Decisions come from a :class:`Decider`: :class:`ModelDecider` runs a checkpoint of
+``qopt-bench train`` (the queryopt app's :class:`~rlsuite.apps.queryopt.train.LearnedRewriter`),
+:class:`RulesDecider` applies fixed rules (no learned model). Both validate a rewrite
+on the database (it must re-parse and plan) and fall back to the original SQL.
+
+Caching: an answer is cached per exact statement text (a dict look-up, answered in
+microseconds), and the chosen rules per query *shape* (the text with literals replaced
+by ``?``, from sqlglot's tokenizer), so a new instance of a known shape replays the
+rules without running the model. A miss is decided on one background worker; the
+request waits at most ``wait_ms`` for it and otherwise gets "no change yet" (the
+standard plan) while the decision lands in the cache for the next time.
+
+Example::
+
+    >>> srv = ModelServer("/tmp/qopt.sock", RulesDecider(dsn, "joins", ["eager_aggregation"]))  # doctest: +SKIP
+    >>> srv.start()                                  # serves in a background thread  # doctest: +SKIP
+    >>> request("/tmp/qopt.sock", {"op": "plan", "sql": SEED_QUERY, "search_path": "qopt_joins"})  # doctest: +SKIP
+    {'sql': 'SELECT ...', 'arm': {}, 'key': '...', 'note': 'eager_aggregation (decided in 41.2 ms)'}
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import os
+import socket
+import socketserver
+import stat
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+ARM_SETTINGS = ("join_collapse_limit", "from_collapse_limit", "geqo")
+"""Settings besides ``enable_*`` that an answer's arm may carry (the extension refuses others)."""
+MAX_REQUEST = 4 * 1024 * 1024
+
+
+def default_socket() -> str:
+    """``/tmp/rlsuite-qopt-<uid>/model.sock`` (a directory the ``postgres`` user can enter)."""
+    return f"/tmp/rlsuite-qopt-{os.geteuid()}/model.sock"
+
+
+def strip_statement(sql: str) -> str:
+    """The statement without surrounding whitespace and trailing semicolons."""
+    s = sql.strip()
+    while s.endswith(";"):
+        s = s[:-1].rstrip()
+    return s
+
+
+def shape(sql: str) -> str:
+    """The query's shape: tokens with literals replaced by ``?`` (keywords upper-cased)."""
+    from sqlglot.tokens import Tokenizer, TokenType
+
+    try:
+        toks = Tokenizer().tokenize(sql)
+    except Exception:  # noqa: BLE001 - untokenisable: the text is its own shape
+        return " ".join(sql.split())
+    out = []
+    for t in toks:
+        if t.token_type in (TokenType.NUMBER, TokenType.STRING):
+            out.append("?")
+        elif t.token_type == TokenType.VAR:
+            out.append(t.text.lower())
+        else:
+            out.append(t.text.upper())
+    return " ".join(out)
+
+
+def search_path_schemas(search_path: str) -> list[str]:
+    """``'"$user", public'`` -> ``['$user', 'public']``."""
+    return [p.strip().strip('"') for p in (search_path or "").split(",") if p.strip()]
+
+
+@dataclass
+class Decision:
+    """What a decider chose for one statement."""
+
+    sql: str
+    """The SQL to plan (the original when nothing changed)."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """Planner settings (only the arm's: enable_*, join_collapse_limit, ...)."""
+    applied: tuple[str, ...] = ()
+    """The rules applied, in order."""
+    reason: str = ""
+    """Why nothing changed (when nothing did)."""
+
+
+class Decider(Protocol):
+    """Chooses rewrites for SQL over one workload schema."""
+
+    schema: str
+    name: str
+
+    def decide(self, sql: str) -> Decision: ...
+
+    def replay(self, sql: str, applied: Sequence[str]) -> Decision: ...
+
+    def close(self) -> None: ...
+
+
+def _no_recursion(dsn: str) -> str:
+    """The DSN with ``qopt.enabled=off``, so the server's own queries never ask the server."""
+    if "://" in dsn:
+        sep = "&" if "?" in dsn else "?"
+        return f"{dsn}{sep}options=-c%20qopt.enabled%3Doff"
+    return f"{dsn} options='-c qopt.enabled=off'"
+
+
+def _arm(settings: dict[str, str], base: dict[str, str]) -> dict[str, str]:
+    return {
+        k: str(v)
+        for k, v in settings.items()
+        if (k.startswith("enable_") or k in ARM_SETTINGS) and base.get(k) != str(v)
+    }
+
+
+class RulesDecider:
+    """Fixed rules in order (the queryopt app's rewriter with its validation; no model)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        workload: str,
+        rules: Sequence[str],
+        workload_config: dict[str, Any] | None = None,
+    ):
+        from rlsuite.apps.queryopt.db import Database
+        from rlsuite.apps.queryopt.rules import get as get_rule
+        from rlsuite.apps.queryopt.workloads import get
+
+        for r in rules:
+            get_rule(r)  # unknown names fail here, with the list of rules
+        self.workload = get(workload, **(workload_config or {}))
+        self.schema = self.workload.schema
+        self.rules = list(rules)
+        self.base = dict(self.workload.settings())
+        self.db = Database(_no_recursion(dsn))
+        self.name = "rules: " + ",".join(self.rules)
+
+    def replay(self, sql: str, applied: Sequence[str]) -> Decision:
+        from rlsuite.apps.queryopt.rewriter import rewrite
+
+        r = rewrite(self.db, self.schema, sql, list(applied), base_settings=self.base)
+        if not r.applied:
+            return Decision(sql, {}, (), "; ".join(f"{k}: {v}" for k, v in r.reasons.items()))
+        return Decision(r.sql, _arm(r.settings, self.base), tuple(r.applied))
+
+    def decide(self, sql: str) -> Decision:
+        return self.replay(sql, self.rules)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class ModelDecider(RulesDecider):
+    """A trained checkpoint (``qopt-bench train``) through the queryopt app's LearnedRewriter."""
+
+    def __init__(
+        self,
+        model: str,
+        dsn: str,
+        workload: str | None = None,
+        workload_config: dict[str, Any] | None = None,
+        timeout_ms: int = 60_000,
+    ):
+        from rlsuite.apps.queryopt.train import LearnedRewriter
+
+        self.learned = LearnedRewriter(
+            model,
+            _no_recursion(dsn),
+            workload=workload,
+            workload_config=workload_config,
+            timeout_ms=timeout_ms,
+        )
+        env = self.learned.env
+        super().__init__(
+            dsn,
+            env.workload.name if hasattr(env, "workload") else (workload or "joins"),
+            [],
+            workload_config,
+        )
+        self.name = self.learned.name
+
+    def decide(self, sql: str) -> Decision:
+        d = self.learned.rewrite(sql, check=False)
+        if not d.applied:
+            return Decision(sql, {}, (), "; ".join(f"{k}: {v}" for k, v in d.reasons.items()))
+        return Decision(d.sql, _arm(d.settings, self.base), tuple(d.applied))
+
+    def close(self) -> None:
+        self.learned.close()
+        super().close()
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    exact_hits: int = 0
+    shape_hits: int = 0
+    misses: int = 0
+    not_ready: int = 0
+    passthrough: int = 0
+    errors: int = 0
+    rewards: int = 0
+    answer_us: list[float] = field(default_factory=list)
+
+
+class ModelServer:
+    """Serves decisions over a Unix socket (or ``localhost:PORT``); see the module doc."""
+
+    def __init__(
+        self,
+        address: str,
+        decider: Decider,
+        wait_ms: float = 40.0,
+        rewards_path: str | None = None,
+    ):
+        self.address = address
+        self.decider = decider
+        self.wait_ms = float(wait_ms)
+        self.rewards_path = rewards_path
+        self.exact: dict[tuple[str, str], bytes] = {}
+        self.shapes: dict[tuple[str, str], tuple[str, ...]] = {}
+        self.rewards: dict[str, list[float]] = defaultdict(list)
+        self.decisions: dict[str, dict[str, Any]] = {}
+        self.stats = Stats()
+        self._pending: dict[tuple[str, str], cf.Future] = {}
+        self._lock = threading.Lock()
+        self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="qopt-decide")
+        self._server: socketserver.BaseServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -------------------------------------------------------------- serving
+    def _make_server(self) -> socketserver.BaseServer:
+        handler = _handler_for(self)
+        if self.address.startswith("/"):
+            path = Path(self.address)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # the server runs as `postgres`: it must enter the directory and write the socket
+            os.chmod(path.parent, os.stat(path.parent).st_mode | stat.S_IXOTH | stat.S_IXGRP)
+            if path.exists() or path.is_symlink():
+                if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                    raise FileExistsError(
+                        f"{path} exists and is not a socket; choose another --socket"
+                    )
+                if _alive(str(path)):
+                    raise FileExistsError(f"a model server already answers on {path}")
+                path.unlink()
+
+            class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+                daemon_threads = True
+
+            srv = Server(str(path), handler)
+            os.chmod(path, 0o666)
+            return srv
+        host, _, port = self.address.rpartition(":")
+        if host not in ("localhost", "127.0.0.1"):
+            raise ValueError(
+                f"--listen {self.address!r}: the model server listens on this machine only "
+                "(localhost:PORT or 127.0.0.1:PORT), or on a Unix socket path"
+            )
+
+        class TCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        return TCPServer(("127.0.0.1", int(port)), handler)
+
+    def start(self) -> ModelServer:
+        """Serve in a background thread (tests, benchmarks)."""
+        self._server = self._make_server()
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="qopt-modelserver", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve until interrupted (``qopt-bench serve``)."""
+        self._server = self._make_server()
+        try:
+            self._server.serve_forever()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._server is not None:
+            if self._thread is not None:
+                self._server.shutdown()
+            self._server.server_close()
+            if self.address.startswith("/") and os.path.exists(self.address):
+                os.unlink(self.address)
+            self._server = None
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self.decider.close()
+
+    def __enter__(self) -> ModelServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ messages
+    def handle(self, line: bytes) -> bytes | None:
+        """One request line -> one answer line (None: no answer, for rewards)."""
+        try:
+            msg = json.loads(line)
+            if not isinstance(msg, dict):
+                raise ValueError("the request is not a JSON object")
+            op = msg.get("op")
+            if op == "plan":
+                return self._plan(msg)
+            if op == "reward":
+                self._reward(msg)
+                return None
+            if op == "stats":
+                return _line(self.summary())
+            if op == "ping":
+                return _line({"ok": True, "decider": self.decider.name})
+            raise ValueError(f"unknown op {op!r} (plan, reward, stats, ping)")
+        except Exception as e:  # noqa: BLE001 - answered, never crashes the server
+            self.stats.errors += 1
+            return _line({"error": f"{type(e).__name__}: {e}"})
+
+    def _plan(self, msg: dict) -> bytes:
+        t0 = time.perf_counter()
+        self.stats.requests += 1
+        sql = strip_statement(str(msg.get("sql") or ""))
+        sp = str(msg.get("search_path") or "")
+        key = (sp, sql)
+        hit = self.exact.get(key)
+        if hit is not None:
+            self.stats.exact_hits += 1
+            self.stats.answer_us.append((time.perf_counter() - t0) * 1e6)
+            return hit
+        schemas = [s for s in search_path_schemas(sp) if s != "$user"]
+        if not sql or not schemas or schemas[0] != self.decider.schema:
+            self.stats.passthrough += 1
+            return _line(
+                {
+                    "sql": None,
+                    "arm": {},
+                    "key": "",
+                    "note": f"search_path {sp!r} does not start with the model's schema "
+                    f"{self.decider.schema}",
+                }
+            )
+        with self._lock:
+            fut = self._pending.get(key)
+            if fut is None:
+                fut = self._pool.submit(self._decide, key)
+                self._pending[key] = fut
+        try:
+            fut.result(timeout=self.wait_ms / 1000.0)
+        except cf.TimeoutError:
+            self.stats.not_ready += 1
+            return _line(
+                {"sql": None, "arm": {}, "key": "", "note": "deciding; the standard plan meanwhile"}
+            )
+        self.stats.answer_us.append((time.perf_counter() - t0) * 1e6)
+        return self.exact[key]
+
+    def _decide(self, key: tuple[str, str]) -> None:
+        sp, sql = key
+        t0 = time.perf_counter()
+        shp = shape(sql)
+        known = self.shapes.get((sp, shp))
+        try:
+            if known is not None:
+                self.stats.shape_hits += 1
+                d = self.decider.replay(sql, known) if known else Decision(sql, {}, (), "")
+                how = "rules of a known shape"
+            else:
+                self.stats.misses += 1
+                d = self.decider.decide(sql)
+                how = "decided"
+                self.shapes[(sp, shp)] = tuple(d.applied)
+        except Exception as e:  # noqa: BLE001 - the standard plan, with the reason
+            d = Decision(sql, {}, (), f"decider failed: {type(e).__name__}: {e}")
+            how = "failed"
+        ms = (time.perf_counter() - t0) * 1000
+        dkey = hashlib.sha1(f"{sp}\n{shp}\n{'+'.join(d.applied)}".encode()).hexdigest()[:16]
+        changed_sql = d.sql if d.sql != sql and d.applied else None
+        note = ", ".join(d.applied) if d.applied else f"no rewrite ({d.reason or 'none chosen'})"
+        self.decisions[dkey] = {
+            "shape": shp,
+            "applied": list(d.applied),
+            "arm": d.settings,
+            "example": sql,
+        }
+        answer = {
+            "sql": changed_sql,
+            "arm": d.settings,
+            "key": dkey if d.applied else "",
+            "note": f"{note} [{self.decider.name}; {how} in {ms:.1f} ms, cached]",
+        }
+        self.exact[key] = _line(answer)
+        with self._lock:
+            self._pending.pop(key, None)
+
+    def _reward(self, msg: dict) -> None:
+        k = str(msg.get("key") or "")
+        ms = float(msg["ms"])
+        self.rewards[k].append(ms)
+        self.stats.rewards += 1
+        if self.rewards_path:
+            with open(self.rewards_path, "a") as f:
+                f.write(json.dumps({"key": k, "ms": ms, "time": time.time()}) + "\n")
+
+    def summary(self) -> dict[str, Any]:
+        """Counters, the median cached answer time, and rewards per decision."""
+        s = self.stats
+        us = sorted(s.answer_us)
+        return {
+            "decider": self.decider.name,
+            "schema": self.decider.schema,
+            "requests": s.requests,
+            "exact_hits": s.exact_hits,
+            "shape_hits": s.shape_hits,
+            "misses": s.misses,
+            "not_ready": s.not_ready,
+            "passthrough": s.passthrough,
+            "errors": s.errors,
+            "rewards": s.rewards,
+            "cached_statements": len(self.exact),
+            "cached_shapes": len(self.shapes),
+            "median_answer_us": us[len(us) // 2] if us else None,
+            "decisions": {
+                k: {
+                    **v,
+                    "runs": len(self.rewards.get(k, [])),
+                    "mean_ms": (
+                        sum(self.rewards[k]) / len(self.rewards[k]) if self.rewards.get(k) else None
+                    ),
+                }
+                for k, v in self.decisions.items()
+            },
+        }
+
+
+def _line(obj: Any) -> bytes:
+    return (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+
+
+def _handler_for(server: ModelServer) -> type[socketserver.StreamRequestHandler]:
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            line = self.rfile.readline(MAX_REQUEST)
+            if not line:
+                return
+            out = server.handle(line)
+            if out is not None:
+                try:
+                    self.wfile.write(out)
+                except OSError:
+                    pass  # the extension gave up waiting
+
+    return Handler
+
+
+def _connect(address: str, timeout_s: float) -> socket.socket:
+    if address.startswith("/"):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout_s)
+        s.connect(address)
+    else:
+        host, _, port = address.rpartition(":")
+        s = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s)
+    return s
+
+
+def request(address: str, msg: dict, timeout_s: float = 5.0) -> dict | None:
+    """Send one message as the extension does; the answer (None for rewards)."""
+    with _connect(address, timeout_s) as s:
+        s.sendall(_line(msg))
+        if msg.get("op") == "reward":
+            return None
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    return json.loads(buf)
+
+
+def _alive(address: str) -> bool:
+    try:
+        return bool(request(address, {"op": "ping"}, timeout_s=0.5))
+    except (OSError, ValueError):
+        return False
