@@ -146,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("action", choices=("start", "stop", "status"))
 
     sub.add_parser("rules", help="list the rewrite rules (the MDP's actions)")
+    try:  # `serve` and `plugin` come from the in-server plugin (issue #5) when it is there
+        from rlsuite.apps.queryopt.plugin.cli import register
+    except ImportError:
+        register = None
+    if register is not None:
+        register(sub)
     return p
 
 
@@ -452,6 +458,9 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        handler = getattr(args, "qopt_plugin_handler", None)
+        if handler is not None:
+            return int(handler(args))
         return COMMANDS[args.command](args)
     except (ValueError, RuntimeError, FileNotFoundError, FileExistsError) as e:
         console.print(f"[red]qopt-bench {args.command}: {e}[/]")
