@@ -197,21 +197,7 @@ def _write_checkpoint(
     if os.path.exists(path):
         shutil.rmtree(path)
     trainer.save(path)
-    spec = env_registry.spec(plan.env)
-    meta = {
-        "format": 1,
-        "plan": plan.name,
-        "plan_config": plan.to_dict(),
-        "env": plan.env,
-        "env_config": dict(plan.env_config),
-        "multi_agent": spec.multi_agent,
-        "policies": getattr(plan, "policies", "shared"),
-        "iteration": iteration,
-        "env_steps": env_steps,
-        "time": time.time(),
-    }
-    with open(os.path.join(path, META), "w") as f:
-        json.dump(meta, f, indent=2, default=str)
+    write_meta(path, plan, iteration, env_steps)
     tmp = os.path.join(root, "latest.tmp")
     with open(tmp, "w") as f:
         f.write(name)
@@ -220,6 +206,24 @@ def _write_checkpoint(
     for d in olds[: max(0, len(olds) - (keep - 1))]:
         shutil.rmtree(os.path.join(root, d), ignore_errors=True)
     return path
+
+
+def write_meta(path: str, plan: Any, iteration: int, env_steps: int) -> None:
+    """Write ``rlsuite.json``: what a checkpoint is (plan, env, iteration) for loading it."""
+    meta = {
+        "format": 1,
+        "plan": plan.name,
+        "plan_config": plan.to_dict(),
+        "env": plan.env,
+        "env_config": dict(plan.env_config),
+        "multi_agent": env_registry.spec(plan.env).multi_agent,
+        "policies": getattr(plan, "policies", "shared"),
+        "iteration": iteration,
+        "env_steps": env_steps,
+        "time": time.time(),
+    }
+    with open(os.path.join(path, META), "w") as f:
+        json.dump(meta, f, indent=2, default=str)
 
 
 def train(

@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import tempfile
@@ -68,58 +69,33 @@ def _trainable(config: dict[str, Any]) -> None:
 
     from rlsuite.platform import cluster
     from rlsuite.platform.optimizers import make_plan
-    from rlsuite.platform.training import make_trainer
+    from rlsuite.platform.training import META, make_trainer, write_meta
 
     cluster.configure_driver_threads()
     base = dict(config["__base__"])
     searched = {k: v for k, v in config.items() if k not in ("__base__", "__iterations__")}
     plan = make_plan(base.pop("plan"), **{**base, **searched})
     trainer = make_trainer(plan)
-    start = 0
+    start, env_steps = 0, 0
     ckpt = ray_tune.get_checkpoint()
-    if ckpt is not None:
+    if ckpt is not None:  # PBT cloned a better trial, or Tune restarted this one
         with ckpt.as_directory() as d:
             trainer.restore(d)
-            with open(os.path.join(d, "iteration")) as f:
-                start = int(f.read())
+            with open(os.path.join(d, META)) as f:
+                meta = json.load(f)
+            start, env_steps = int(meta["iteration"]), int(meta["env_steps"])
     try:
         for it in range(start + 1, int(config["__iterations__"]) + 1):
             row = trainer.train()
+            env_steps += int(row.get("env_steps_this_iter", 0))
             metrics = {k: v for k, v in row.items() if isinstance(v, int | float)}
-            metrics["iteration"] = it
+            metrics.update(iteration=it, env_steps=env_steps)
             with tempfile.TemporaryDirectory() as d:
                 trainer.save(d)
-                _write_meta(d, plan, it)
+                write_meta(d, plan, it, env_steps)
                 ray_tune.report(metrics, checkpoint=ray_tune.Checkpoint.from_directory(d))
     finally:
         trainer.stop()
-
-
-def _write_meta(d: str, plan: Any, it: int) -> None:
-    import json
-
-    from rlsuite.platform import envs as env_registry
-    from rlsuite.platform.training import META
-
-    with open(os.path.join(d, "iteration"), "w") as f:
-        f.write(str(it))
-    spec = env_registry.spec(plan.env)
-    with open(os.path.join(d, META), "w") as f:
-        json.dump(
-            {
-                "format": 1,
-                "plan": plan.name,
-                "plan_config": plan.to_dict(),
-                "env": plan.env,
-                "env_config": dict(plan.env_config),
-                "multi_agent": spec.multi_agent,
-                "policies": getattr(plan, "policies", "shared"),
-                "iteration": it,
-                "env_steps": 0,
-            },
-            f,
-            default=str,
-        )
 
 
 def tune(
