@@ -39,12 +39,19 @@ SCENARIOS
     ring          Sugiyama ring, 22 vehicles, 1 AV (rlsuite/Ring-v0); --ring-length 230 or 220:270
     ring_multi    the ring with --avs k AVs, one agent each (rlsuite/RingMulti-v0)
     figure_eight  Flow's loopy intersection, 13 humans + 1 AV (rlsuite/FigureEight-v0)
-    signals       sumo-rl intersection(s), one agent per light (rlsuite/Signals-v0)
+    signals       sumo-rl intersection(s), one agent per light (rlsuite/Signals-v0);
+                  --network single|grid2x2|grid4x4; baselines fixed, actuated, maxpressure
+
+OPTIONS FOR EVERY ENV
+    --env-set KEY=VALUE sets any env option (the env classes' config fields), e.g.
+    accel_noise, bunching, num_vehicles, accel_penalty, backend=traci, num_seconds.
 
 EXAMPLES
     traffic-train evaluate --scenario ring --controller pi --ring-length 230 --episodes 4
     traffic-train train --scenario ring --plan sync --workers 2 --iterations 50
-    traffic-train evaluate --scenario ring --controller runs/traffic/ring/checkpoint
+    traffic-train evaluate --scenario ring --controller runs/traffic/ring/checkpoints/iter_000050
+    traffic-train evaluate --scenario signals --network grid2x2 --controller maxpressure
+    traffic-train tune --scenario ring --samples 4 --scheduler asha --search lr=loguniform:1e-5:1e-3
 
 EXIT STATUS
     0 on success, 2 on bad input (the message says what to change), 1 on a failure.
