@@ -180,12 +180,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ModelDecider,
         ModelServer,
         RulesDecider,
+        check_address,
         default_socket,
     )
     from rlsuite.apps.queryopt.server import EmbeddedServer
 
     if args.wait_ms < 0:
         raise ValueError(f"--wait-ms must be >= 0, got {args.wait_ms}")
+    address = args.listen or args.socket or default_socket()
+    check_address(address)
     srv = None
     dsn = args.dsn
     if dsn is None:
@@ -202,7 +205,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             if not names:
                 raise ValueError("--rules needs at least one rule (see `qopt-bench rules`)")
             decider = RulesDecider(dsn, args.workload or "joins", names)
-        address = args.listen or args.socket or default_socket()
         server = ModelServer(address, decider, wait_ms=args.wait_ms, rewards_path=args.rewards)
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         console.print(

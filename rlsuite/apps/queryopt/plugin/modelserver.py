@@ -56,6 +56,18 @@ def default_socket() -> str:
     return f"/tmp/rlsuite-qopt-{os.geteuid()}/model.sock"
 
 
+def check_address(address: str) -> None:
+    """A Unix socket path, or ``localhost:PORT`` / ``127.0.0.1:PORT``; anything else raises."""
+    if address.startswith("/"):
+        return
+    host, _, port = address.rpartition(":")
+    if host not in ("localhost", "127.0.0.1") or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(
+            f"address {address!r}: the model server listens on this machine only "
+            "(localhost:PORT or 127.0.0.1:PORT), or on an absolute Unix socket path"
+        )
+
+
 def strip_statement(sql: str) -> str:
     """The statement without surrounding whitespace and trailing semicolons."""
     s = sql.strip()
@@ -270,12 +282,8 @@ class ModelServer:
             srv = Server(str(path), handler)
             os.chmod(path, 0o666)
             return srv
-        host, _, port = self.address.rpartition(":")
-        if host not in ("localhost", "127.0.0.1"):
-            raise ValueError(
-                f"--listen {self.address!r}: the model server listens on this machine only "
-                "(localhost:PORT or 127.0.0.1:PORT), or on a Unix socket path"
-            )
+        check_address(self.address)
+        port = self.address.rpartition(":")[2]
 
         class TCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
             daemon_threads = True

@@ -593,9 +593,15 @@ statement_text(Query *parse, const char *query_string)
 
 		if (q == NULL || *q == '\0')
 			return NULL;
-		return pstrdup(q);
+		stmt = pstrdup(q);
 	}
-	return stmt;
+	/* trim surrounding white space */
+	while (*stmt && isspace((unsigned char) *stmt))
+		stmt++;
+	len = strlen(stmt);
+	while (len > 0 && isspace((unsigned char) stmt[len - 1]))
+		stmt[--len] = '\0';
+	return len > 0 ? stmt : NULL;
 }
 
 
