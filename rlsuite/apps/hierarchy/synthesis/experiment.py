@@ -49,6 +49,8 @@ class SynthesisConfig:
     """Hidden layers of each procedure's network (PHP)."""
     time_limit_s: float = 420.0
     """Wall-clock cap on each model's training (seconds)."""
+    curriculum_length: int = 3
+    """Weak-only PHP training first fits the demonstrations of at most this many digits."""
     target_loss: float = 2e-3
     """Stop training once the per-decision / per-action NLL is below this."""
     num_workers: int | None = None
@@ -80,6 +82,8 @@ class SynthesisConfig:
                 raise ValueError(f"{name} must be positive digit counts, got {list(ls)}")
         if self.eval_problems < 1:
             raise ValueError(f"eval_problems must be >= 1, got {self.eval_problems}")
+        if self.curriculum_length < 1:
+            raise ValueError(f"curriculum_length must be >= 1, got {self.curriculum_length}")
         if self.epochs < 1:
             raise ValueError(f"epochs must be >= 1, got {self.epochs}")
         if not self.lr > 0:
@@ -174,6 +178,21 @@ def train_model(
                 seed=cfg.seed,
                 target_loss=cfg.target_loss,
             )
+        if weak and not strong:
+            # without strong traces, EM starts on the shortest demonstrations (a curriculum):
+            # their call stacks are the least ambiguous, and the structure found there
+            # carries over to the long ones
+            short = [t for t in weak if t.info.get("length", 99) <= cfg.curriculum_length]
+            if short and len(short) < len(weak):
+                hist += model.fit(
+                    weak=short,
+                    epochs=cfg.epochs,
+                    lr=cfg.lr,
+                    seed=cfg.seed,
+                    progress=progress,
+                    time_limit_s=cfg.time_limit_s / 3,
+                    target_loss=0.05,
+                )
         if weak:
             hist += model.fit(
                 strong=strong,
