@@ -111,3 +111,19 @@ def test_tcp_listens_on_localhost_only(dsn, db):
     d.close()
     with pytest.raises(ValueError, match="unknown rule|not a rule|eager"):
         M.RulesDecider(dsn, "joins", ["no_such_rule"])
+
+
+def test_rewards_file_gets_one_json_line_per_reward(sock_dir, dsn, db, tmp_path):
+    path = tmp_path / "rewards.jsonl"
+    with M.ModelServer(
+        str(sock_dir / "rw.sock"),
+        M.RulesDecider(dsn, "joins", ["eager_aggregation"]),
+        rewards_path=str(path),
+    ) as srv:
+        for ms in (1.0, 2.0):
+            M.request(srv.address, {"op": "reward", "key": "abc", "ms": ms})
+        deadline = time.time() + 5
+        while srv.stats.rewards < 2 and time.time() < deadline:
+            time.sleep(0.02)
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert sorted((x["key"], x["ms"]) for x in lines) == [("abc", 1.0), ("abc", 2.0)]
