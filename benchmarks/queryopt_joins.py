@@ -32,6 +32,12 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=6)
     ap.add_argument("--train-timeout-ms", type=int, default=300)
     ap.add_argument("--max-steps", type=int, default=2)
+    ap.add_argument(
+        "--reward",
+        choices=("runtime", "relative"),
+        default="relative",
+        help="relative (-runtime / PostgreSQL runtime): every query weighs the same",
+    )
     ap.add_argument("--test-timeout-ms", type=int, default=120_000)
     ap.add_argument("--dsn", default=None)
     ap.add_argument("--run-dir", default="runs/bench/queryopt_joins")
@@ -52,6 +58,7 @@ def main() -> int:
             workload="joins",
             num_queries=args.train_queries,
             max_steps=args.max_steps,
+            reward=args.reward,
             timeout_ms=args.train_timeout_ms,
             iterations=args.iterations,
             learning_starts=100,
