@@ -351,7 +351,7 @@ class ModelServer:
         t0 = time.perf_counter()
         self.stats.requests += 1
         sql = strip_statement(str(msg.get("sql") or ""))
-        sp = str(msg.get("search_path") or "")
+        sp = ",".join(search_path_schemas(str(msg.get("search_path") or "")))
         key = (sp, sql)
         hit = self.exact.get(key)
         if hit is not None:

@@ -127,3 +127,10 @@ def test_rewards_file_gets_one_json_line_per_reward(sock_dir, dsn, db, tmp_path)
             time.sleep(0.02)
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     assert sorted((x["key"], x["ms"]) for x in lines) == [("abc", 1.0), ("abc", 2.0)]
+
+
+def test_search_path_spelling_does_not_split_the_cache(server):
+    a = plan(server, SEED_QUERY, search_path=f"{SCHEMA}, public")
+    hits = server.stats.exact_hits
+    b = plan(server, SEED_QUERY, search_path=f'"{SCHEMA}",public')
+    assert a == b and server.stats.exact_hits == hits + 1
