@@ -34,7 +34,8 @@
  * standard one), queries inside functions, DO blocks, triggers, DECLARE
  * CURSOR, CREATE TABLE AS / SELECT INTO, SELECT ... FOR UPDATE/SHARE and
  * data-modifying CTEs.  A protocol-level prepared statement without
- * parameters is asked once, when its plan is built, and keeps that plan.
+ * parameters is asked when its plan is built and keeps that plan (by the
+ * code path; the tests use the simple query protocol).
  *
  * Rewards: the executor's wall time of a plan made with an answer is sent
  * back ({"op": "reward", "key": ..., "ms": ...}, no reply awaited) at
