@@ -1113,6 +1113,19 @@ qopt_ExplainOneQuery(Query *query, int cursorOptions, IntoClause *into, ExplainS
  * ------------------------------------------------------------------------
  */
 
+/* Nothing of a finished transaction is timed or matched later (errors skip ExecutorEnd). */
+static void
+qopt_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		pending_plan = NULL;
+		timed_desc = NULL;
+	}
+}
+
 static bool
 check_server(char **newval, void **extra, GucSource source)
 {
@@ -1160,6 +1173,7 @@ _PG_init(void)
 							 "Send the runtime of plans made with an answer back to the model server.",
 							 NULL, &qopt_send_rewards, true, PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("qopt");
+	RegisterXactCallback(qopt_xact_callback, NULL);
 
 	prev_planner = planner_hook;
 	planner_hook = qopt_planner;
