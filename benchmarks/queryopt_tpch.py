@@ -45,6 +45,7 @@ def main() -> int:
     )
     ap.add_argument("--dsn", default=None)
     ap.add_argument("--run-dir", default="runs/bench/queryopt_tpch")
+    ap.add_argument("--out-name", default="queryopt_tpch", help="results file name (no extension)")
     args = ap.parse_args()
 
     from rlsuite.apps.queryopt import train as T
@@ -127,7 +128,7 @@ def main() -> int:
     t.caption = "PASS" if passed else "FAIL"
     console.print(t)
     path = write_json(
-        "queryopt_tpch",
+        args.out_name,
         {
             "benchmark": "queryopt_tpch",
             "passed": passed,
@@ -144,7 +145,7 @@ def main() -> int:
     )
     speedup_plot(
         b.to_dict()["queries"],
-        os.path.join(RESULTS, "queryopt_tpch.png"),
+        os.path.join(RESULTS, f"{args.out_name}.png"),
         f"TPC-H SF {args.scale}: total {s['total_speedup']:.1f}x",
     )
     console.print(f"wrote {path}")

@@ -462,6 +462,7 @@ def unnest(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     """Unnest and decorrelate subqueries into joins with sqlglot's optimizer (``unnest_subqueries``)."""
     if not any(True for _ in e.find_all(exp.Subquery, exp.Exists, exp.In)):
         raise NotApplicable("the query has no subqueries")
+    _check_correlation(e)
     # PostgreSQL binds ``FROM a, b LEFT JOIN x ON x.k = a.k`` as ``a, (b LEFT JOIN x)``, where
     # ``a`` is out of reach; the unnested joins need the comma list as explicit CROSS JOINs first.
     for sel in list(e.find_all(exp.Select)):
@@ -474,6 +475,45 @@ def unnest(e: exp.Expression, catalog: Catalog) -> exp.Expression:
             ):
                 j.set("kind", "CROSS")
     return unnest_subqueries(e)
+
+
+def _check_correlation(e: exp.Expression) -> None:
+    """Refuse correlations sqlglot's unnesting does not preserve (seen: TPC-H Q21's ``<>``).
+
+    Only conjunctive equalities between a subquery's own column and an outer column are
+    decorrelated safely; anything else (``<>``, ``<``, OR, a function of both) is refused.
+    """
+    from sqlglot.optimizer.scope import traverse_scope
+
+    for scope in traverse_scope(e):
+        if scope.is_root or not scope.external_columns:
+            continue
+        where = (
+            scope.expression.args.get("where") if isinstance(scope.expression, exp.Select) else None
+        )
+        external = {id(c) for c in scope.external_columns}
+        for c in _conjuncts(where.this if where else None):
+            if not any(id(col) in external for col in c.find_all(exp.Column)):
+                continue
+            if not (
+                isinstance(c, exp.EQ)
+                and isinstance(c.left, exp.Column)
+                and isinstance(c.right, exp.Column)
+            ):
+                raise NotApplicable(
+                    f"correlated predicate {c.sql(dialect=DIALECT)} is not a column equality; "
+                    "unnesting it would change the rows"
+                )
+        outside_where = [
+            col
+            for col in scope.external_columns
+            if not (where and any(col is x for x in where.find_all(exp.Column)))
+        ]
+        if outside_where:
+            raise NotApplicable(
+                f"the subquery uses outer column {outside_where[0].sql(dialect=DIALECT)} outside "
+                "its WHERE clause"
+            )
 
 
 def _arm(name: str, settings: dict[str, str]) -> Callable:

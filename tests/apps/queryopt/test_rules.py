@@ -157,6 +157,11 @@ def test_rule_golden_and_equivalent(db, rule, schema, sql, expected, settings):
         ),
         ("join_order_small_first", "SELECT count(1) FROM R, S WHERE R.b = S.b", "three tables"),
         ("unnest_subqueries", "SELECT count(1) FROM R", "no subqueries"),
+        (
+            "unnest_subqueries",
+            "SELECT R.a FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.b = R.b AND S.d <> R.a)",
+            "not a column equality",
+        ),
     ],
 )
 def test_rule_not_applicable_says_why(db, rule, sql, reason):
