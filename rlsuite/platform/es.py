@@ -937,6 +937,15 @@ class ESTrainer:
         """Stop the workers (and Ray, if this trainer started it)."""
         import ray
 
+        # Close the envs first (a TraCI env owns a SUMO child process), then end the actors.
+        closing = []
+        for w in self._workers:
+            try:
+                closing.append(w.close.remote())
+            except Exception:  # noqa: BLE001 - already dead
+                pass
+        if closing:
+            ray.wait(closing, num_returns=len(closing), timeout=10)
         for w in self._workers:
             try:
                 ray.kill(w, no_restart=True)
