@@ -68,6 +68,7 @@ def main() -> int:
     from rlsuite.platform import cluster
 
     console = Console()
+    wide = Console(width=max(console.width, 150))  # the final table reads badly at 80 columns
     rows: list[dict] = []
     failures = []
     t0 = time.time()
@@ -105,7 +106,7 @@ def main() -> int:
             f"{v:.4g}" if isinstance(v, float) else str(v),
             str(r.get("reference", "")),
         )
-    console.print(table)
+    wide.print(table)
     if failures:
         console.print(f"[red]failed: {', '.join(failures)}[/]")
         return 1
