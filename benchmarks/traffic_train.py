@@ -43,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--minutes", type=float, default=30.0, help="training wall-clock budget")
+    p.add_argument(
+        "--until",
+        default=None,
+        help="also stop training at this UTC wall-clock time (HH:MM), leaving time to evaluate",
+    )
     p.add_argument("--chunk", type=int, default=10, help="iterations between evaluations")
     p.add_argument("--workers", type=int, default=2, help="env runners")
     p.add_argument(
@@ -55,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         help="reward penalty per m/s^2 of |a| (Flow's code: 4, its comment: 0.25)",
     )
     p.add_argument("--eval-episodes", type=int, default=2)
+    p.add_argument("--eval-horizon", type=int, default=3000, help="controlled steps per evaluation episode")
     p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", "traffic_train"))
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     p.add_argument("--plan-set", action="append", default=[], metavar="KEY=JSON")
@@ -64,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     train_cfg = dict(
         ring_length=[220, 270], horizon=args.train_horizon, accel_penalty=args.accel_penalty
     )
-    eval_cfg = dict(horizon=3000, accel_penalty=args.accel_penalty)
+    eval_cfg = dict(horizon=args.eval_horizon, accel_penalty=args.accel_penalty)
     fields = dict(env=ENV_ID, env_config=train_cfg, num_env_runners=args.workers, seed=0,
                   train_batch_size=6000, minibatch_size=1000, num_epochs=8, gamma=0.995,
                   lr=3e-4, hidden=(64, 64))  # fmt: skip
@@ -86,9 +92,18 @@ def main(argv: list[str] | None = None) -> int:
     curve = []
     reached_s = None
     t0 = time.time()
+    budget_s = args.minutes * 60
+    if args.until:
+        import datetime as dt
+
+        now = dt.datetime.now(dt.UTC)
+        hh, mm = (int(x) for x in args.until.split(":"))
+        stop = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+        budget_s = min(budget_s, (stop - now).total_seconds() - 180)
+        console.print(f"training budget: {budget_s / 60:.1f} min")
     iterations = 0
     with cluster.local_cluster(num_cpus=args.workers):
-        while time.time() - t0 < args.minutes * 60:
+        while not curve or time.time() - t0 < budget_s:  # at least one chunk
             iterations += args.chunk
             res = training.train(plan, iterations=iterations, run_dir=args.run_dir,
                                  resume=iterations > args.chunk or args.resume, progress=True,
