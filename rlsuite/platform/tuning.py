@@ -98,6 +98,14 @@ def _trainable(config: dict[str, Any]) -> None:
         trainer.stop()
 
 
+def placement_bundles(plan: Any) -> list[dict[str, float]]:
+    """The resources one trial of ``plan`` needs, as placement-group bundles."""
+    if hasattr(plan, "placement_bundles"):
+        return plan.placement_bundles()
+    gpu = {"GPU": float(plan.num_gpus_per_learner)} if plan.num_gpus_per_learner else {}
+    return [{"CPU": 1.0, **gpu}] + [{"CPU": 1.0}] * plan.num_env_runners
+
+
 def tune(
     plan: Any,
     search_space: dict[str, Any],
@@ -183,8 +191,11 @@ def tune(
     if started:
         cluster.init()
     try:
-        cpus_per_trial = 1 + getattr(plan, "num_env_runners", getattr(plan, "num_workers", 0))
-        trainable = ray_tune.with_resources(_trainable, {"cpu": cpus_per_trial})
+        # One bundle for the trial (it hosts the learner) and one per actor it starts, so
+        # the trial's env runners / ES workers are placed inside its reservation.
+        trainable = ray_tune.with_resources(
+            _trainable, ray_tune.PlacementGroupFactory(placement_bundles(plan))
+        )
         param_space = {
             "__base__": plan.to_dict(),
             "__iterations__": iterations,

@@ -74,3 +74,44 @@ def test_bad_search_space_is_explained():
         tuning.tune(plan, {"lr": rt.uniform(1e-4, 1e-3)}, scheduler="hyperopt")
     with pytest.raises(ValueError, match="num_epochs must be >= 1"):
         tuning.tune(plan, {"num_epochs": 0})
+
+
+@pytest.mark.slow
+def test_trials_with_remote_runners_and_es_workers_get_their_actors_placed(ray_local, tmp_path):
+    """A trial reserves one bundle per actor it starts (RLlib env runners, ES workers)."""
+    plan = optimizers.make_plan(
+        "sync",
+        env="CartPole-v1",
+        num_env_runners=1,
+        num_envs_per_env_runner=2,
+        train_batch_size=200,
+        minibatch_size=100,
+        num_epochs=1,
+    )
+    assert tuning.placement_bundles(plan) == [{"CPU": 1.0}, {"CPU": 1.0}]
+    res = tuning.tune(
+        plan,
+        {"lr": rt.grid_search([1e-3, 1e-4])},
+        scheduler="fifo",
+        num_samples=1,
+        iterations=2,
+        run_dir=str(tmp_path / "sync"),
+    )
+    assert [t["iterations"] for t in res.trials] == [2, 2]
+    es = optimizers.make_plan(
+        "es",
+        env="CartPole-v1",
+        num_workers=1,
+        population_size=8,
+        noise_table_size=200_000,
+        max_episode_steps=100,
+    )
+    res = tuning.tune(
+        es,
+        {"sigma": rt.grid_search([0.05, 0.1])},
+        scheduler="fifo",
+        num_samples=1,
+        iterations=2,
+        run_dir=str(tmp_path / "es"),
+    )
+    assert [t["iterations"] for t in res.trials] == [2, 2] and res.best_checkpoint
