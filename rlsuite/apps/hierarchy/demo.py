@@ -80,7 +80,7 @@ def synthesis_rows(
     con.print("weak supervision: 60 action-only demonstrations of 1-3 digits, EM over call stacks")
     weak = make_traces(60, seed=1, lengths=(1, 2, 3), strong=False)
     held_out = make_traces(4, seed=99, lengths=(3,))
-    model = ProcedureModel(SPEC, hidden=(32,))
+    model = ProcedureModel(SPEC, hidden=(32,), seed=0)  # EM's optimum depends on the start
     t0 = time.process_time()
     model.fit(weak=weak, epochs=300, lr=1e-2, target_loss=0.05, time_limit_s=60)
     cpu = time.process_time() - t0

@@ -437,9 +437,17 @@ class ProcedureModel(nn.Module):
     """One operation network + termination predicate per procedure (an MLP each), on
     ``[observation, one-hot(clipped pc), procedure arguments]``."""
 
-    def __init__(self, spec: HierarchySpec, hidden: Sequence[int] = (64, 64), cache: bool = True):
+    def __init__(
+        self,
+        spec: HierarchySpec,
+        hidden: Sequence[int] = (64, 64),
+        cache: bool = True,
+        seed: int | None = None,
+    ):
         super().__init__()
         spec.validate()
+        if seed is not None:  # a reproducible initialisation (EM's result depends on it)
+            torch.manual_seed(seed)
         self.spec = spec
         self.hidden = tuple(int(h) for h in hidden)
         self.cache_enabled = cache

@@ -43,7 +43,7 @@ def test_strong_training_on_three_traces_reaches_100_percent():
 def test_weak_training_recovers_the_call_structure():
     weak = make_traces(60, seed=1, lengths=(1, 2, 3), strong=False)
     held_out = make_traces(4, seed=99, lengths=(3,))
-    model = ProcedureModel(SPEC, hidden=(32,))
+    model = ProcedureModel(SPEC, hidden=(32,), seed=0)  # EM's optimum depends on the start
     lattice = WeakLattice(SPEC)
 
     def match_rate():
