@@ -49,7 +49,7 @@ def test_eager_aggregation_beats_stop_and_timeout_caps_reward(db, dsn):
     assert env._db is None
 
 
-def test_invalid_action_is_a_penalised_no_op_and_max_steps_truncates(db, dsn):
+def test_invalid_action_is_a_penalised_no_op_and_max_steps_terminates(db, dsn):
     env = envs.make(
         ENV,
         {
@@ -67,7 +67,7 @@ def test_invalid_action_is_a_penalised_no_op_and_max_steps_truncates(db, dsn):
         assert r == -0.5 and not term and not trunc and "no subqueries" in info["invalid"]
         assert env.query.applied == ()
         _, r, term, trunc, _ = env.step(R.RULE_NAMES.index("arm_no_nestloop"))
-        assert trunc and not term and r <= -0.09
+        assert term and not trunc and r <= -0.09
     finally:
         env.close()
 

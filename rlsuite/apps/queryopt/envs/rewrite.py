@@ -25,8 +25,8 @@ Rewards
     bootstrap). Runtimes are cached per (query, settings) in the env.
 
 Termination
-    STOP terminates; ``max_steps`` rewrites truncate. Either way the final
-    query is measured.
+    STOP, or the ``max_steps``-th rewrite, terminates (the limit is part of the
+    MDP, so nothing is bootstrapped past it); the final query is measured then.
 
 Each env owns its own database session and closes it in :meth:`close`.
 """
@@ -201,8 +201,12 @@ class QueryRewriteEnv(gym.Env):
                 reward -= self.invalid_action_penalty
                 info["invalid"] = nxt
         self.steps += 1
-        truncated = not terminated and self.steps >= self.max_steps
-        if terminated or truncated:
+        # The step limit is part of the MDP (the step counter is in the state) and the final
+        # query's runtime is the whole return: reaching it terminates, so DQN does not
+        # bootstrap a value past the end (truncation would add gamma * Q(next) to rewrites).
+        terminated = terminated or self.steps >= self.max_steps
+        truncated = False
+        if terminated:
             reward += self._final_reward()
             info.update(self._last)
         return self._obs(), float(reward), terminated, truncated, info
