@@ -13,6 +13,7 @@ when they can be: ``--set hidden=[128,128] --set lr=1e-3``). The apps' own CLIs
 from __future__ import annotations
 
 import argparse
+import glob
 import importlib
 import importlib.metadata
 import json
@@ -253,7 +254,7 @@ def components() -> list[dict[str, str]]:
         except (OSError, subprocess.SubprocessError):
             pg_bindir = None
     initdb = None
-    for d in [pg_bindir] + sorted(_glob("/usr/lib/postgresql/*/bin"), reverse=True):
+    for d in [pg_bindir] + sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
         if d and os.path.exists(os.path.join(d, "initdb")):
             initdb = os.path.join(d, "initdb")
             break
@@ -284,12 +285,6 @@ def components() -> list[dict[str, str]]:
     add("sqlglot", _version("sqlglot"), "pip install -e '.[queryopt]'")
     add("pybullet", _version("pybullet"), "pip install -e '.[hierarchy]'")
     return rows
-
-
-def _glob(pattern: str) -> list[str]:
-    import glob
-
-    return glob.glob(pattern)
 
 
 def cmd_info(args: argparse.Namespace) -> int:

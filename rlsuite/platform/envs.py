@@ -178,6 +178,31 @@ def rllib_env(env_id: str) -> str:
     return env_id
 
 
+_SPACES: dict[str, dict[Any, tuple[Any, Any]]] = {}
+
+
+def spaces(env_id: str, config: Mapping[str, Any] | None = None) -> dict[Any, tuple[Any, Any]]:
+    """Observation and action spaces without keeping the env: ``{None: (obs, act)}`` for a
+    single-agent env, ``{agent_id: (obs, act)}`` for a multi-agent one. The env is built
+    once per (id, config) in this process, since building may start a simulator or open a
+    database session."""
+    import json
+
+    key = json.dumps([env_id, dict(config or {})], sort_keys=True, default=str)
+    if key not in _SPACES:
+        env = make(env_id, config)
+        try:
+            if spec(env_id).multi_agent:
+                _SPACES[key] = {
+                    a: (env.observation_space(a), env.action_space(a)) for a in env.possible_agents
+                }
+            else:
+                _SPACES[key] = {None: (env.observation_space, env.action_space)}
+        finally:
+            env.close()
+    return _SPACES[key]
+
+
 def check(env_id: str, config: Mapping[str, Any] | None = None, skip_render: bool = True) -> None:
     """Validate an env: gymnasium's ``check_env``, or PettingZoo's parallel API test."""
     env = make(env_id, config)

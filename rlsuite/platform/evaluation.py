@@ -24,10 +24,9 @@ Example::
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -362,11 +361,3 @@ def _evaluate_on_ray(
     finally:
         if started:
             cluster.shutdown()
-
-
-def aggregate(results: Sequence[EvaluationResult], metric: str) -> dict[str, float]:
-    """``{controller: mean metric}`` across results, for a comparison table."""
-    return {r.controller: r.summary.get(metric, {}).get("mean", math.nan) for r in results}
-
-
-ControllerFactory = Callable[[], Controller]

@@ -295,7 +295,7 @@ class ReplayPlan(Plan):
         )
         if env_registry.spec(self.env).multi_agent:
             return
-        space = _action_space(self)
+        space = env_registry.spaces(self.env, self.env_config)[None][1]
         import gymnasium as gym
 
         if not isinstance(space, gym.spaces.Discrete):
@@ -411,26 +411,10 @@ def make_plan(name: str, **values: Any) -> Any:
     return plan
 
 
-def _action_space(plan: Plan):
-    env = env_registry.make(plan.env, plan.env_config)
-    try:
-        return env.action_space
-    finally:
-        env.close()
-
-
-def _agent_ids(plan: Plan) -> list[str]:
-    env = env_registry.make(plan.env, plan.env_config)
-    try:
-        return list(env.possible_agents)
-    finally:
-        env.close()
-
-
 def _policy_mapping(plan: Plan) -> tuple[list[str], Any]:
     if plan.policies == "shared":
         return ["shared"], _SharedMapping()
-    return _agent_ids(plan), _PerAgentMapping()
+    return list(env_registry.spaces(plan.env, plan.env_config)), _PerAgentMapping()
 
 
 class _SharedMapping:

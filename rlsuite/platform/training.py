@@ -87,25 +87,13 @@ class RLlibTrainer:
     def save(self, path: str) -> None:
         self.algo.save_to_path(os.path.abspath(path))
         with open(os.path.join(path, SPACES), "wb") as f:
-            pickle.dump(env_spaces(self.plan.env, self.plan.env_config), f)
+            pickle.dump(env_registry.spaces(self.plan.env, self.plan.env_config), f)
 
     def restore(self, path: str) -> None:
         self.algo.restore_from_path(os.path.abspath(path))
 
     def stop(self) -> None:
         self.algo.stop()
-
-
-def env_spaces(env_id: str, env_config: Any) -> dict[str, Any]:
-    """Observation and action spaces, for inference without building the env:
-    ``{None: (obs, act)}`` for a single-agent env, ``{agent_id: (obs, act)}`` otherwise."""
-    env = env_registry.make(env_id, env_config)
-    try:
-        if env_registry.spec(env_id).multi_agent:
-            return {a: (env.observation_space(a), env.action_space(a)) for a in env.possible_agents}
-        return {None: (env.observation_space, env.action_space)}
-    finally:
-        env.close()
 
 
 def flatten_result(r: dict[str, Any]) -> dict[str, Any]:
