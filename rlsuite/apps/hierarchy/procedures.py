@@ -114,6 +114,10 @@ class ProcedureSpec:
     max_pc: int | None = None
     """Clip this procedure's pc here (default: the hierarchy's ``max_pc``); smaller values
     shrink the stack space weak supervision sums over."""
+    max_ops: int | None = None
+    """Safety limit: the :class:`Executor` terminates a call once it has done this many
+    operations, whatever its policy says (recorded as a ``terminate`` decision); ``None``:
+    no limit. The robot's leaves use it as a time-out."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,8 @@ class HierarchySpec:
                 arg.validate()
             if not p.ops:
                 raise ValueError(f"procedure {p.name!r} has no operations")
+            if p.max_ops is not None and p.max_ops < 1:
+                raise ValueError(f"procedure {p.name!r}: max_ops must be >= 1, got {p.max_ops}")
             if p.max_pc is not None and not 1 <= p.max_pc <= self.max_pc:
                 raise ValueError(
                     f"procedure {p.name!r}: max_pc must be in 1..{self.max_pc} (the hierarchy's), got {p.max_pc}"
@@ -219,7 +225,9 @@ class HierarchySpec:
             obs_dim=int(d["obs_dim"]),
             actions=tuple(ActionSpec(a["name"], args(a["args"])) for a in d["actions"]),
             procedures=tuple(
-                ProcedureSpec(p["name"], tuple(p["ops"]), args(p["args"]), p.get("max_pc"))
+                ProcedureSpec(
+                    p["name"], tuple(p["ops"]), args(p["args"]), p.get("max_pc"), p.get("max_ops")
+                )
                 for p in d["procedures"]
             ),
             root=d["root"],
@@ -366,7 +374,8 @@ class Executor:
             self.observations.append(np.asarray(obs, dtype=np.float32).copy())
         for _ in range(self._max_inner):
             f = self.stack[-1]
-            d = self.policy.decide(f, obs)
+            limit = self._procs[f.proc].max_ops
+            d = TERMINATE if limit is not None and f.pc >= limit else self.policy.decide(f, obs)
             if self.record:
                 self.events.append(Event(step, f.proc, f.pc, f.args, d, len(self.stack)))
             if d.kind == "terminate":
@@ -414,6 +423,222 @@ class Executor:
         )
 
 
+# --------------------------------------------------------------------------- call trees
+
+
+@dataclass
+class Call:
+    """One procedure call of a trace, with what it did: sub-calls and elementary actions."""
+
+    proc: str
+    """The procedure called."""
+    args: tuple = ()
+    """The arguments it was called with."""
+    children: list[Call | int] = field(default_factory=list)
+    """In order: sub-calls, and elementary actions as their step index in the trace."""
+    terminated: bool = False
+    """Whether it returned within the trace (filled in by :func:`call_tree`)."""
+
+    def steps(self) -> list[int]:
+        """Every action step of this call and its sub-calls, in order."""
+        out: list[int] = []
+        for c in self.children:
+            out.extend(c.steps() if isinstance(c, Call) else [c])
+        return out
+
+    def calls(self) -> list[Call]:
+        """This call and every call below it, depth first (the order they were made in)."""
+        out = [self]
+        for c in self.children:
+            if isinstance(c, Call):
+                out.extend(c.calls())
+        return out
+
+    @property
+    def start(self) -> int:
+        return self.steps()[0]
+
+    @property
+    def end(self) -> int:
+        """One past the last action step."""
+        return self.steps()[-1] + 1
+
+
+def call_tree(trace: Trace) -> Call:
+    """The root call of a strong trace, with every sub-call and action (its call tree)."""
+    if trace.events is None:
+        raise ValueError(
+            "call_tree needs a strong trace (with events); fill in a weak one first "
+            "(ProcedureModel.fit(weak=..., weak_infer=...))"
+        )
+    root: Call | None = None
+    stack: list[Call] = []
+    for ev in trace.events:
+        d = ev.decision
+        if not stack:
+            if root is not None:
+                raise ValueError("trace has events after its root returned")
+            root = Call(ev.proc, tuple(ev.args))
+            stack.append(root)
+        top = stack[-1]
+        if d.kind == "call":
+            c = Call(d.op, tuple(d.args))
+            top.children.append(c)
+            stack.append(c)
+        elif d.kind == "act":
+            top.children.append(ev.step)
+        elif d.kind == "terminate":
+            top.terminated = True
+            stack.pop()
+    if root is None:
+        raise ValueError("trace has no events")
+    return root
+
+
+def trace_from_calls(
+    spec: HierarchySpec,
+    root: Call,
+    observations: np.ndarray,
+    actions: Sequence[Decision],
+    info: dict[str, Any] | None = None,
+) -> Trace:
+    """A strong trace from a call tree over a weak trace's observations and actions.
+
+    The events come out in the order an :class:`Executor` would have recorded them; a call
+    terminates exactly when an action (or the final STOP) follows its last action. This is
+    how a filled-in (e.g. hard-EM) call stack becomes training data for the strong loss.
+    """
+    if root.proc != spec.root:
+        raise ValueError(f"the call tree's root is {root.proc!r}, not the spec's {spec.root!r}")
+    T = len(actions)
+    steps = root.steps()
+    n_act = T - 1 if T and actions[-1].kind == "stop" else T
+    if steps != list(range(n_act)):
+        raise ValueError(
+            f"the call tree must cover the trace's actions 0..{n_act - 1} once each, in order"
+        )
+    events: list[Event] = []
+
+    def walk(c: Call, depth: int) -> None:
+        proc = spec.proc(c.proc)
+        for j, ch in enumerate(c.children):
+            if isinstance(ch, Call):
+                if ch.proc not in proc.ops or spec.is_action(ch.proc):
+                    raise ValueError(f"{c.proc} cannot call {ch.proc!r}; its ops: {proc.ops}")
+                if not ch.children:
+                    raise ValueError(f"call of {ch.proc} does nothing (no actions)")
+                events.append(
+                    Event(ch.start, c.proc, j, c.args, Decision("call", ch.proc, ch.args), depth)
+                )
+                walk(ch, depth + 1)
+            else:
+                d = actions[ch]
+                if d.op not in proc.ops or not spec.is_action(d.op):
+                    raise ValueError(f"{c.proc} cannot take action {d.op!r}; its ops: {proc.ops}")
+                events.append(Event(ch, c.proc, j, c.args, d, depth))
+        if c.end < T:
+            events.append(Event(c.end, c.proc, len(c.children), c.args, TERMINATE, depth))
+
+    walk(root, 1)
+    return Trace(np.asarray(observations, np.float32), list(actions), events, dict(info or {}))
+
+
+# --------------------------------------------------------------------------- trace files
+
+
+def _enc(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return {"f": [float(x) for x in v.reshape(-1)]}
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    if isinstance(v, dict):
+        return {k: _enc(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_enc(x) for x in v]
+    return v
+
+
+def _dec(v: Any) -> Any:
+    if isinstance(v, dict):
+        if set(v) == {"f"}:
+            return np.asarray(v["f"], dtype=np.float32)
+        return {k: _dec(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_dec(x) for x in v]
+    return v
+
+
+def _dec_decision(x: list) -> Decision:
+    return Decision(x[0], x[1], tuple(_dec(a) for a in x[2]))
+
+
+def save_traces(path: str, traces: Sequence[Trace]) -> None:
+    """Write traces (strong or weak) to ``path``, a compressed ``.npz`` without pickle.
+
+    Continuous arguments are stored as float32 lists, so a trace reads back equal."""
+    import json
+    import os
+
+    if not traces:
+        raise ValueError("no traces to save")
+    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+    meta = []
+    for tr in traces:
+        meta.append(
+            {
+                "actions": [[d.kind, d.op, _enc(list(d.args))] for d in tr.actions],
+                "events": None
+                if tr.events is None
+                else [
+                    [
+                        e.step,
+                        e.proc,
+                        e.pc,
+                        _enc(list(e.args)),
+                        [e.decision.kind, e.decision.op, _enc(list(e.decision.args))],
+                        e.depth,
+                    ]
+                    for e in tr.events
+                ],
+                "info": _enc(tr.info),
+            }
+        )
+    np.savez_compressed(
+        path,
+        observations=np.concatenate([np.asarray(t.observations, np.float32) for t in traces]),
+        lengths=np.array([len(t.observations) for t in traces]),
+        meta=np.array(json.dumps(meta)),
+    )
+
+
+def load_traces(path: str) -> list[Trace]:
+    """Read traces written by :func:`save_traces`."""
+    import json
+    import os
+
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no traces at {path!r}")
+    with np.load(path, allow_pickle=False) as z:
+        obs, lengths = z["observations"], z["lengths"]
+        meta = json.loads(str(z["meta"]))
+    out, i = [], 0
+    for n, m in zip(lengths, meta):
+        n = int(n)
+        events = None
+        if m["events"] is not None:
+            events = [
+                Event(e[0], e[1], e[2], tuple(_dec(a) for a in e[3]), _dec_decision(e[4]), e[5])
+                for e in m["events"]
+            ]
+        out.append(
+            Trace(obs[i : i + n], [_dec_decision(a) for a in m["actions"]], events, _dec(m["info"]))
+        )
+        i += n
+    return out
+
+
 # --------------------------------------------------------------------------- model
 
 
@@ -433,9 +658,93 @@ class _Heads:
         self.width = col
 
 
+class InputView:
+    """Hook: what a procedure's network sees, and in which units it outputs continuous arguments.
+
+    The default (no view) feeds ``[observation, one-hot(clipped pc), arguments]`` and reads
+    arguments as they are. A subclass can give each procedure its own view of the frame, e.g.
+    the observation relative to the object it was called with (the robot's skills), its
+    unclipped pc (a leaf's elapsed steps), and express argument outputs relative to the frame
+    (a MOVE_TO goal as an offset from the skill's object). Everything is torch, batched:
+    ``obs`` ``[N, obs_dim]``, ``pc`` ``[N]`` (long, not clipped), ``args`` one tensor per
+    argument of the procedure (discrete: ``[N]`` long; continuous: ``[N, size]``).
+    Saved models store the view's import path and :meth:`config`; it must be importable.
+    """
+
+    def in_dim(self, spec: HierarchySpec, proc: ProcedureSpec) -> int:
+        """Width of :meth:`features` for ``proc``."""
+        raise NotImplementedError
+
+    def features(
+        self, proc: str, obs: torch.Tensor, pc: torch.Tensor, args: list[torch.Tensor]
+    ) -> torch.Tensor:
+        """The network input ``[N, in_dim]`` of procedure ``proc``'s frames."""
+        raise NotImplementedError
+
+    def encode_arg(
+        self,
+        proc: str,
+        op: str,
+        index: int,
+        obs: torch.Tensor,
+        args: list[torch.Tensor],
+        value: torch.Tensor,
+    ) -> torch.Tensor:
+        """Continuous argument ``index`` of operation ``op`` (``[N, size]``) in network units."""
+        return value
+
+    def decode_arg(
+        self,
+        proc: str,
+        op: str,
+        index: int,
+        obs: torch.Tensor,
+        args: list[torch.Tensor],
+        raw: torch.Tensor,
+    ) -> torch.Tensor:
+        """Inverse of :meth:`encode_arg`: the argument passed on from a network output."""
+        return raw
+
+    def config(self) -> dict[str, Any]:
+        """Keyword arguments that rebuild this view (saved with the model)."""
+        return {}
+
+
+class _SplitNet(nn.Module):
+    """Operation network and termination predicate as two MLPs on the same input."""
+
+    def __init__(self, d_in: int, hidden: Sequence[int], width: int):
+        super().__init__()
+        self.term = _mlp(d_in, hidden, 1)
+        self.ops = _mlp(d_in, hidden, width - 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.term(x), self.ops(x)], dim=-1)
+
+
+def _mlp(d_in: int, hidden: Sequence[int], d_out: int) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for w in hidden:
+        layers += [nn.Linear(d_in, w), nn.Tanh()]
+        d_in = w
+    layers.append(nn.Linear(d_in, d_out))
+    return nn.Sequential(*layers)
+
+
+WeakInfer = Callable[["ProcedureModel", Sequence[Trace]], list[Trace]]
+"""Fills in weak traces' call stacks (hard EM): ``(model, weak traces) -> strong traces``."""
+
+
 class ProcedureModel(nn.Module):
     """One operation network + termination predicate per procedure (an MLP each), on
-    ``[observation, one-hot(clipped pc), procedure arguments]``."""
+    ``[observation, one-hot(clipped pc), procedure arguments]`` or, with an
+    :class:`InputView`, on the view's features.
+
+    ``balance_termination`` weighs the rare "terminate" labels up (``pos_weight`` =
+    sqrt(#continue / #terminate) per procedure; for long-running leaves);
+    ``separate_termination`` gives each termination predicate its own MLP instead of a
+    shared one with the operation network.
+    """
 
     def __init__(
         self,
@@ -443,6 +752,9 @@ class ProcedureModel(nn.Module):
         hidden: Sequence[int] = (64, 64),
         cache: bool = True,
         seed: int | None = None,
+        view: InputView | None = None,
+        balance_termination: bool = False,
+        separate_termination: bool = False,
     ):
         super().__init__()
         spec.validate()
@@ -451,20 +763,14 @@ class ProcedureModel(nn.Module):
         self.spec = spec
         self.hidden = tuple(int(h) for h in hidden)
         self.cache_enabled = cache
+        self.view = view
+        self.balance_termination = bool(balance_termination)
+        self.separate_termination = bool(separate_termination)
         self.P = spec.max_pc + 1
         self.heads = [_Heads(spec, p) for p in spec.procedures]
         self.index = {p.name: i for i, p in enumerate(spec.procedures)}
         self.clip = [spec.pc_clip(p.name) for p in spec.procedures]
-        nets = []
-        for p, h in zip(spec.procedures, self.heads):
-            d_in = spec.obs_dim + self.P + sum(a.width for a in p.args)
-            layers: list[nn.Module] = []
-            for w in self.hidden:
-                layers += [nn.Linear(d_in, w), nn.Tanh()]
-                d_in = w
-            layers.append(nn.Linear(d_in, h.width))
-            nets.append(nn.Sequential(*layers))
-        self.nets = nn.ModuleList(nets)
+        self.nets = nn.ModuleList([self._make_net(pi) for pi in range(len(spec.procedures))])
         # one learned log-std per continuous head (shared over inputs)
         self.log_std = nn.ParameterDict()
         for pi, (_p, h) in enumerate(zip(spec.procedures, self.heads)):
@@ -473,6 +779,28 @@ class ProcedureModel(nn.Module):
                     if a.kind == "continuous":
                         self.log_std[f"{pi}_{oi}_{ai}"] = nn.Parameter(torch.full((a.size,), -1.0))
         self._cache: dict[Any, Decision] = {}
+        self.extra: dict[str, Any] = {}
+
+    def _make_net(self, pi: int) -> nn.Module:
+        p, h = self.spec.procedures[pi], self.heads[pi]
+        if self.view is None:
+            d_in = self.spec.obs_dim + self.P + sum(a.width for a in p.args)
+        else:
+            d_in = int(self.view.in_dim(self.spec, p))
+        if self.separate_termination:
+            return _SplitNet(d_in, self.hidden, h.width)
+        return _mlp(d_in, self.hidden, h.width)
+
+    def reset_procedure(self, name: str, seed: int | None = None) -> None:
+        """Fresh random weights for procedure ``name`` (to learn it anew: *recreate*)."""
+        pi = self.index[name]
+        if seed is not None:
+            torch.manual_seed(seed)
+        self.nets[pi] = self._make_net(pi)
+        for k, v in self.log_std.items():
+            if k.split("_")[0] == str(pi):
+                v.data.fill_(-1.0)
+        self._cache.clear()
 
     # encoding ----------------------------------------------------------------
     def _encode_args(self, proc: ProcedureSpec, args_rows: Sequence[tuple]) -> torch.Tensor | None:
@@ -491,12 +819,35 @@ class ProcedureModel(nn.Module):
                 )
         return torch.cat(cols, dim=1)
 
+    @staticmethod
+    def _arg_tensors(proc: ProcedureSpec, args_rows: Sequence[tuple]) -> list[torch.Tensor]:
+        out = []
+        for ai, a in enumerate(proc.args):
+            vals = [r[ai] for r in args_rows]
+            if a.kind == "discrete":
+                out.append(torch.as_tensor(np.asarray(vals, dtype=np.int64)).reshape(len(vals)))
+            else:
+                out.append(
+                    torch.as_tensor(np.asarray(vals, dtype=np.float32)).reshape(len(vals), a.size)
+                )
+        return out
+
     def inputs(
         self, pi: int, obs: torch.Tensor, pc: torch.Tensor, args: torch.Tensor | None
     ) -> torch.Tensor:
         pc1 = F.one_hot(pc.clamp(max=self.clip[pi]), self.P).float()
         parts = [obs, pc1] + ([args] if args is not None else [])
         return torch.cat(parts, dim=-1)
+
+    def frame_inputs(
+        self, pi: int, obs: torch.Tensor, pc: torch.Tensor, args_rows: Sequence[tuple]
+    ) -> torch.Tensor:
+        """Network input of procedure ``pi`` for frames (``pc`` not clipped; ``args_rows``
+        one argument tuple per row), through the view if there is one."""
+        proc = self.spec.procedures[pi]
+        if self.view is None:
+            return self.inputs(pi, obs, pc, self._encode_args(proc, args_rows))
+        return self.view.features(proc.name, obs, pc, self._arg_tensors(proc, args_rows))
 
     # acting ------------------------------------------------------------------
     def clear_cache(self) -> None:
@@ -515,7 +866,7 @@ class ProcedureModel(nn.Module):
         if self.cache_enabled:
             key = (
                 frame.proc,
-                pc,
+                pc if self.view is None else frame.pc,
                 _hashable(frame.args),
                 np.asarray(obs, dtype=np.float32).tobytes(),
             )
@@ -524,20 +875,27 @@ class ProcedureModel(nn.Module):
                 return hit
         proc = self.spec.procedures[pi]
         o = torch.as_tensor(np.asarray(obs, dtype=np.float32)).reshape(1, -1)
-        x = self.inputs(pi, o, torch.tensor([pc]), self._encode_args(proc, [frame.args]))
+        if self.view is None:
+            x = self.inputs(pi, o, torch.tensor([pc]), self._encode_args(proc, [frame.args]))
+        else:
+            x = self.frame_inputs(pi, o, torch.tensor([frame.pc]), [frame.args])
         out = self.nets[pi](x)[0]
         h = self.heads[pi]
         if frame.pc > 0 and out[0].item() > 0.0:
             d = TERMINATE
         else:
             oi = int(out[1 : 1 + h.n_ops].argmax())
+            op = proc.ops[oi]
             args = []
-            for a, s in h.args[oi]:
+            for ai, (a, s) in enumerate(h.args[oi]):
                 if a.kind == "discrete":
                     args.append(int(out[s].argmax()))
                 else:
-                    args.append(out[s].numpy().astype(np.float32).copy())
-            op = proc.ops[oi]
+                    raw = out[s]
+                    if self.view is not None:
+                        fargs = self._arg_tensors(proc, [frame.args])
+                        raw = self.view.decode_arg(proc.name, op, ai, o, fargs, raw[None])[0]
+                    args.append(raw.numpy().astype(np.float32).copy())
             d = Decision("act" if self.spec.is_action(op) else "call", op, tuple(args))
         if key is not None:
             if len(self._cache) > 2_000_000:
@@ -546,8 +904,11 @@ class ProcedureModel(nn.Module):
         return d
 
     # strong supervision -----------------------------------------------------
-    def prepare_strong(self, traces: Sequence[Trace]) -> list[dict[str, Any]]:
-        """Tensors of every recorded decision, grouped by procedure (reuse across epochs)."""
+    def prepare_strong(
+        self, traces: Sequence[Trace], only: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Tensors of every recorded decision, grouped by procedure (reuse across epochs);
+        ``only``: keep the decisions of these procedures alone."""
         rows: list[list[tuple[np.ndarray, Event]]] = [[] for _ in self.spec.procedures]
         for tr in traces:
             if tr.events is None:
@@ -557,12 +918,13 @@ class ProcedureModel(nn.Module):
         data = []
         for pi, proc in enumerate(self.spec.procedures):
             evs = rows[pi]
-            if not evs:
+            if not evs or (only is not None and proc.name not in only):
                 data.append({})
                 continue
             obs = torch.as_tensor(np.stack([o for o, _ in evs]))
             pc = torch.tensor([e.pc for _, e in evs])
-            x = self.inputs(pi, obs, pc, self._encode_args(proc, [e.args for _, e in evs]))
+            frame_args = [e.args for _, e in evs]
+            x = self.frame_inputs(pi, obs, pc, frame_args)
             term = torch.tensor([1.0 if e.decision.kind == "terminate" else 0.0 for _, e in evs])
             term_mask = pc > 0
             op = torch.tensor(
@@ -580,13 +942,35 @@ class ProcedureModel(nn.Module):
                     if a.kind == "discrete":
                         per.append(torch.tensor(np.asarray(vals, dtype=np.int64)))
                     else:
-                        per.append(
-                            torch.as_tensor(np.asarray(vals, dtype=np.float32)).reshape(
-                                len(vals), a.size
-                            )
+                        v = torch.as_tensor(np.asarray(vals, dtype=np.float32)).reshape(
+                            len(vals), a.size
                         )
+                        if self.view is not None and len(sel):
+                            v = self.view.encode_arg(
+                                proc.name,
+                                proc.ops[oi],
+                                ai,
+                                obs[sel],
+                                self._arg_tensors(proc, [frame_args[i] for i in sel.tolist()]),
+                                v,
+                            )
+                        per.append(v)
                 arg_targets.append((sel, per))
-            data.append(dict(x=x, term=term, term_mask=term_mask, op=op, args=arg_targets))
+            pos_weight = None
+            if self.balance_termination:
+                npos = float(term[term_mask].sum())
+                nneg = float(term_mask.sum()) - npos
+                pos_weight = torch.tensor(max(1.0, nneg / max(npos, 1.0)) ** 0.5)
+            data.append(
+                dict(
+                    x=x,
+                    term=term,
+                    term_mask=term_mask,
+                    op=op,
+                    args=arg_targets,
+                    pos_weight=pos_weight,
+                )
+            )
         return data
 
     def strong_loss(self, data: list[dict[str, Any]]) -> tuple[torch.Tensor, int]:
@@ -601,7 +985,7 @@ class ProcedureModel(nn.Module):
             m = d["term_mask"]
             if m.any():
                 total = total + F.binary_cross_entropy_with_logits(
-                    out[m, 0], d["term"][m], reduction="sum"
+                    out[m, 0], d["term"][m], reduction="sum", pos_weight=d.get("pos_weight")
                 )
             acting = d["op"] >= 0
             if acting.any():
@@ -615,6 +999,16 @@ class ProcedureModel(nn.Module):
                     total = total - self._arg_logp(pi, oi, ai, a, out[sel, s], per[ai]).sum()
             n += len(d["x"])
         return total, n
+
+    def arg_mean_std(
+        self, pi: int, oi: int, ai: int, x: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean (network units) and std of continuous argument ``ai`` of op ``oi`` of
+        procedure ``pi`` on inputs ``x``: the Gaussian the strong loss fits."""
+        a, s = self.heads[pi].args[oi][ai]
+        if a.kind != "continuous":
+            raise ValueError(f"argument {a.name!r} is not continuous")
+        return self.nets[pi](x)[..., s], self.log_std[f"{pi}_{oi}_{ai}"].exp()
 
     def _arg_logp(
         self, pi: int, oi: int, ai: int, a: ArgSpec, raw: torch.Tensor, target: torch.Tensor
@@ -638,26 +1032,61 @@ class ProcedureModel(nn.Module):
         progress: Callable[[int, dict[str, float]], None] | None = None,
         time_limit_s: float | None = None,
         target_loss: float | None = None,
+        weak_infer: WeakInfer | None = None,
+        only: Sequence[str] | None = None,
+        cosine: bool = False,
     ) -> list[dict[str, float]]:
-        """Adam on the strong NLL plus the weak marginal NLL (expectation-gradient).
+        """Adam on the strong NLL plus the weak traces' NLL: the one training entry point.
 
-        Returns one row per epoch (``strong_nll``, ``weak_nll`` per decision / action).
-        ``target_loss`` stops early once the combined per-item loss is below it.
+        Weak traces are used one of two ways:
+
+        - ``weak_infer=None``: the exact marginal NLL over hidden call stacks
+          (:class:`WeakLattice`, expectation-gradient). Needs procedures without
+          arguments (the stacks must be enumerable): the synthesis side.
+        - ``weak_infer=f``: hard EM. ``f(model, weak)`` fills in the traces' call stacks
+          (it may train this model on partial stacks as it goes, e.g. leaf segmentation),
+          returning strong traces, which then train the model with the strong loss like
+          recorded ones. Any argument kind, continuous ones included: the robot side
+          (:func:`rlsuite.apps.hierarchy.robot.model.infer_stacks`).
+
+        ``only``: train these procedures alone (the others stay fixed). ``cosine``: cosine
+        learning-rate decay over ``epochs``. Returns one row per epoch (``strong_nll``,
+        ``weak_nll`` per decision / action). ``target_loss`` stops early once the combined
+        per-item loss is below it.
         """
         if epochs < 0:
             raise ValueError(f"epochs must be >= 0, got {epochs}")
         if not strong and not weak:
             raise ValueError("fit needs at least one strong or weak trace")
+        if only is not None:
+            unknown = [n for n in only if n not in self.index]
+            if unknown:
+                raise ValueError(f"unknown procedures {unknown}; known: {sorted(self.index)}")
         from rlsuite.platform.cluster import configure_driver_threads
 
         configure_driver_threads()  # torch's one-thread-per-core default thrashes a busy machine
+        if weak and weak_infer is not None:
+            strong = [*strong, *weak_infer(self, weak)]
+            weak = ()
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
         self.train()
-        sdata = self.prepare_strong(strong) if strong else None
+        sdata = self.prepare_strong(strong, only) if strong else None
         lattice = WeakLattice(self.spec) if weak else None
+        if lattice is not None and (self.view is not None or self.separate_termination):
+            raise ValueError(
+                "the exact weak likelihood (WeakLattice) needs the default inputs and a shared "
+                "termination head; give weak_infer (hard EM) for a model with a view"
+            )
         wdata = lattice.prepare(weak) if lattice else None
-        opt = torch.optim.Adam(self.parameters(), lr=lr)
+        if only is None:
+            params = list(self.parameters())
+        else:
+            keep = {str(self.index[n]) for n in only}
+            params = [p for n in only for p in self.nets[self.index[n]].parameters()]
+            params += [v for k, v in self.log_std.items() if k.split("_")[0] in keep]
+        opt = torch.optim.Adam(params, lr=lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(epochs, 1)) if cosine else None
         history = []
         t0 = time.perf_counter()
         for ep in range(epochs):
@@ -683,8 +1112,11 @@ class ProcedureModel(nn.Module):
                     loss = loss + weak_weight * wl / max(wn, 1)
                     w_sum += float(wl.detach())
                     w_n += wn
-                loss.backward()
-                opt.step()
+                if loss.requires_grad:
+                    loss.backward()
+                    opt.step()
+            if sched is not None:
+                sched.step()
             if s_n:
                 row["strong_nll"] = s_sum / s_n
             if w_n:
@@ -702,25 +1134,54 @@ class ProcedureModel(nn.Module):
         return history
 
     # persistence -------------------------------------------------------------
-    def save(self, path: str, extra: dict[str, Any] | None = None) -> None:
-        torch.save(
-            {
-                "spec": self.spec.to_dict(),
-                "hidden": list(self.hidden),
-                "state": self.state_dict(),
-                "extra": dict(extra or {}),
+    def to_blob(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Everything :meth:`from_blob` needs (plain containers and tensors only)."""
+        view = None
+        if self.view is not None:
+            cls = type(self.view)
+            view = {"path": f"{cls.__module__}:{cls.__qualname__}", "config": self.view.config()}
+        return {
+            "spec": self.spec.to_dict(),
+            "hidden": list(self.hidden),
+            "state": self.state_dict(),
+            "extra": dict(self.extra if extra is None else extra),
+            "view": view,
+            "options": {
+                "balance_termination": self.balance_termination,
+                "separate_termination": self.separate_termination,
+                "cache": self.cache_enabled,
             },
-            path,
-        )
+        }
+
+    def save(self, path: Any, extra: dict[str, Any] | None = None) -> None:
+        torch.save(self.to_blob(extra), path)
 
     @staticmethod
-    def load(path: str) -> ProcedureModel:
-        blob = torch.load(path, map_location="cpu", weights_only=False)
-        model = ProcedureModel(HierarchySpec.from_dict(blob["spec"]), hidden=blob["hidden"])
+    def from_blob(blob: dict[str, Any]) -> ProcedureModel:
+        view = None
+        if blob.get("view"):
+            import importlib
+
+            mod, _, name = blob["view"]["path"].partition(":")
+            view = getattr(importlib.import_module(mod), name)(**blob["view"]["config"])
+        opts = blob.get("options", {})
+        model = ProcedureModel(
+            HierarchySpec.from_dict(blob["spec"]),
+            hidden=blob["hidden"],
+            view=view,
+            balance_termination=opts.get("balance_termination", False),
+            separate_termination=opts.get("separate_termination", False),
+            cache=opts.get("cache", True),
+        )
         model.load_state_dict(blob["state"])
         model.extra = blob.get("extra", {})
         model.eval()
         return model
+
+    @staticmethod
+    def load(path: Any) -> ProcedureModel:
+        blob = torch.load(path, map_location="cpu", weights_only=False)
+        return ProcedureModel.from_blob(blob)
 
 
 def _hashable(args: tuple) -> tuple:
@@ -761,7 +1222,8 @@ class WeakLattice:
                 raise ValueError(
                     f"weak supervision enumerates call stacks and needs procedures without "
                     f"arguments; {p.name!r} takes {[a.name for a in p.args]}. Use strong traces "
-                    "for procedures with arguments."
+                    "for procedures with arguments, or fill the weak traces' stacks in by hard EM "
+                    "(ProcedureModel.fit(weak=..., weak_infer=...)) instead of this WeakLattice."
                 )
         self.spec = spec
         self.K = spec.max_pc

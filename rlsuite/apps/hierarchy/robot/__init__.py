@@ -2,9 +2,11 @@
 
 - :mod:`.sim`: the pybullet adapter (the only module importing pybullet);
 - :mod:`.env`: ``PickPlaceEnv`` (``rlsuite/PickPlace-v0``), tasks ``pick_place`` and ``stack``;
-- :mod:`.program`: procedures with a call stack (the executor);
+- :mod:`.program`: the robot's procedure library as a ``procedures.HierarchySpec``, its input
+  view and the controller running ``procedures.Executor`` (no executor of its own);
 - :mod:`.expert`: the scripted expert; :mod:`.demos`: demonstrations, recorded on Ray;
-- :mod:`.model`: hierarchical procedures (strong / weak supervision) and flat cloning;
+- :mod:`.model`: the learned ``procedures.ProcedureModel`` (strong; weak by hard EM) and flat
+  cloning;
 - :mod:`.experiment`: train-and-evaluate runs, demonstration sweeps, skill reuse;
 - :mod:`.cli`: the ``robot-demos`` and ``robot`` subcommands of ``hier-train``;
 - :mod:`.demo`: the ``make demo`` section.

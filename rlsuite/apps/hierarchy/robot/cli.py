@@ -226,10 +226,10 @@ def cmd_demos(args) -> int:
             progress=True,
         )
     D.save(args.out, data)
-    steps = sum(len(d["actions"]) for d in data)
+    steps = sum(len(d.actions) for d in data)
     Console().print(
         f"recorded {len(data)} {args.task} demonstrations ({steps} steps, "
-        f"{'weak' if args.weak else 'strong'}) in {data[0]['collect_wall_s']:.1f} s -> {args.out}"
+        f"{'weak' if args.weak else 'strong'}) in {data[0].info['collect_wall_s']:.1f} s -> {args.out}"
     )
     return 0
 

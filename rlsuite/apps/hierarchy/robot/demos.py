@@ -1,67 +1,65 @@
 """Demonstrations of the scripted expert, collected in parallel on Ray.
 
-A demonstration is a dict::
+A demonstration is a :class:`procedures.Trace` recorded by the shared
+:class:`procedures.Executor`: ``observations`` ``[T, 20]`` (row ``t`` is what action ``t``
+was chosen on), ``actions`` (``STEP(command)`` decisions; a final ``STOP`` if the root
+returned before the episode ended), ``events`` (strong: every decision with the call stack
+and arguments; ``None`` for weak ones) and ``info``::
 
     {"seed": int, "task": str, "success": bool,
-     "obs": float32 (T+1, 20),        # observations, the last one after the last action
-     "actions": float32 (T, 5),
-     "stack": [[(proc, arg, pc, t, call_id), ...], ...] | None}   # per step (strong only)
+     "final_obs": float32 (20,)}   # the observation after the last STEP
 
-``stack`` is the call stack that produced each action (strong supervision); weak
-demonstrations carry ``None`` there. Demonstration seeds start at
-:data:`DEMO_SEED_BASE`, far from the evaluation seeds (0, 1, ...).
+Demonstration seeds start at :data:`DEMO_SEED_BASE`, far from the evaluation seeds (0, 1, ...).
 
 Example::
 
     >>> demos = collect(2, num_workers=0)
-    >>> [d["success"] for d in demos], demos[0]["stack"][0][-1][0]
+    >>> [d.info["success"] for d in demos], demos[0].events[2].proc
     ([True, True], 'MOVE_TO')
 """
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from rlsuite.apps.hierarchy.procedures import Trace, load_traces, save_traces
 from rlsuite.apps.hierarchy.robot.env import TASKS, PickPlaceEnv
 from rlsuite.apps.hierarchy.robot.expert import make_expert
 
 DEMO_SEED_BASE = 100_000
 
 
-def record(seed: int, task: str = "pick_place", max_steps: int = 150) -> dict[str, Any]:
-    """One expert episode on ``seed`` with its observations, actions and call stacks."""
+def record(seed: int, task: str = "pick_place", max_steps: int = 150) -> Trace:
+    """One expert episode on ``seed``: its strong trace (observations, actions, call stack)."""
     env = PickPlaceEnv(task=task, max_steps=max_steps)
-    expert = make_expert()
+    expert = make_expert(record=True)
     try:
         obs, _ = env.reset(seed=int(seed))
         expert.reset(seed)
-        observations, actions = [obs], []
+        final = obs
         done = False
         while not done:
             a = expert.act(obs)
             obs, _, term, trunc, _ = env.step(a)
-            observations.append(obs)
-            actions.append(a)
+            if not expert.finished:
+                final = obs  # the observation after the last STEP
             done = term or trunc
-        return {
-            "seed": int(seed),
-            "task": task,
-            "success": bool(env.episode_metrics()["success"]),
-            "obs": np.asarray(observations, dtype=np.float32),
-            "actions": np.asarray(actions, dtype=np.float32),
-            "stack": [list(s) for s in expert.trace],
-        }
+        return expert.trace(
+            {
+                "seed": int(seed),
+                "task": task,
+                "success": bool(env.episode_metrics()["success"]),
+                "final_obs": np.asarray(final, dtype=np.float32),
+            }
+        )
     finally:
         env.close()
 
 
-def _record_many(seeds: Sequence[int], task: str) -> list[dict[str, Any]]:
+def _record_many(seeds: Sequence[int], task: str) -> list[Trace]:
     return [record(s, task) for s in seeds]
 
 
@@ -73,7 +71,7 @@ def collect(
     strong: bool = True,
     num_workers: int | None = None,
     progress: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[Trace]:
     """``n`` successful expert demonstrations of ``task``, from seeds ``seed, seed+1, ...``.
 
     Failed expert episodes (about 1 in 30 on ``stack``) are skipped and replaced by the
@@ -85,7 +83,7 @@ def collect(
         raise ValueError(f"number of demonstrations must be a positive int, got {n!r}")
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}: choose one of {', '.join(TASKS)}")
-    out: list[dict[str, Any]] = []
+    out: list[Trace] = []
     next_seed = int(seed)
     t0 = time.perf_counter()
     bar = _Bar(n, f"recording {task} demonstrations") if progress else None
@@ -95,7 +93,7 @@ def collect(
             batch = list(range(next_seed, next_seed + want + max(1, want // 10)))
             next_seed = batch[-1] + 1
             for d in _run_batch(batch, task, num_workers):
-                if d["success"] and len(out) < n:
+                if d.info["success"] and len(out) < n:
                     out.append(d)
                     if bar:
                         bar.advance()
@@ -107,14 +105,13 @@ def collect(
         if bar:
             bar.stop()
     if not strong:
-        for d in out:
-            d["stack"] = None
+        out = weak(out)
     for d in out:
-        d["collect_wall_s"] = time.perf_counter() - t0
+        d.info["collect_wall_s"] = time.perf_counter() - t0
     return out
 
 
-def _run_batch(seeds: list[int], task: str, num_workers: int | None) -> list[dict[str, Any]]:
+def _run_batch(seeds: list[int], task: str, num_workers: int | None) -> list[Trace]:
     if num_workers == 0:
         return _record_many(seeds, task)
     import ray
@@ -130,7 +127,7 @@ def _run_batch(seeds: list[int], task: str, num_workers: int | None) -> list[dic
         chunks = [seeds[i::k] for i in range(k)]
         remote = ray.remote(num_cpus=1)(_record_many)
         results = ray.get([remote.remote(c, task) for c in chunks if c])
-        by_seed = {d["seed"]: d for chunk in results for d in chunk}
+        by_seed = {d.info["seed"]: d for chunk in results for d in chunk}
         return [by_seed[s] for s in seeds]
     finally:
         if started:
@@ -152,42 +149,33 @@ class _Bar:
         self.p.stop()
 
 
-def save(path: str, demos: Sequence[dict[str, Any]]) -> None:
+def save(path: str, demos: Sequence[Trace]) -> None:
     """Write demonstrations to ``path`` (a compressed ``.npz``; no pickle)."""
     if not demos:
         raise ValueError("no demonstrations to save")
-    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
-    meta = [{k: d[k] for k in ("seed", "task", "success")} | {"stack": d["stack"]} for d in demos]
-    np.savez_compressed(
-        path,
-        obs=np.concatenate([d["obs"] for d in demos]),
-        actions=np.concatenate([d["actions"] for d in demos]),
-        lengths=np.array([len(d["actions"]) for d in demos]),
-        meta=np.array(json.dumps(meta)),
-    )
+    save_traces(path, demos)
 
 
-def load(path: str) -> list[dict[str, Any]]:
+def load(path: str) -> list[Trace]:
     """Read demonstrations written by :func:`save`."""
-    if not os.path.exists(path):
+    try:
+        return load_traces(path)
+    except FileNotFoundError:
         raise FileNotFoundError(
             f"no demonstrations at {path!r}: record some with `hier-train robot-demos`"
-        )
-    with np.load(path, allow_pickle=False) as z:
-        obs, actions, lengths = z["obs"], z["actions"], z["lengths"]
-        meta = json.loads(str(z["meta"]))
-    out, i, j = [], 0, 0
-    for n, m in zip(lengths, meta):
-        n = int(n)
-        stack = m["stack"]
-        if stack is not None:
-            stack = [[tuple(f) for f in s] for s in stack]
-        out.append({**m, "stack": stack, "obs": obs[i : i + n + 1], "actions": actions[j : j + n]})
-        i += n + 1
-        j += n
-    return out
+        ) from None
 
 
-def weak(demos: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def weak(demos: Sequence[Trace]) -> list[Trace]:
     """The same demonstrations without call stacks (observations and actions only)."""
-    return [{**d, "stack": None} for d in demos]
+    return [d.weak() for d in demos]
+
+
+def commands(demo: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """``(obs [n+1, 20], actions [n, 5])``: the STEP commands with the observation before
+    each and the one after the last (``final_obs``); a final STOP is left out."""
+    steps = [d for d in demo.actions if d.kind == "act"]
+    n = len(steps)
+    acts = np.asarray([d.args[0] for d in steps], dtype=np.float32).reshape(n, 5)
+    obs = np.vstack([demo.observations[:n], np.asarray(demo.info["final_obs"], np.float32)[None]])
+    return obs, acts

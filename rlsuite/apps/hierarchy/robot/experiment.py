@@ -19,15 +19,19 @@ from typing import Any
 
 import torch
 
+from rlsuite.apps.hierarchy.procedures import ProcedureModel, Trace
 from rlsuite.apps.hierarchy.robot import demos as D
 from rlsuite.apps.hierarchy.robot.env import TASKS
 from rlsuite.apps.hierarchy.robot.model import (
     SUPERVISION,
     FlatBC,
-    HierarchicalModel,
     TrainConfig,
+    fit_hierarchical,
+    make_controller,
+    retrain,
 )
 from rlsuite.apps.hierarchy.robot.model import load as load_model
+from rlsuite.apps.hierarchy.robot.model import save as save_model
 from rlsuite.platform.evaluation import evaluate, scenarios
 
 ENV_ID = "rlsuite/PickPlace-v0"
@@ -89,26 +93,25 @@ class RobotRunConfig:
 class ModelFactory:
     """A picklable zero-argument factory of a model's controller (built once per Ray worker)."""
 
-    def __init__(self, model: HierarchicalModel | FlatBC, name: str):
+    def __init__(self, model: ProcedureModel | FlatBC, name: str):
         buf = io.BytesIO()
-        torch.save(
-            {
-                "kind": "flat" if isinstance(model, FlatBC) else "hierarchical",
-                "config": asdict(model.config),
-                "state": model.state_dict(),
-            },
-            buf,
-        )
+        if isinstance(model, FlatBC):
+            blob = {"kind": "flat", "config": asdict(model.config), "state": model.state_dict()}
+        else:
+            blob = {"kind": "hierarchical", "model": model.to_blob({})}
+        torch.save(blob, buf)
         self.blob = buf.getvalue()
         self.name = name
 
     def __call__(self):
         torch.set_num_threads(1)
         b = torch.load(io.BytesIO(self.blob), weights_only=True)
-        cls = FlatBC if b["kind"] == "flat" else HierarchicalModel
-        m = cls(TrainConfig(**b["config"]))
-        m.load_state_dict(b["state"])
-        return m.controller(self.name)
+        if b["kind"] == "flat":
+            m = FlatBC(TrainConfig(**b["config"]))
+            m.load_state_dict(b["state"])
+        else:
+            m = ProcedureModel.from_blob(b["model"])
+        return make_controller(m, self.name)
 
 
 def success_rate(
@@ -131,11 +134,11 @@ def success_rate(
 
 def get_demos(
     cfg: RobotRunConfig, n: int | None = None, task: str | None = None, progress: bool = False
-) -> list[dict[str, Any]]:
+) -> list[Trace]:
     n = cfg.demos if n is None else n
     task = task or cfg.task
     if cfg.demo_path:
-        data = [d for d in D.load(cfg.demo_path) if d["task"] == task]
+        data = [d for d in D.load(cfg.demo_path) if d.info["task"] == task]
         if len(data) < n:
             raise ValueError(
                 f"{cfg.demo_path} holds {len(data)} {task} demonstrations, fewer than "
@@ -154,7 +157,7 @@ def _train_all(data, base: RobotRunConfig) -> list[tuple[str, Any, float]]:
     models = []
     for sup in base.supervision:
         t = time.perf_counter()
-        m = HierarchicalModel.fit(data, base.train_config(), sup)
+        m = fit_hierarchical(data, base.train_config(), sup)
         models.append((f"hierarchical-{sup}", m, time.perf_counter() - t))
     if base.flat:
         t = time.perf_counter()
@@ -182,7 +185,7 @@ def sweep(
             res["success"][name], res["steps"][name] = r["success"], r["steps"]
             res["train_wall_s"][name] = wall
             if save_dir:
-                m.save(os.path.join(save_dir, f"{base.task}-{n}demos-{name}.pt"))
+                save_model(m, os.path.join(save_dir, f"{base.task}-{n}demos-{name}.pt"))
         res["wall_s"] = time.perf_counter() - t
         if progress:
             print(
@@ -277,7 +280,7 @@ def reuse_experiment(cfg: ReuseConfig, progress: bool = True) -> dict[str, Any]:
     tc = TrainConfig(steps=cfg.train_steps, seed=cfg.seed)
     first = D.collect(cfg.first_demos, "pick_place", num_workers=cfg.num_workers)
     second_pool = D.collect(max(cfg.counts), "stack", num_workers=cfg.num_workers)
-    base = HierarchicalModel.fit(first, tc, "strong")
+    base = fit_hierarchical(first, tc, "strong")
     results: dict[str, dict[int, float]] = {m: {} for m in cfg.modes}
     if "reuse" in cfg.modes:
         r = success_rate(base, "stack", cfg.episodes, cfg.num_workers, "reuse")["success"]
@@ -290,15 +293,13 @@ def reuse_experiment(cfg: ReuseConfig, progress: bool = True) -> dict[str, Any]:
             if mode == "reuse":
                 continue
             if mode == "retrain":
-                m = copy.deepcopy(base)
-                m.train_on([*first, *second])
+                m = retrain(copy.deepcopy(base), [*first, *second], tc)
             elif mode == "recreate":
                 m = copy.deepcopy(base)
-                fresh = HierarchicalModel(tc)
-                m.nets["PLACE"].load_state_dict(fresh.nets["PLACE"].state_dict())
-                m.train_on(second, only=("PLACE",))
+                m.reset_procedure("PLACE", seed=tc.seed)
+                m = retrain(m, second, tc, only=("PLACE",))
             else:
-                m = HierarchicalModel.fit(second, tc, "strong")
+                m = fit_hierarchical(second, tc, "strong")
             results[mode][n] = success_rate(m, "stack", cfg.episodes, cfg.num_workers, mode)[
                 "success"
             ]

@@ -1,7 +1,9 @@
-"""The scripted expert: the procedure library of :mod:`.program`, written by hand.
+"""The scripted expert: the procedure library of :mod:`.program` (``program.SPEC``), by hand.
 
-It sees only the observation (no simulator state), so it runs wherever a
-controller runs, and it leaves its call stack in ``Executor.trace``.
+It is a :class:`procedures.Policy` (``decide(frame, obs) -> Decision``) run by the shared
+:class:`procedures.Executor`; it sees only the observation (no simulator state), so it runs
+wherever a controller runs, and ``make_expert(record=True).trace()`` is its strong
+:class:`procedures.Trace` (every decision with the call stack and arguments).
 
 Example::
 
@@ -18,20 +20,20 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from rlsuite.apps.hierarchy.procedures import TERMINATE, Decision, Frame
 from rlsuite.apps.hierarchy.robot.env import (
     MOVE_STEP,
     OBJECT_REL_YAW,
+    OBJECTS,
     OBS_EE,
     OBS_EE_YAW,
     OBS_TARGET_KIND,
     OBS_WIDTH,
     YAW_STEP,
 )
-from rlsuite.apps.hierarchy.robot.program import ROOT, Executor, Frame, anchor_position
+from rlsuite.apps.hierarchy.robot.program import ROOT, Controller, anchor_position
 
 APPROACH = 0.12
 """Height of the pre-grasp point above the cube (m)."""
@@ -47,11 +49,11 @@ YAW_REACHED = 0.05
 """... and this close to its yaw (rad)."""
 
 
-def goal(obs: np.ndarray, obj: str, offset: tuple[float, float, float], align: bool) -> np.ndarray:
-    """A MOVE_TO goal: the object's position plus ``offset``; yaw aligned to it or kept."""
+def goal(obs: np.ndarray, obj: int, offset: tuple[float, float, float], align: bool) -> np.ndarray:
+    """A MOVE_TO goal: object ``obj``'s position plus ``offset``; yaw aligned to it or kept."""
     pos = anchor_position(obs, obj) + np.asarray(offset)
-    yaw = float(obs[OBS_EE_YAW]) + (float(obs[OBJECT_REL_YAW[obj]]) if align else 0.0)
-    return np.array([*pos, yaw])
+    rel_yaw = float(obs[OBJECT_REL_YAW[OBJECTS[obj]]]) if align else 0.0
+    return np.array([*pos, float(obs[OBS_EE_YAW]) + rel_yaw], dtype=np.float32)
 
 
 def move_action(obs: np.ndarray, goal_pose: np.ndarray) -> np.ndarray:
@@ -64,12 +66,20 @@ def move_action(obs: np.ndarray, goal_pose: np.ndarray) -> np.ndarray:
 
 
 class ScriptedPolicy:
-    """The hand-written procedures (a :class:`~.program.ProcedurePolicy`)."""
+    """The hand-written procedures (a :class:`procedures.Policy` for ``program.SPEC``)."""
 
-    def decide(self, frame: Frame, obs: np.ndarray) -> tuple[str, Any] | None:
-        pc, obj = frame.pc, frame.arg
+    def decide(self, frame: Frame, obs: np.ndarray) -> Decision:
         if frame.proc == ROOT:
-            return [("PICK", "cube"), ("PLACE", "target"), None][min(pc, 2)]
+            plan = [Decision("call", "PICK", (0,)), Decision("call", "PLACE", (1,))]
+            return plan[frame.pc] if frame.pc < len(plan) else TERMINATE
+        if frame.proc in ("PICK", "PLACE"):
+            return self._skill(frame, obs)
+        if frame.pc > 0 and self._leaf_done(frame, obs):
+            return TERMINATE
+        return Decision("act", "STEP", (self._leaf_act(frame, obs),))
+
+    def _skill(self, frame: Frame, obs: np.ndarray) -> Decision:
+        pc, obj = frame.pc, int(frame.args[0])
         if frame.proc == "PICK":
             plan = [
                 ("MOVE_TO", lambda: goal(obs, obj, (0, 0, APPROACH), align=True)),
@@ -78,7 +88,7 @@ class ScriptedPolicy:
                 ("CLOSE", None),
                 ("MOVE_TO", lambda: goal(obs, obj, (0, 0, LIFT), align=False)),
             ]
-        elif frame.proc == "PLACE":
+        else:
             release = RELEASE[float(round(obs[OBS_TARGET_KIND]))]
             plan = [
                 ("MOVE_TO", lambda: goal(obs, obj, (0, 0, VIA), align=True)),
@@ -86,16 +96,15 @@ class ScriptedPolicy:
                 ("OPEN", None),
                 ("MOVE_TO", lambda: goal(obs, obj, (0, 0, VIA), align=False)),
             ]
-        else:
-            raise ValueError(f"{frame.proc} is not a procedure that makes calls")
         if pc >= len(plan):
-            return None
+            return TERMINATE
         proc, make_arg = plan[pc]
-        return proc, (make_arg() if make_arg else None)
+        return Decision("call", proc, (make_arg(),) if make_arg else ())
 
-    def leaf_done(self, frame: Frame, obs: np.ndarray) -> bool:
+    @staticmethod
+    def _leaf_done(frame: Frame, obs: np.ndarray) -> bool:
         if frame.proc == "MOVE_TO":
-            g = np.asarray(frame.arg)
+            g = np.asarray(frame.args[0], dtype=np.float64)
             return bool(
                 np.linalg.norm(g[:3] - obs[OBS_EE]) < REACHED
                 and abs(g[3] - obs[OBS_EE_YAW]) < YAW_REACHED
@@ -103,16 +112,18 @@ class ScriptedPolicy:
         if frame.proc == "OPEN":
             return bool(obs[OBS_WIDTH] > 0.075)
         if frame.proc == "CLOSE":
-            return frame.t >= 5
+            return frame.pc >= 5
         raise ValueError(f"{frame.proc} is not a leaf")
 
-    def leaf_act(self, frame: Frame, obs: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _leaf_act(frame: Frame, obs: np.ndarray) -> np.ndarray:
         if frame.proc == "MOVE_TO":
-            return move_action(obs, np.asarray(frame.arg))
+            return move_action(obs, np.asarray(frame.args[0], dtype=np.float64))
         grip = 1.0 if frame.proc == "OPEN" else -1.0
         return np.array([0, 0, 0, 0, grip], dtype=np.float32)
 
 
-def make_expert() -> Executor:
-    """A fresh scripted expert (a controller: ``reset(seed)``, ``act(obs)``, ``trace``)."""
-    return Executor(ScriptedPolicy(), name="scripted expert")
+def make_expert(record: bool = False) -> Controller:
+    """A fresh scripted expert (a controller: ``reset(seed)``, ``act(obs)``; ``trace()``
+    with ``record=True``)."""
+    return Controller(ScriptedPolicy(), name="scripted expert", record=record)

@@ -1,28 +1,49 @@
-"""Procedures with a call stack, for robot control.
+"""The robot's procedure library as a :class:`~rlsuite.apps.hierarchy.procedures.HierarchySpec`.
 
-A controller here is a *procedure library* run by an :class:`Executor`: each
-procedure either calls sub-procedures (with arguments) or, at the bottom, emits
-continuous elementary actions; every procedure decides when it terminates. The
-executor keeps the call stack; the scripted expert (:mod:`.expert`) and the learned
-model (:mod:`.model`) are two :class:`ProcedurePolicy` implementations of the same
-library::
+The robot runs on the shared procedure model (:mod:`rlsuite.apps.hierarchy.procedures`):
+the scripted expert (:mod:`.expert`) and the learned :class:`ProcedureModel` are two
+policies run by the same :class:`procedures.Executor`, which records :class:`Trace` s::
 
     PICK_AND_PLACE()      -> PICK(object), PLACE(object)
     PICK(object)          -> MOVE_TO(goal), OPEN, MOVE_TO(goal), CLOSE, MOVE_TO(goal)
     PLACE(object)         -> MOVE_TO(goal), MOVE_TO(goal), OPEN, MOVE_TO(goal)
-    MOVE_TO(goal), OPEN, CLOSE: elementary actions
+    MOVE_TO(goal), OPEN, CLOSE -> STEP(command), STEP(command), ... (until they terminate)
 
-An object argument names an object of the scene (``cube`` or ``target``); a goal
-argument is ``(x, y, z, yaw)``, computed when the call is made, relative to the
-caller's object (the procedure's *anchor*).
+``object`` is a discrete argument (0: the cube, 1: the target, see :data:`OBJECTS`);
+``goal`` is continuous ``(x, y, z, yaw)``; ``STEP``'s ``command`` is the env's 5-D action.
+A leaf's pc counts the steps it has taken.
+
+:class:`RobotView` is the model's :class:`~procedures.InputView`: each procedure sees the
+observation from where it stands (a skill relative to its object, MOVE_TO relative to its
+goal), and a skill outputs MOVE_TO's goal as an offset from its object, so one PICK works
+wherever the cube lies (and on a second task's objects).
+
+Example::
+
+    >>> ProcedureModel(SPEC, view=RobotView()).heads[SPEC_INDEX["PICK"]].n_ops
+    3
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+import math
+from typing import Any
 
 import numpy as np
+import torch
+from torch.nn import functional as F
+
+from rlsuite.apps.hierarchy.procedures import (
+    ActionSpec,
+    ArgSpec,
+    Decision,
+    Executor,
+    HierarchySpec,
+    Policy,
+    ProcedureModel,
+    ProcedureSpec,
+    Trace,
+)
 
 TASKS = ("pick_place", "stack")
 """``pick_place``: the cube into the tray; ``stack``: the cube on top of a second cube."""
@@ -30,7 +51,9 @@ ROOT = "PICK_AND_PLACE"
 SKILLS = ("PICK", "PLACE")
 """Procedures that take an object and call leaves (the reusable skills)."""
 LEAVES = ("MOVE_TO", "OPEN", "CLOSE")
-"""Procedures that emit elementary actions."""
+"""Procedures that emit elementary actions (STEP)."""
+OBJECTS = ("cube", "target")
+"""Values of a skill's ``object`` argument (index = argument value)."""
 MAX_LEAF_STEPS = {"MOVE_TO": 40, "OPEN": 12, "CLOSE": 12}
 """A leaf call returns after this many steps whatever its termination predicate says."""
 MAX_PC = 8
@@ -38,105 +61,168 @@ MAX_PC = 8
 ROOT_MAX_PC = 2
 IDLE_ACTION = np.zeros(5, dtype=np.float32)
 
+SPEC = HierarchySpec(
+    obs_dim=20,
+    actions=(ActionSpec("STEP", (ArgSpec("command", "continuous", 5),)),),
+    procedures=(
+        ProcedureSpec(ROOT, SKILLS, max_pc=ROOT_MAX_PC, max_ops=ROOT_MAX_PC),
+        *(
+            ProcedureSpec(s, LEAVES, (ArgSpec("object", "discrete", len(OBJECTS)),), max_ops=MAX_PC)
+            for s in SKILLS
+        ),
+        ProcedureSpec(
+            "MOVE_TO",
+            ("STEP",),
+            (ArgSpec("goal", "continuous", 4),),
+            max_ops=MAX_LEAF_STEPS["MOVE_TO"],
+        ),
+        ProcedureSpec("OPEN", ("STEP",), max_ops=MAX_LEAF_STEPS["OPEN"]),
+        ProcedureSpec("CLOSE", ("STEP",), max_ops=MAX_LEAF_STEPS["CLOSE"]),
+    ),
+    root=ROOT,
+    max_pc=MAX_PC,
+)
+"""The robot's hierarchy (validated at import)."""
+SPEC.validate()
+SPEC_INDEX = {p.name: i for i, p in enumerate(SPEC.procedures)}
 
-@dataclass
-class Frame:
-    """One procedure call on the stack."""
-
-    proc: str
-    """Procedure name."""
-    arg: Any = None
-    """Object name (skills), goal ``(x, y, z, yaw)`` (MOVE_TO) or None."""
-    pc: int = 0
-    """Program counter: how many sub-calls this frame has made and seen return."""
-    t: int = 0
-    """Elementary actions taken in this call (leaves)."""
-    call_id: int = 0
-    """Unique within an episode; lets a recorded trace be cut into calls again."""
-    memo: dict = field(default_factory=dict)
-    """Per-call scratch space of the policy."""
-
-    def snapshot(self) -> tuple:
-        arg = (
-            [float(v) for v in self.arg]
-            if isinstance(self.arg, np.ndarray | list | tuple)
-            else self.arg
-        )
-        return (self.proc, arg, self.pc, self.t, self.call_id)
-
-
-class ProcedurePolicy(Protocol):
-    """The decisions an :class:`Executor` asks of a procedure library."""
-
-    def decide(self, frame: Frame, obs: np.ndarray) -> tuple[str, Any] | None:
-        """For a non-leaf frame: the next call ``(proc, arg)``, or None to return."""
-        ...
-
-    def leaf_done(self, frame: Frame, obs: np.ndarray) -> bool:
-        """For a leaf frame that has acted at least once: whether it returns now."""
-        ...
-
-    def leaf_act(self, frame: Frame, obs: np.ndarray) -> np.ndarray:
-        """For a leaf frame: the elementary action."""
-        ...
+# observation layout (kept here, without pybullet, so the spec imports cheaply; env.py
+# asserts they agree)
+_EE = slice(0, 3)
+_EE_YAW = 3
+_WIDTH = 4
+_OBJ_POS = (slice(5, 8), slice(9, 12))
+_OBJ_REL_YAW = (8, 12)
+_TARGET_KIND = 19
 
 
-class Executor:
-    """Runs a :class:`ProcedurePolicy` with a call stack; a controller (``act``/``reset``).
+def _wrap(a: torch.Tensor) -> torch.Tensor:
+    return torch.remainder(a + math.pi, 2 * math.pi) - math.pi
 
-    ``trace`` holds, for every step, the stack (outermost first) as tuples
-    ``(proc, arg, pc, t, call_id)`` of the frames that produced the action.
+
+def _object_pos(obs: torch.Tensor, obj: torch.Tensor) -> torch.Tensor:
+    return torch.where((obj == 0).unsqueeze(-1), obs[:, _OBJ_POS[0]], obs[:, _OBJ_POS[1]])
+
+
+class RobotView:
+    """Per-procedure features and argument units of the robot's :class:`ProcedureModel`.
+
+    - root: the target kind and its pc (one-hot, clipped at 2);
+    - PICK / PLACE: its object seen from the hand (x5), the object's yaw relative to the
+      hand, finger width (x10), target kind, hand height (x5), pc one-hot; their MOVE_TO goal
+      output is ``(goal - object) x10`` and the yaw change;
+    - MOVE_TO: the goal seen from the hand (x10), its distance, yaw error, finger width;
+    - OPEN / CLOSE: finger width (x10) and the steps taken / 5.
+    Every STEP command is clipped to the action box ``[-1, 1]`` when decoded.
     """
 
-    def __init__(self, policy: ProcedurePolicy, name: str = "procedures"):
+    DIMS = {ROOT: 1 + ROOT_MAX_PC + 1, "PICK": 7 + MAX_PC + 1, "PLACE": 7 + MAX_PC + 1,
+            "MOVE_TO": 6, "OPEN": 2, "CLOSE": 2}  # fmt: skip
+
+    def in_dim(self, spec: HierarchySpec, proc: ProcedureSpec) -> int:
+        return self.DIMS[proc.name]
+
+    def features(
+        self, proc: str, obs: torch.Tensor, pc: torch.Tensor, args: list[torch.Tensor]
+    ) -> torch.Tensor:
+        obs = obs.float()
+        if proc == ROOT:
+            pc1 = F.one_hot(pc.clamp(max=ROOT_MAX_PC), ROOT_MAX_PC + 1).float()
+            return torch.cat([obs[:, _TARGET_KIND : _TARGET_KIND + 1], pc1], dim=1)
+        if proc in SKILLS:
+            obj = args[0]
+            rel = (_object_pos(obs, obj) - obs[:, _EE]) * 5.0
+            yaw = torch.where(obj == 0, obs[:, _OBJ_REL_YAW[0]], obs[:, _OBJ_REL_YAW[1]])
+            pc1 = F.one_hot(pc.clamp(max=MAX_PC), MAX_PC + 1).float()
+            return torch.cat(
+                [
+                    rel,
+                    yaw[:, None],
+                    obs[:, _WIDTH : _WIDTH + 1] * 10,
+                    obs[:, _TARGET_KIND : _TARGET_KIND + 1],
+                    obs[:, 2:3] * 5,
+                    pc1,
+                ],
+                dim=1,
+            )
+        if proc == "MOVE_TO":
+            goal = args[0]
+            d = (goal[:, :3] - obs[:, _EE]) * 10.0
+            yaw = _wrap(goal[:, 3] - obs[:, _EE_YAW])
+            return torch.cat(
+                [d, d.norm(dim=1, keepdim=True), yaw[:, None], obs[:, _WIDTH : _WIDTH + 1] * 10],
+                dim=1,
+            )
+        if proc in ("OPEN", "CLOSE"):
+            return torch.stack([obs[:, _WIDTH] * 10, pc.float() / 5.0], dim=1)
+        raise KeyError(f"unknown robot procedure {proc!r}")
+
+    def encode_arg(self, proc, op, index, obs, args, value):
+        if proc in SKILLS and op == "MOVE_TO":
+            obs = obs.float()
+            off = (value[:, :3] - _object_pos(obs, args[0])) * 10.0
+            return torch.cat([off, _wrap(value[:, 3:4] - obs[:, _EE_YAW : _EE_YAW + 1])], dim=1)
+        return value
+
+    def decode_arg(self, proc, op, index, obs, args, raw):
+        if proc in SKILLS and op == "MOVE_TO":
+            obs = obs.float()
+            pos = _object_pos(obs, args[0]) + raw[:, :3] / 10.0
+            return torch.cat([pos, obs[:, _EE_YAW : _EE_YAW + 1] + raw[:, 3:4]], dim=1)
+        if op == "STEP":
+            return raw.clamp(-1.0, 1.0)
+        return raw
+
+    def config(self) -> dict[str, Any]:
+        return {}
+
+
+class Controller:
+    """A robot controller (``reset(seed)`` / ``act(obs) -> action``) that runs a procedure
+    policy (the scripted expert or a :class:`ProcedureModel`) through :class:`Executor`.
+
+    After the root returns it holds still (zero action). ``trace(info)`` is the recorded
+    :class:`Trace` (``record=True``)."""
+
+    def __init__(self, policy: Policy, name: str = "procedures", record: bool = False):
         self.policy = policy
         self.name = name
-        self.reset()
+        self.executor = Executor(SPEC, policy, record=record)
 
     def reset(self, seed: int | None = None) -> None:
-        self.stack: list[Frame] = [Frame(ROOT, None, call_id=0)]
-        self._next_id = 1
-        self.trace: list[list[tuple]] = []
-        self.finished = False
+        self.executor.reset(seed)
+
+    @property
+    def finished(self) -> bool:
+        return self.executor.done
+
+    @property
+    def stack(self) -> list:
+        return self.executor.stack
 
     def act(self, obs: Any) -> np.ndarray:
-        obs = np.asarray(obs, dtype=np.float64)
-        for _ in range(64):  # each iteration pops or pushes; a leaf push always acts
-            if not self.stack:
-                self.finished = True
-                self.trace.append([])
-                return IDLE_ACTION.copy()
-            top = self.stack[-1]
-            if top.proc in LEAVES:
-                if top.t > 0 and (
-                    top.t >= MAX_LEAF_STEPS[top.proc] or self.policy.leaf_done(top, obs)
-                ):
-                    self._return()
-                    continue
-                action = np.clip(
-                    np.asarray(self.policy.leaf_act(top, obs), dtype=np.float32), -1, 1
-                )
-                self.trace.append([f.snapshot() for f in self.stack])
-                top.t += 1
-                return action
-            limit = ROOT_MAX_PC if top.proc == ROOT else MAX_PC
-            call = None if top.pc >= limit else self.policy.decide(top, obs)
-            if call is None:
-                self._return()
-                continue
-            proc, arg = call
-            self.stack.append(Frame(proc, arg, call_id=self._next_id))
-            self._next_id += 1
-        raise RuntimeError("procedure executor made 64 calls/returns without acting: a cycle")
+        d: Decision = self.executor.act(np.asarray(obs, dtype=np.float32))
+        if d.kind == "stop":
+            return IDLE_ACTION.copy()
+        return np.clip(np.asarray(d.args[0], dtype=np.float32), -1.0, 1.0)
 
-    def _return(self) -> None:
-        self.stack.pop()
-        if self.stack:
-            self.stack[-1].pc += 1
+    def trace(self, info: dict[str, Any] | None = None, strong: bool = True) -> Trace:
+        return self.executor.trace(info, strong)
 
 
-def anchor_position(obs: np.ndarray, obj: str) -> np.ndarray:
-    """Position of object ``obj`` (``cube`` or ``target``) in ``obs``."""
-    from rlsuite.apps.hierarchy.robot.env import OBJECT_SLICES
+def anchor_position(obs: np.ndarray, obj: int) -> np.ndarray:
+    """Position of object ``obj`` (0: cube, 1: target) in ``obs``."""
+    return np.asarray(obs[_OBJ_POS[obj]], dtype=np.float64)
 
-    return np.asarray(obs[OBJECT_SLICES[obj]], dtype=np.float64)
+
+def make_model(hidden: int = 64, seed: int = 0) -> ProcedureModel:
+    """A fresh learned controller of the robot's hierarchy (untrained)."""
+    return ProcedureModel(
+        SPEC,
+        hidden=(hidden, hidden),
+        cache=False,  # observations never repeat: memoising would only grow
+        seed=seed,
+        view=RobotView(),
+        balance_termination=True,
+        separate_termination=True,
+    )

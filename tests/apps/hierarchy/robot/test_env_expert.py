@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rlsuite.apps.hierarchy.procedures import call_tree
 from rlsuite.apps.hierarchy.robot import demos as D
 from rlsuite.apps.hierarchy.robot.env import OBS_CUBE, OBS_DIM, PickPlaceEnv
 from rlsuite.apps.hierarchy.robot.expert import REACHED, make_expert
-from rlsuite.apps.hierarchy.robot.model import read_calls
 from rlsuite.apps.hierarchy.robot.program import ROOT
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import evaluate, scenarios
@@ -83,36 +83,39 @@ def test_expert_succeeds_on_seeded_episodes(task):
 def test_demonstrations_carry_a_consistent_call_stack(tmp_path):
     demos = D.collect(3, num_workers=0)
     for d in demos:
-        T = len(d["actions"])
-        assert d["success"] and d["obs"].shape == (T + 1, OBS_DIM) and len(d["stack"]) == T
-        for frames in d["stack"]:
-            assert [f[0] for f in frames][:1] == [ROOT] and len(frames) == 3
-        calls = read_calls(d)
-        assert [(s["proc"], s["obj"]) for s in calls.skill] == [
-            ("PICK", "cube"),
-            ("PLACE", "target"),
+        T = len(d.actions)
+        assert d.info["success"] and d.strong and d.observations.shape == (T, OBS_DIM)
+        assert all(a.kind == "act" and a.op == "STEP" for a in d.actions if a.kind != "stop")
+        # every decision's frame: the root at depth 1, a skill at 2, a leaf at 3
+        for e in d.events:
+            assert e.depth == {ROOT: 1, "PICK": 2, "PLACE": 2}.get(e.proc, 3)
+            if e.decision.kind == "act":
+                assert e.proc in ("MOVE_TO", "OPEN", "CLOSE") and e.decision.args[0].shape == (5,)
+        root = call_tree(d)
+        assert root.proc == ROOT and root.steps() == [
+            t for t in range(T) if d.actions[t].kind == "act"
         ]
-        pick, place = ([c[0] for c in s["children"]] for s in calls.skill)
+        assert [(c.proc, c.args) for c in root.children] == [("PICK", (0,)), ("PLACE", (1,))]
+        pick, place = ([c.proc for c in s.children] for s in root.children)
         assert pick == ["MOVE_TO", "OPEN", "MOVE_TO", "CLOSE", "MOVE_TO"]
-        assert place[: len(place)] == ["MOVE_TO", "MOVE_TO", "OPEN", "MOVE_TO"][: len(place)]
+        assert place == ["MOVE_TO", "MOVE_TO", "OPEN", "MOVE_TO"][: len(place)]
         assert len(place) >= 3  # success comes at the earliest after the release
-        # program counters count the completed children; leaf steps count up from 0
-        for t, frames in enumerate(d["stack"]):
-            root, skill, leaf = frames
-            assert root[2] == (0 if skill[0] == "PICK" else 1)
-            kids = next(s for s in calls.skill if s["proc"] == skill[0])["children"]
-            assert kids[skill[2]][2] <= t and kids[skill[2]][0] == leaf[0]
+        # program counters count the completed children; a leaf's pc counts its steps
+        for e in d.events:
+            if e.proc in ("MOVE_TO", "OPEN", "CLOSE") and e.decision.kind == "act":
+                call = next(c for c in root.calls() if e.step in c.children)
+                assert call.proc == e.proc and e.pc == call.children.index(e.step)
         # every MOVE_TO that returned did reach its goal argument
-        for c in calls.leaf:
-            if c["proc"] == "MOVE_TO" and c["terminated"]:
-                assert np.linalg.norm(d["obs"][c["end"], :3] - np.asarray(c["arg"][:3])) < REACHED
+        obs, _ = D.commands(d)
+        for c in root.calls():
+            if c.proc == "MOVE_TO" and c.terminated:
+                assert np.linalg.norm(obs[c.end, :3] - c.args[0][:3]) < REACHED
     path = tmp_path / "demos.npz"
     D.save(str(path), demos)
     back = D.load(str(path))
-    assert [b["seed"] for b in back] == [d["seed"] for d in demos]
-    np.testing.assert_array_equal(back[1]["actions"], demos[1]["actions"])
-    assert [list(f) for f in back[0]["stack"][5]] == [list(f) for f in demos[0]["stack"][5]]
-    assert all(w["stack"] is None for w in D.weak(back))
+    assert [b.info["seed"] for b in back] == [d.info["seed"] for d in demos]
+    np.testing.assert_array_equal(back[1].observations, demos[1].observations)
+    assert all(w.events is None for w in D.weak(back))
 
 
 def test_demo_collection_errors():
