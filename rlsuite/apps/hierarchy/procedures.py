@@ -17,12 +17,25 @@ done (:data:`STOP`). The same :class:`Executor` runs the scripted teachers (whic
 only) and the learned :class:`ProcedureModel` (greedy).
 
 Training: :meth:`ProcedureModel.strong_loss` (cross-entropy / Gaussian NLL on terminations,
-operations and arguments) for strong traces; :class:`WeakLattice` computes the exact
-marginal log-likelihood of weak traces by a forward pass over every hidden call stack
-(pcs clipped, so the stack space is finite); its gradient is the expectation-gradient
-(the EM gradient: the expected complete-data gradient under the posterior over stacks).
+operations and arguments) for strong traces. Weak traces (observations and actions only)
+go through the same entry point, :meth:`ProcedureModel.fit`, one of two ways:
 
-How the robot side plugs in (continuous actions, procedure arguments)::
+- exact marginal (``weak_infer=None``): :class:`WeakLattice` computes the marginal
+  log-likelihood of weak traces by a forward pass over every hidden call stack (pcs
+  clipped, so the stack space is finite); its gradient is the expectation-gradient (the EM
+  gradient: the expected complete-data gradient under the posterior over stacks). This
+  covers argument-free hierarchies (the synthesis side);
+- hard EM (``weak_infer=f``): ``f(model, weak)`` fills the hidden call trees in (it may
+  train the model's lower levels on partial stacks as it goes) and returns strong traces
+  (:func:`trace_from_calls`), which train the model with the strong loss. This covers
+  procedures with continuous arguments, whose stacks cannot be enumerated (the robot side:
+  DDCO-style semi-Markov segmentation, :func:`rlsuite.apps.hierarchy.robot.model.infer_stacks`).
+
+Per-procedure inputs: an :class:`InputView` lets each procedure see the observation its own
+way (e.g. relative to the object it was called with) and output continuous arguments in
+frame-relative units; :attr:`ProcedureSpec.max_ops` bounds a call's operations (a time-out).
+
+A small hierarchy with continuous actions and procedure arguments::
 
     >>> spec = HierarchySpec(
     ...     obs_dim=6,
@@ -40,10 +53,12 @@ How the robot side plugs in (continuous actions, procedure arguments)::
     ('act', True)
 
 Write a scripted expert as a policy (``decide(frame, obs) -> Decision``), run it through an
-:class:`Executor` with ``record=True`` to get :class:`Trace` s, train with
+:class:`Executor` with ``record=True`` to get :class:`Trace` s (:func:`save_traces` /
+:func:`load_traces`; :func:`call_tree` reads one as nested :class:`Call` s), train with
 :meth:`ProcedureModel.fit` (strong and/or weak traces), and act with ``Executor(spec, model)``.
-Weak training (:class:`WeakLattice`) needs procedures without arguments (the stack must be
-enumerable); strong training handles every argument kind.
+The robot (``rlsuite.apps.hierarchy.robot.program``) is such a hierarchy: root
+PICK_AND_PLACE, skills PICK(object) / PLACE(object), leaves MOVE_TO(goal) / OPEN / CLOSE
+emitting a continuous STEP(command), with its own :class:`InputView`.
 """
 
 from __future__ import annotations

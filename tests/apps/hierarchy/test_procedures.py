@@ -18,6 +18,7 @@ from rlsuite.apps.hierarchy.procedures import (
     Decision,
     Executor,
     HierarchySpec,
+    InputView,
     ProcedureModel,
     ProcedureSpec,
     WeakLattice,
@@ -216,3 +217,103 @@ def test_fit_rejects_empty_data_and_negative_epochs():
         model.fit()
     with pytest.raises(ValueError, match="epochs"):
         model.fit(strong=make_traces(1, seed=0, lengths=(1,)), epochs=-1)
+
+
+# ---------------------------------------------------------------- shared-model extensions
+
+
+def test_call_tree_and_trace_from_calls_round_trip_a_teacher_trace(tmp_path):
+    from rlsuite.apps.hierarchy.procedures import (
+        call_tree,
+        load_traces,
+        save_traces,
+        trace_from_calls,
+    )
+
+    traces = make_traces(3, seed=1, lengths=(2, 3))
+    for tr in traces:
+        root = call_tree(tr)
+        assert root.proc == SPEC.root and root.terminated  # the teacher finishes (STOP)
+        again = trace_from_calls(SPEC, root, tr.observations, tr.actions)
+        assert again.events == tr.events
+    path = str(tmp_path / "t.npz")
+    save_traces(path, [*traces, traces[0].weak()])
+    back = load_traces(path)
+    assert [b.events for b in back[:3]] == [t.events for t in traces] and back[3].events is None
+    assert [b.actions for b in back] == [t.actions for t in [*traces, traces[0]]]
+    with pytest.raises(ValueError, match="cover the trace's actions"):
+        trace_from_calls(SPEC, type(root)(SPEC.root, (), [0]), tr.observations, tr.actions)
+
+
+def test_max_ops_terminates_a_call_whatever_its_policy_says():
+    spec = _spec(
+        procedures=(
+            ProcedureSpec("ROOT", ("SUB",), max_ops=2),
+            ProcedureSpec("SUB", ("A",), max_ops=3),
+        )
+    )
+
+    class Busy:  # never terminates on its own
+        def decide(self, frame, obs):
+            return Decision("call", "SUB") if frame.proc == "ROOT" else Decision("act", "A", (1,))
+
+    ex = Executor(spec, Busy(), record=True)
+    kinds = [ex.act(np.zeros(3, np.float32)).kind for _ in range(8)]
+    assert kinds == ["act"] * 6 + ["stop", "stop"]  # 2 calls x 3 actions, then the root returns
+    terms = [e for e in ex.events if e.decision.kind == "terminate"]
+    assert [(e.proc, e.pc) for e in terms] == [("SUB", 3), ("SUB", 3), ("ROOT", 2)]
+    with pytest.raises(ValueError, match="max_ops"):
+        _spec(
+            procedures=(ProcedureSpec("ROOT", ("SUB",)), ProcedureSpec("SUB", ("A",), max_ops=0))
+        ).validate()
+
+
+class _HalfView(InputView):
+    """A view for _spec: the observation halved, the pc as a number; args doubled."""
+
+    def in_dim(self, spec, proc):
+        return spec.obs_dim + 1
+
+    def features(self, proc, obs, pc, args):
+        return torch.cat([obs * 0.5, pc.float()[:, None]], dim=1)
+
+
+def test_input_view_model_trains_saves_and_loads_with_its_view(tmp_path):
+    spec = _spec(actions=(ActionSpec("A", (ArgSpec("x", "continuous", 2),)),))
+
+    class Teacher:
+        def decide(self, frame, obs):
+            if frame.pc >= 2:
+                return TERMINATE
+            if frame.proc == "ROOT":
+                return Decision("call", "SUB")
+            return Decision("act", "A", (np.array([obs[0], -obs[1]], np.float32),))
+
+    rng = np.random.default_rng(0)
+    traces = []
+    for _ in range(8):
+        ex = Executor(spec, Teacher(), record=True)
+        while not ex.done:
+            ex.act(rng.normal(size=3).astype(np.float32))
+        traces.append(ex.trace())
+    model = ProcedureModel(spec, hidden=(16,), seed=0, view=_HalfView(), separate_termination=True)
+    before = model.strong_loss(model.prepare_strong(traces))[0].item()
+    sub = model.index["SUB"]
+    frozen = [p.detach().clone() for p in model.nets[model.index["ROOT"]].parameters()]
+    model.fit(strong=traces, epochs=150, lr=1e-2, only=("SUB",), cosine=True)
+    assert model.strong_loss(model.prepare_strong(traces))[0].item() < before
+    assert all((a == b).all() for a, b in zip(frozen, model.nets[model.index["ROOT"]].parameters()))
+    path = str(tmp_path / "m.pt")
+    model.save(path)
+    back = ProcedureModel.load(path)
+    assert isinstance(back.view, _HalfView) and back.separate_termination
+    obs = np.array([0.3, -0.2, 1.0], np.float32)
+    from rlsuite.apps.hierarchy.procedures import Frame
+
+    d1, d2 = model.decide(Frame("SUB", (), 0), obs), back.decide(Frame("SUB", (), 0), obs)
+    np.testing.assert_array_equal(d1.args[0], d2.args[0])
+    with pytest.raises(ValueError, match="WeakLattice"):
+        ProcedureModel(_spec(), view=_HalfView()).fit(weak=[make_traces(1, seed=0)[0].weak()])
+    model.reset_procedure("SUB", seed=1)
+    assert model.strong_loss(model.prepare_strong(traces))[0].item() > 0
+    assert sub == model.index["SUB"]

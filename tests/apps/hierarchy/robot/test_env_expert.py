@@ -125,3 +125,20 @@ def test_demo_collection_errors():
         D.collect(1, "fold_laundry")
     with pytest.raises(FileNotFoundError, match="hier-train robot-demos"):
         D.load("/nonexistent/demos.npz")
+
+
+def test_the_robot_spec_reads_the_env_observation_layout():
+    from rlsuite.apps.hierarchy.robot import env as E
+    from rlsuite.apps.hierarchy.robot import program
+
+    assert program.SPEC.obs_dim == E.OBS_DIM and program.OBJECTS == E.OBJECTS
+    assert program._OBJ_POS == (E.OBS_CUBE, E.OBS_TARGET) and program._EE == E.OBS_EE
+    assert program._OBJ_REL_YAW == (E.OBS_CUBE_REL_YAW, E.OBS_TARGET_REL_YAW)
+    assert (program._EE_YAW, program._WIDTH, program._TARGET_KIND) == (
+        E.OBS_EE_YAW,
+        E.OBS_WIDTH,
+        E.OBS_TARGET_KIND,
+    )
+    assert [p.name for p in program.SPEC.procedures] == [
+        "PICK_AND_PLACE", "PICK", "PLACE", "MOVE_TO", "OPEN", "CLOSE"
+    ]  # fmt: skip
