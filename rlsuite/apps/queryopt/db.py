@@ -237,6 +237,17 @@ class Database:
         self.conn.rollback()
         return ok
 
+    def schema_comment(self, schema: str) -> str | None:
+        """The schema's comment (the app stores its data's identity there)."""
+        with self.conn.cursor() as cur:
+            cur.execute(
+                "SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = %s",
+                (schema,),
+            )
+            row = cur.fetchone()
+        self.conn.rollback()
+        return row[0] if row else None
+
     def columns(self, schema: str) -> dict[str, dict[str, str]]:
         """``{table: {column: type}}`` of a schema (for sqlglot's qualify)."""
         with self.conn.cursor() as cur:
@@ -271,11 +282,13 @@ class Database:
         copy: Mapping[str, Any] | None = None,
         replace: bool = True,
         copy_options: str = "",
+        comment: str | None = None,
     ) -> None:
         """Create ``schema`` (an app schema) and run ``statements`` in it, in one transaction.
 
         ``copy`` maps ``table`` to a file-like object of rows for ``COPY`` (tab-separated text,
-        or what ``copy_options`` says, e.g. ``(FORMAT csv, DELIMITER '|')``).
+        or what ``copy_options`` says, e.g. ``(FORMAT csv, DELIMITER '|')``). ``comment`` becomes
+        the schema's comment, written in the same transaction (so it marks complete data only).
         """
         _check_schema(schema)
         conn = self.conn
@@ -292,6 +305,8 @@ class Database:
                         cur.execute(st)
                 for table, fobj in (copy or {}).items():
                     cur.copy_expert(f"COPY {schema}.{table} FROM STDIN {copy_options}", fobj)
+                if comment is not None:
+                    cur.execute(f"COMMENT ON SCHEMA {schema} IS %s", (comment,))
             conn.commit()
         except psycopg2.Error as e:
             conn.rollback()

@@ -51,3 +51,26 @@ def test_bad_workload_arguments():
         get("tpch", scale=0)
     with pytest.raises(ValueError, match="udf_cost"):
         get("udf", udf_cost=-1)
+
+
+def test_data_loaded_with_another_config_is_reloaded(db):
+    """A schema loaded with other sizes is not reused silently: ``ensure`` reloads it."""
+    from rlsuite.apps.queryopt.workloads.joins import JoinsWorkload
+
+    class Small(JoinsWorkload):
+        name = "joins_keytest"
+
+    sizes = dict(r_rows=20, s_rows=40, t_rows=40)
+    first, second = Small(distinct_b=3, **sizes), Small(distinct_b=7, **sizes)
+    try:
+        first.ensure(db)
+        assert first.is_loaded(db) and not second.is_loaded(db)
+        assert not first.is_loaded(db, seed=1)
+        second.ensure(db)
+        assert second.is_loaded(db) and not first.is_loaded(db)
+        res = db.run("SELECT count(DISTINCT b) FROM s", second.schema, 5000)
+        assert 3 < res.rows[0][0] <= 7
+    finally:
+        with db.conn.cursor() as cur:
+            cur.execute("DROP SCHEMA IF EXISTS qopt_joins_keytest CASCADE")
+        db.conn.commit()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import json
 from collections.abc import Mapping
 
 import numpy as np
@@ -26,15 +27,29 @@ class Workload(abc.ABC):
     def setup(self, db: Database, seed: int = 0) -> dict:
         """(Re)create the schema and load the data; returns ``{table: rows}``."""
 
-    def is_loaded(self, db: Database) -> bool:
-        """True when the schema exists with every table of this workload."""
+    def data_config(self) -> dict:
+        """What the loaded data depends on (sizes, distinct values, scale), besides the seed."""
+        return {}
+
+    def data_key(self, seed: int = 0) -> str:
+        """The data's identity, stored as the schema's comment when it is loaded."""
+        return json.dumps({"workload": self.name, "seed": int(seed), **self.data_config()})
+
+    def is_loaded(self, db: Database, seed: int = 0) -> bool:
+        """True when the schema holds every table of this workload, loaded with this config.
+
+        A schema loaded with other sizes (say ``distinct_b=100`` where 55 is asked for) or
+        by an older version without the key is not this workload's data: it is reloaded.
+        """
         if not db.schema_exists(self.schema):
             return False
-        return set(self.tables()) <= set(db.columns(self.schema))
+        if not set(self.tables()) <= set(db.columns(self.schema)):
+            return False
+        return db.schema_comment(self.schema) == self.data_key(seed)
 
     def ensure(self, db: Database, seed: int = 0) -> None:
-        """Load the data unless it is already there (it is reused across runs)."""
-        if not self.is_loaded(db):
+        """Load the data unless this very data is already there (it is reused across runs)."""
+        if not self.is_loaded(db, seed):
             self.setup(db, seed)
 
     @abc.abstractmethod

@@ -1,9 +1,11 @@
 """The seed's join workload: R(a, b, c) 1k rows, S(b, d) 10k, T(c, e) 10k, no indexes.
 
-S has few distinct ``b`` and T few distinct ``c``, so joining R with S and T
-multiplies rows (1k x 100 x 100 = 10M join rows) while the answer has at most
-as many groups as R has rows. Aggregating S by ``b`` and T by ``c`` before the
-join (eager aggregation) is the seed's learned plan.
+S has few distinct ``b`` and T few distinct ``c`` (55 each by default), so joining R
+with S and T multiplies rows (1k x 182 x 182 = 33M join rows) while the answer has
+at most as many groups as R has rows. The default is calibrated to the issue's own
+measurement of the seed query on PostgreSQL 15 on this 2-core machine (2.9 s; with
+100 distinct values it took 0.87 s here, with 60 2.4 s, with 50 3.5 s). Aggregating S
+by ``b`` and T by ``c`` before the join (eager aggregation) is the seed's learned plan.
 
 The generator samples join / group-by / filter queries over the three tables:
 which tables join, which R columns group, which aggregate, and range filters on
@@ -36,8 +38,8 @@ class JoinsWorkload(Workload):
         r_rows: int = 1000,
         s_rows: int = 10_000,
         t_rows: int = 10_000,
-        distinct_b: int = 100,
-        distinct_c: int = 100,
+        distinct_b: int = 55,
+        distinct_c: int = 55,
     ):
         for k, v in dict(
             r_rows=r_rows,
@@ -50,6 +52,15 @@ class JoinsWorkload(Workload):
                 raise ValueError(f"{k} must be >= 1, got {v}")
         self.r_rows, self.s_rows, self.t_rows = r_rows, s_rows, t_rows
         self.distinct_b, self.distinct_c = distinct_b, distinct_c
+
+    def data_config(self) -> dict:
+        return {
+            "r_rows": self.r_rows,
+            "s_rows": self.s_rows,
+            "t_rows": self.t_rows,
+            "distinct_b": self.distinct_b,
+            "distinct_c": self.distinct_c,
+        }
 
     def tables(self) -> tuple[str, ...]:
         return ("r", "s", "t")
@@ -81,6 +92,7 @@ class JoinsWorkload(Workload):
                 "CREATE TABLE t (c integer, e integer)",
             ],
             copy={"r": tsv(r), "s": tsv(s), "t": tsv(t)},
+            comment=self.data_key(seed),
         )
         return {"r": len(r), "s": len(s), "t": len(t)}
 

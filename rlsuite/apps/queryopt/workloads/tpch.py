@@ -307,6 +307,9 @@ class TpchWorkload(Workload):
             raise ValueError(f"TPC-H templates are numbered 1..22, got {bad}")
         self.scale, self.templates_used = float(scale), tuple(int(t) for t in templates_used)
 
+    def data_config(self) -> dict:
+        return {"scale": self.scale}
+
     def tables(self) -> tuple[str, ...]:
         return TABLES
 
@@ -346,7 +349,13 @@ class TpchWorkload(Workload):
                     with open(path) as f:
                         copies[t] = io.StringIO(f.read())
                     counts[t] = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                db.load(self.schema, ddl, copy=copies, copy_options="(FORMAT csv, DELIMITER '|')")
+                db.load(
+                    self.schema,
+                    ddl,
+                    copy=copies,
+                    copy_options="(FORMAT csv, DELIMITER '|')",
+                    comment=self.data_key(seed),
+                )
         finally:
             con.close()
         return counts

@@ -10,6 +10,7 @@ per group after aggregating (``sigma(gamma(R))``) calls it ``distinct_b`` times.
 
 from __future__ import annotations
 
+import hashlib
 import io
 
 import numpy as np
@@ -67,11 +68,13 @@ class UdfWorkload(Workload):
             self.schema,
             ["CREATE TABLE r (a integer, b integer, c integer)", UDF_SQL],
             copy={"r": buf},
+            comment=self.data_key(seed),
         )
         return {"r": len(r)}
 
-    def is_loaded(self, db: Database) -> bool:
-        return super().is_loaded(db)
+    def data_config(self) -> dict:
+        udf = hashlib.sha1(UDF_SQL.encode()).hexdigest()[:12]
+        return {"r_rows": self.r_rows, "distinct_b": self.distinct_b, "udf_sql": udf}
 
     def sample(self, rng: np.random.Generator, i: int) -> str:
         agg = rng.choice(["count(1)", "count(*)", "sum(R.a)", "max(R.c)", "min(R.a)"])
