@@ -10,7 +10,7 @@ before: Q17 25 s -> 0.7 s, Q20 > 120 s -> 0.19 s after unnesting.
 
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/queryopt_tpch.py \
-        [--scale 0.1] [--train-per-template 2] [--iterations 6] [--dsn DSN]
+        [--scale 0.1] [--train-per-template 2] [--iterations 8] [--max-steps 1] [--dsn DSN]
 
 Writes benchmarks/results/queryopt_tpch.json and queryopt_tpch.png.
 """
@@ -33,10 +33,10 @@ def main() -> int:
     )
     ap.add_argument("--scale", type=float, default=0.1)
     ap.add_argument("--train-per-template", type=int, default=2)
-    ap.add_argument("--iterations", type=int, default=6)
+    ap.add_argument("--iterations", type=int, default=8)
     ap.add_argument("--train-timeout-ms", type=int, default=2000)
     ap.add_argument("--test-timeout-ms", type=int, default=60_000)
-    ap.add_argument("--max-steps", type=int, default=2)
+    ap.add_argument("--max-steps", type=int, default=1)
     ap.add_argument(
         "--reward",
         choices=("runtime", "relative"),
