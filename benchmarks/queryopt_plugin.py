@@ -14,7 +14,8 @@ Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/queryopt_plugin.py \
         [--workload joins] [--queries 20] [--latency-repeat 20] [--rules eager_aggregation | --model PATH] [--dsn DSN]
 
-Writes benchmarks/results/queryopt_plugin.json and queryopt_plugin.png.
+Writes benchmarks/results/queryopt_plugin.json and .png (``queryopt_plugin_<workload>.*``
+for other workloads than joins).
 """
 
 from __future__ import annotations
@@ -88,7 +89,15 @@ def main() -> int:
     ap.add_argument("--timeout-ms", type=int, default=50, help="qopt.timeout_ms of the sessions")
     ap.add_argument("--statement-timeout-ms", type=int, default=120_000)
     ap.add_argument("--dsn", default=None)
+    ap.add_argument(
+        "--out-name",
+        default=None,
+        help="results file name (default queryopt_plugin, or queryopt_plugin_<workload>)",
+    )
     args = ap.parse_args()
+    out_name = args.out_name or (
+        "queryopt_plugin" if args.workload == "joins" else f"queryopt_plugin_{args.workload}"
+    )
 
     from rlsuite.apps.queryopt.db import Database
     from rlsuite.apps.queryopt.plugin.build import install
@@ -263,7 +272,7 @@ def main() -> int:
     console.print(t)
 
     path = write_json(
-        "queryopt_plugin",
+        out_name,
         {
             "workload": w.name,
             "decider": decider_name,
@@ -288,7 +297,7 @@ def main() -> int:
             "server": {k: v for k, v in summary.items() if k != "decisions"},
         },
     )
-    png = os.path.join(RESULTS, "queryopt_plugin.png")
+    png = os.path.join(RESULTS, f"{out_name}.png")
     speedup_plot(rows, png, f"pg_qopt via psql, {w.name} (standard vs plugin on)")
     console.print(f"wrote {path} and {png}")
     return 0 if passed else 1
