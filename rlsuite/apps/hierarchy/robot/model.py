@@ -345,6 +345,8 @@ def infer_stacks(
     segs = [_initial_segments(act) for _, act in data]
     for _ in range(cfg.em_rounds):
         leaf_traces = [_leaf_trace(d, o, sg) for d, (o, _), sg in zip(demos, data, segs)]
+        for p in LEAVES:  # refit from scratch: no drift towards an earlier round's mistakes
+            model.reset_procedure(p, seed=cfg.seed + SPEC_INDEX[p])
         model.fit(
             strong=leaf_traces,
             epochs=max(100, cfg.steps // 2),
