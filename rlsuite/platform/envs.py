@@ -49,7 +49,12 @@ class EnvSpec:
     description: str = ""
     """One line for ``--help`` and error messages."""
     max_envs_per_process: int | None = None
-    """How many copies may live in one process (libsumo allows 1); ``None``: no limit."""
+    """How many scalar copies may live in one process (libsumo allows 1); ``None``: no
+    limit. Limits RLlib's own vectorisation only: a ``vector_entry_point`` is not bound by it."""
+    vector_entry_point: str | None = None
+    """``"module:attr"``; ``attr(num_envs=N, **config)`` builds a ``gymnasium.vector.VectorEnv``
+    of N copies in one object (e.g. N SUMO rings in one simulation). When set, RLlib's env
+    runners step it instead of N scalar envs (``gym_env_vectorize_mode="vector_entry_point"``)."""
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
@@ -64,10 +69,22 @@ def register(
     default_config: Mapping[str, Any] | None = None,
     description: str = "",
     max_envs_per_process: int | None = None,
+    vector_entry_point: str | None = None,
 ) -> EnvSpec:
     """Register an env under ``env_id``. Registering the same spec twice is a no-op."""
     if ":" not in entry_point:
         raise ValueError(f"entry_point must look like 'package.module:Attr', got {entry_point!r}")
+    if vector_entry_point is not None:
+        if ":" not in vector_entry_point:
+            raise ValueError(
+                "vector_entry_point must look like 'package.module:Attr', got "
+                f"{vector_entry_point!r}"
+            )
+        if multi_agent:
+            raise ValueError(
+                f"{env_id!r}: vector_entry_point is for single-agent envs (RLlib's multi-agent "
+                "runners step one env each); drop it or register a single-agent env"
+            )
     spec = EnvSpec(
         env_id,
         entry_point,
@@ -75,6 +92,7 @@ def register(
         dict(default_config or {}),
         description,
         max_envs_per_process,
+        vector_entry_point,
     )
     old = _REGISTRY.get(env_id)
     if old is not None and old.entry_point != entry_point:
@@ -144,6 +162,31 @@ def build(env_spec: EnvSpec, config: Mapping[str, Any] | None = None) -> Any:
     return _resolve(env_spec.entry_point)(**kwargs)
 
 
+def make_vector(env_id: str, num_envs: int, config: Mapping[str, Any] | None = None) -> Any:
+    """Build ``num_envs`` copies of ``env_id`` as one ``gymnasium.vector.VectorEnv`` through
+    its ``vector_entry_point``."""
+    return build_vector(spec(env_id), num_envs, config)
+
+
+def build_vector(env_spec: EnvSpec, num_envs: int, config: Mapping[str, Any] | None = None) -> Any:
+    """The spec's vector env of ``num_envs`` copies (see :attr:`EnvSpec.vector_entry_point`)."""
+    if env_spec.vector_entry_point is None:
+        raise ValueError(
+            f"env {env_spec.env_id!r} has no vector_entry_point; build scalar copies with make()"
+        )
+    if int(num_envs) < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    kwargs = {**env_spec.default_config, **dict(config or {})}
+    env = _resolve(env_spec.vector_entry_point)(num_envs=int(num_envs), **kwargs)
+    if getattr(env, "num_envs", None) != int(num_envs):
+        raise TypeError(
+            f"{env_spec.vector_entry_point} returned {type(env).__name__} with num_envs="
+            f"{getattr(env, 'num_envs', None)!r}; a vector entry point must return a "
+            f"gymnasium.vector.VectorEnv of num_envs={num_envs} copies"
+        )
+    return env
+
+
 # Keys RLlib adds to env_config (EnvContext); the env constructors never see them.
 _RLLIB_KEYS = ("num_envs",)
 
@@ -152,16 +195,19 @@ class EnvCreator:
     """A picklable ``env_config -> env`` for RLlib's registry.
 
     Carries the spec, so a fresh worker process builds the env without the app
-    having been imported there. ``worker_index`` and ``vector_index`` from RLlib's
-    ``EnvContext`` are passed on only to envs that accept them (``seed_offset``
-    keeps runs reproducible across runners).
+    having been imported there. RLlib's ``vector_entry_point`` mode calls it with
+    ``num_envs`` in the config: then the spec's vector env of that many copies is
+    built (the key is never passed to a scalar env's constructor).
     """
 
     def __init__(self, env_spec: EnvSpec):
         self.spec = env_spec
 
     def __call__(self, env_config: Mapping[str, Any] | None = None) -> Any:
-        cfg = {k: v for k, v in dict(env_config or {}).items() if k not in _RLLIB_KEYS}
+        given = dict(env_config or {})
+        cfg = {k: v for k, v in given.items() if k not in _RLLIB_KEYS}
+        if "num_envs" in given and self.spec.vector_entry_point is not None:
+            return build_vector(self.spec, given["num_envs"], cfg)
         env = build(self.spec, cfg)
         if self.spec.multi_agent:
             from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv

@@ -59,8 +59,10 @@ class Plan:
     num_env_runners: int = 2
     """Remote sampling processes (Ray actors). 0 samples in the driver."""
     num_envs_per_env_runner: int | None = None
-    """Envs each runner steps as one batch; ``None``: 8, or fewer where the env
-    allows fewer per process (libsumo: 1)."""
+    """Envs each runner steps as one batch; ``None``: 32, or fewer where the env
+    allows fewer per process (libsumo: 1). An env registered with a
+    ``vector_entry_point`` builds them as ONE vector env (e.g. N rings in one SUMO
+    simulation), which ``max_envs_per_process`` does not limit."""
     rollout_fragment_length: int | str = "auto"
     """Steps per env per sample call; ``"auto"`` fits the train batch."""
     seed: int = 0
@@ -82,6 +84,11 @@ class Plan:
     """Remote learner actors; 0 learns in the driver."""
     num_gpus_per_learner: float = 0
     """GPUs per learner (the driver's when ``num_learners`` is 0); 0 on a CPU machine."""
+    normalize_actions: bool = True
+    """Continuous actions: the policy acts in [-1, 1] and RLlib rescales (and clips) each
+    env's action to its Box bounds, per env and step. False hands the policy's raw sample
+    to the env, which must clip it itself; it saves that per-item connector work (~15% of
+    sampling time with many cheap envs per runner). No effect on discrete actions."""
     restart_failed_env_runners: bool = True
     """Replace a crashed env runner and keep training (fault tolerance)."""
     sample_timeout_s: float = 600.0
@@ -96,7 +103,11 @@ class Plan:
         _check(self.num_env_runners >= 0, "num_env_runners must be >= 0")
         if self.num_envs_per_env_runner is not None:
             _check(self.num_envs_per_env_runner >= 1, "num_envs_per_env_runner must be >= 1")
-            if s.max_envs_per_process and self.num_envs_per_env_runner > s.max_envs_per_process:
+            if (
+                s.max_envs_per_process
+                and s.vector_entry_point is None
+                and self.num_envs_per_env_runner > s.max_envs_per_process
+            ):
                 raise ValueError(
                     f"env {self.env!r} allows {s.max_envs_per_process} per process, but "
                     f"num_envs_per_env_runner={self.num_envs_per_env_runner}; raise "
@@ -137,6 +148,8 @@ class Plan:
         s = env_registry.spec(self.env)
         if s.multi_agent:
             return 1
+        if s.vector_entry_point is not None:  # one vector env: max_envs_per_process is moot
+            return DEFAULT_ENVS_PER_RUNNER
         return min(DEFAULT_ENVS_PER_RUNNER, s.max_envs_per_process or DEFAULT_ENVS_PER_RUNNER)
 
     def to_dict(self) -> dict[str, Any]:
@@ -528,13 +541,22 @@ def to_rllib(plan: Plan):
         raise TypeError(f"no RLlib adapter for {type(plan).__name__}")
 
     config = (
-        config.environment(env=env_registry.rllib_env(plan.env), env_config=dict(plan.env_config))
+        config.environment(
+            env=env_registry.rllib_env(plan.env),
+            env_config=dict(plan.env_config),
+            normalize_actions=plan.normalize_actions,
+        )
         .env_runners(
             num_env_runners=plan.num_env_runners,
             num_envs_per_env_runner=plan.envs_per_runner,
             rollout_fragment_length=plan.rollout_fragment_length,
             sample_timeout_s=plan.sample_timeout_s,
             num_cpus_per_env_runner=1,
+            # An env with a vector entry point builds all of a runner's copies as one
+            # VectorEnv; RLlib's own SyncVectorEnv otherwise.
+            gym_env_vectorize_mode=(
+                "vector_entry_point" if spec.vector_entry_point and not spec.multi_agent else "sync"
+            ),
         )
         .learners(num_learners=plan.num_learners, num_gpus_per_learner=plan.num_gpus_per_learner)
         .fault_tolerance(

@@ -351,6 +351,19 @@ class Simulation:
         except self._errs as e:
             raise self._fail("vehicle.setPreviousSpeed", e) from e
 
+    def set_previous_speeds(self, ids: Sequence[str], speeds: Sequence[float]) -> None:
+        """:meth:`perturb_speeds` for many vehicles at once (``speeds`` >= 0, same order),
+        through libsumo's compiled call directly when libsumo is the backend."""
+        conn = self._need()
+        fn = conn.vehicle.setPreviousSpeed
+        if self.backend == "libsumo":
+            fn = getattr(getattr(conn, "_libsumo", None), "vehicle_setPreviousSpeed", fn)
+        try:
+            for vid, v in zip(ids, speeds, strict=True):
+                fn(vid, v)
+        except self._errs as e:
+            raise self._fail("vehicle.setPreviousSpeed", e) from e
+
     def loop_offsets(self, edges: Sequence[str]) -> tuple[list[float], float]:
         """Start of each edge along a closed loop of ``edges`` (lane 0) and the loop's length,
         counting the junctions' internal lanes between consecutive edges."""

@@ -67,12 +67,14 @@ def _atomic_write(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _compile(name: str, nodes: str, edges: str, extra: Sequence[str] = ()) -> str:
-    """netconvert nodes+edges into ``<cache>/<name>.net.xml`` unless already there."""
-    out = os.path.join(cache_dir(), f"{name}.net.xml")
+def _compile(
+    name: str, nodes: str, edges: str, extra: Sequence[str] = (), out_dir: str | None = None
+) -> str:
+    """netconvert nodes+edges into ``<out_dir or cache>/<name>.net.xml`` unless already there."""
+    out = os.path.join(out_dir or cache_dir(), f"{name}.net.xml")
     if os.path.exists(out):
         return out
-    with tempfile.TemporaryDirectory(dir=cache_dir()) as d:
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(out)) as d:
         nod, edg, net = (os.path.join(d, f) for f in ("n.nod.xml", "e.edg.xml", "net.xml"))
         _atomic_write(nod, nodes)
         _atomic_write(edg, edges)
@@ -154,6 +156,88 @@ def ring_routes(
     lines.append("</routes>")
     _atomic_write(path, "\n".join(lines) + "\n")
     return starts
+
+
+def ring_edge(ring: int, name: str) -> str:
+    """Edge id of quarter ``name`` of ring ``ring`` in a :func:`rings_network`."""
+    return f"r{ring}_{name}"
+
+
+def rings_network(lengths: Sequence[float], out_dir: str | None = None) -> str:
+    """Several disjoint one-lane rings in ONE network (ring ``i`` of ``lengths[i]`` metres),
+    so that one SUMO simulation (libsumo allows one per process) steps them all.
+
+    Ring ``i`` has the quarter edges ``r{i}_bottom``... (:func:`ring_edge`), each exactly
+    ``lengths[i] / 4`` long, and no internal junction lanes, as :func:`ring_network`.
+    Written to ``out_dir`` when given (networks for per-reset random lengths are not
+    worth caching), else cached by the lengths. Returns the .net.xml path.
+    """
+    if not lengths:
+        raise ValueError("rings_network needs at least one ring length")
+    for length in lengths:
+        if not 20 <= length <= 10_000:
+            raise ValueError(f"ring length must be within [20, 10000] m, got {length}")
+    nodes, edges = ["<nodes>"], ["<edges>"]
+    x0 = 0.0
+    for i, length in enumerate(lengths):
+        r = length / (2 * math.pi)
+        cx = x0 + r
+        x0 += 2 * r + 20.0
+        for k, name in enumerate(RING_EDGES):
+            a = -math.pi / 2 + k * math.pi / 2
+            nodes.append(
+                f'  <node id="r{i}_n_{name}" x="{cx + r * math.cos(a):.4f}" '
+                f'y="{r * math.sin(a):.4f}" type="priority"/>'
+            )
+        for k, name in enumerate(RING_EDGES):
+            a0 = -math.pi / 2 + k * math.pi / 2
+            pts = " ".join(
+                f"{cx + r * math.cos(a0 + j * math.pi / 40):.4f},{r * math.sin(a0 + j * math.pi / 40):.4f}"
+                for j in range(21)
+            )
+            nxt = RING_EDGES[(k + 1) % 4]
+            edges.append(
+                f'  <edge id="{ring_edge(i, name)}" from="r{i}_n_{name}" to="r{i}_n_{nxt}" '
+                f'numLanes="1" speed="30" length="{length / 4:.4f}" shape="{pts}"/>'
+            )
+    nodes.append("</nodes>")
+    edges.append("</edges>")
+    key = "rings_" + "_".join(f"{length:.2f}" for length in lengths)
+    if len(key) > 120:
+        import hashlib
+
+        key = f"rings_{len(lengths)}x_" + hashlib.sha1(key.encode()).hexdigest()[:16]
+    return _compile(
+        key, "\n".join(nodes), "\n".join(edges), ["--no-internal-links", "true"], out_dir
+    )
+
+
+def rings_routes(
+    path: str,
+    lengths: Sequence[float],
+    vehicles: Sequence[tuple[str, str]],
+    types: Sequence[VehicleType],
+    laps: int,
+    bunching: float = 0.0,
+) -> None:
+    """The demand of :func:`rings_network`: on every ring ``i`` the same ``vehicles``
+    ``(id, type)`` placed as :func:`ring_routes` places them, with ids ``r{i}.{id}``."""
+    lines = ["<routes>", *[t.xml() for t in types]]
+    for i, length in enumerate(lengths):
+        quarter = length / 4
+        for k, name in enumerate(RING_EDGES):
+            loop = [ring_edge(i, RING_EDGES[(k + j) % 4]) for j in range(4 * laps)]
+            lines.append(f'  <route id="r{i}_r_{name}" edges="{" ".join(loop)}"/>')
+        spacing = (length - bunching) / len(vehicles)
+        for j, (vid, vtype) in enumerate(vehicles):
+            x = j * spacing
+            edge = min(int(x // quarter), 3)
+            lines.append(
+                f'  <vehicle id="r{i}.{vid}" type="{vtype}" route="r{i}_r_{RING_EDGES[edge]}" '
+                f'depart="0" departPos="{x - edge * quarter:.4f}" departSpeed="0" departLane="0"/>'
+            )
+    lines.append("</routes>")
+    _atomic_write(path, "\n".join(lines) + "\n")
 
 
 FIGURE_EIGHT_EDGES = ("bottom", "top", "upper_ring", "right", "left", "lower_ring")

@@ -40,7 +40,9 @@ def test_tune_smoke(ray_local, tmp_path):
     rc = cli.main(["tune", "--scenario", "ring", "--plan", "sync", "--workers", "0",
                    "--samples", "2", "--iterations", "1", "--run-dir", str(tmp_path / "tune"),
                    "--search", "lr=choice:[0.0001,0.001]", "--json", str(tmp_path / "t.json"),
-                   *TINY_ENV, *TINY_PLAN])  # fmt: skip
+                   # 2 rings in one simulation: each reaches the 100-step horizon in the
+                   # 200-step batch, so every trial reports an episode return
+                   *TINY_ENV, *TINY_PLAN, "--plan-set", "num_envs_per_env_runner=2"])  # fmt: skip
     assert rc == 0
     data = json.loads((tmp_path / "t.json").read_text())
     assert len(data["trials"]) == 2

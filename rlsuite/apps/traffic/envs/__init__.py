@@ -10,6 +10,8 @@ _envs.register(
     "rlsuite.apps.traffic.envs.ring:RingEnv",
     default_config={},
     max_envs_per_process=1,  # libsumo: one simulation per process
+    # ...so RLlib's runners step N rings in ONE simulation instead (num_envs_per_env_runner).
+    vector_entry_point="rlsuite.apps.traffic.envs.ring_vector:RingVectorEnv",
     description="Sugiyama ring, 22 vehicles, one AV damping the stop-and-go wave (SUMO)",
 )
 

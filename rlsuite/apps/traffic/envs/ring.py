@@ -149,6 +149,39 @@ def decode_observation(obs: Any) -> tuple[float, float, float]:
     return float(v), float(v + o[1] * SPEED_SCALE), float(o[2] * GAP_SCALE)
 
 
+def vehicle_ids(num_vehicles: int, num_avs: int) -> list[str]:
+    """Vehicle ids in ring order (``av_0``, ``human_00``...), AVs spaced evenly."""
+    n, k = num_vehicles, num_avs
+    av_slots = {round(j * n / k) for j in range(k)} if k else set()
+    ids: list[str] = []
+    a = h = 0
+    for slot in range(n):
+        if slot in av_slots:
+            ids.append(f"av_{a}")
+            a += 1
+        else:
+            ids.append(f"human_{h:02d}")
+            h += 1
+    return ids
+
+
+def av_type(human: networks.VehicleType) -> networks.VehicleType:
+    """The AVs' vType: the humans' parameters (used until the AV is commanded), red."""
+    return networks.VehicleType(
+        **{**{f.name: getattr(human, f.name) for f in fields(human)}, "id": "av", "color": "1,0,0"}
+    )
+
+
+def sumo_args(net: str, routes: str, cfg: RingConfig, seed: int) -> list[str]:
+    """SUMO's command line for a ring simulation (one ring or several)."""
+    return [
+        "-n", net, "-r", routes, "--step-length", str(cfg.sim_step),
+        "--seed", str(seed), "--no-step-log", "true", "--no-warnings", "true",
+        "--time-to-teleport", "-1", "--collision.action", "warn",
+        "--collision.check-junctions", "true", "--default.action-step-length", str(cfg.sim_step),
+    ]  # fmt: skip
+
+
 class RingSimulation:
     """The ring's simulation logic, shared by the single- and multi-AV envs.
 
@@ -161,17 +194,8 @@ class RingSimulation:
         self.sim = kernel.Simulation(config.backend, gui=config.gui, name=name)
         self._dir: str | None = None
         self.length = 0.0  # set per episode by _build
-        n, k = config.num_vehicles, config.num_avs
-        av_slots = {round(j * n / k) for j in range(k)} if k else set()
-        self.ids: list[str] = []
-        a = h = 0
-        for slot in range(n):
-            if slot in av_slots:
-                self.ids.append(f"av_{a}")
-                a += 1
-            else:
-                self.ids.append(f"human_{h:02d}")
-                h += 1
+        n = config.num_vehicles
+        self.ids: list[str] = vehicle_ids(n, config.num_avs)
         self.av_ids = [v for v in self.ids if v.startswith("av_")]
         self.human_ids = [v for v in self.ids if v.startswith("human_")]
         self.rng = np.random.default_rng()
@@ -216,15 +240,7 @@ class RingSimulation:
         return self._dir
 
     def _types(self) -> list[networks.VehicleType]:
-        human = self.cfg.human_type
-        av = networks.VehicleType(
-            **{
-                **{f.name: getattr(human, f.name) for f in fields(human)},
-                "id": "av",
-                "color": "1,0,0",
-            }
-        )
-        return [human, av]
+        return [self.cfg.human_type, av_type(self.cfg.human_type)]
 
     def _vehicles(self) -> list[tuple[str, str]]:
         return [(vid, "av" if vid.startswith("av_") else "human") for vid in self.ids]
@@ -238,14 +254,7 @@ class RingSimulation:
         self.rng = rng
         net, routes = self._build(rng)
         seed = int(rng.integers(0, 2**31 - 1))
-        self.sim.start(
-            [
-                "-n", net, "-r", routes, "--step-length", str(cfg.sim_step),
-                "--seed", str(seed), "--no-step-log", "true", "--no-warnings", "true",
-                "--time-to-teleport", "-1", "--collision.action", "warn",
-                "--collision.check-junctions", "true", "--default.action-step-length", str(cfg.sim_step),
-            ]
-        )  # fmt: skip
+        self.sim.start(sumo_args(net, routes, cfg, seed))
         self.step_count = 0
         self.controlled = 0
         self._reset_measurements()
