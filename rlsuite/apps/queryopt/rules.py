@@ -314,9 +314,14 @@ def eager_aggregation(e: exp.Expression, catalog: Catalog) -> exp.Expression:
                 to=exp.DataType.build("BIGINT"),
             )
         if isinstance(node, exp.Sum):
-            return exp.Sum(
+            out = exp.Sum(
                 this=exp.Mul(this=exp.Paren(this=node.this.copy()), expression=mult.copy())
             )
+            # PostgreSQL's sum(integer) is bigint, but x * count is bigint and sum(bigint) is
+            # numeric: cast back so the rewrite returns the query's column types.
+            if _column_type(node.this, by_alias, catalog) in ("integer", "smallint"):
+                out = exp.Cast(this=out, to=exp.DataType.build("BIGINT"))
+            return out
         return node
 
     for k in ("expressions", "having", "order"):
@@ -328,6 +333,17 @@ def eager_aggregation(e: exp.Expression, catalog: Catalog) -> exp.Expression:
         else:
             new.set(k, v.transform(swap))
     return new
+
+
+def _column_type(
+    e: exp.Expression, tables: Mapping[str, exp.Expression], catalog: Catalog
+) -> str | None:
+    """The catalog type of a plain column of one of ``tables`` (None for anything else)."""
+    if not isinstance(e, exp.Column) or e.table not in tables:
+        return None
+    t = tables[e.table]
+    name = t.name.lower() if isinstance(t, exp.Table) else ""
+    return catalog.columns.get(name, {}).get(e.name.lower())
 
 
 def _has_udf(e: exp.Expression) -> bool:

@@ -23,7 +23,8 @@ FIXTURES = [
         "eager_aggregation",
         "qopt_joins",
         "SELECT R.a, sum(R.a), min(R.c) FROM R JOIN S ON R.b = S.b WHERE S.d < 500 AND R.a < 100 GROUP BY R.a",
-        "SELECT r.a AS a, SUM((r.a) * s.qopt_cnt) AS _col_1, MIN(r.c) AS _col_2 FROM r AS r, "
+        "SELECT r.a AS a, CAST(SUM((r.a) * s.qopt_cnt) AS BIGINT) AS _col_1, MIN(r.c) AS _col_2 "
+        "FROM r AS r, "
         "(SELECT s.b AS b, COUNT(*) AS qopt_cnt FROM s AS s WHERE s.d < 500 GROUP BY s.b) AS s "
         "WHERE r.a < 100 AND r.b = s.b GROUP BY r.a",
         {},
@@ -128,6 +129,18 @@ def test_rule_golden_and_equivalent(db, rule, schema, sql, expected, settings):
     new = db.run(out.sql(), schema, timeout_ms=30_000, settings={**settings, "qopt.udf_cost": "10"})
     assert not base.timed_out and not new.timed_out
     assert same_rows(base.rows, new.rows), f"{rule} changed the rows of {sql}"
+    # same column types too (a client, and the pg_qopt plugin, see them)
+    assert result_types(db, schema, out.sql()) == result_types(db, schema, sql)
+
+
+def result_types(db, schema: str, sql: str) -> list[int]:
+    """The type OIDs of a query's result columns (planned, not run)."""
+    with db.conn.cursor() as cur:
+        cur.execute(f"SET LOCAL search_path TO {schema}, public")
+        cur.execute(f"SELECT * FROM ({sql}) AS q LIMIT 0")
+        types = [d.type_code for d in cur.description]
+    db.conn.rollback()
+    return types
 
 
 @pytest.mark.parametrize(
