@@ -111,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         + (" --quick" if args.quick else "")
         + (" --reuse" if args.reuse else ""),
         "episodes": episodes,
+        "hierarchical_model": "procedures.ProcedureModel on robot.program.SPEC (RobotView); "
+        "weak = ProcedureModel.fit(weak_infer=robot.model.infer_stacks)",
         "rows": rows,
         "reuse": reuse,
         "criteria": crit,
