@@ -164,6 +164,11 @@ def load(path: str) -> list[Trace]:
         raise FileNotFoundError(
             f"no demonstrations at {path!r}: record some with `hier-train robot-demos`"
         ) from None
+    except (KeyError, ValueError) as e:
+        raise ValueError(
+            f"{path!r} is not a demonstration file of this version ({e}): record it again "
+            "with `hier-train robot-demos`"
+        ) from None
 
 
 def weak(demos: Sequence[Trace]) -> list[Trace]:

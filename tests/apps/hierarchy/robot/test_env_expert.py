@@ -127,6 +127,13 @@ def test_demo_collection_errors():
         D.load("/nonexistent/demos.npz")
 
 
+def test_old_or_foreign_demo_files_are_a_clear_error(tmp_path):
+    path = tmp_path / "old.npz"
+    np.savez_compressed(path, obs=np.zeros((3, OBS_DIM)), actions=np.zeros((2, 5)))
+    with pytest.raises(ValueError, match="not a demonstration file of this version"):
+        D.load(str(path))
+
+
 def test_the_robot_spec_reads_the_env_observation_layout():
     from rlsuite.apps.hierarchy.robot import env as E
     from rlsuite.apps.hierarchy.robot import program
