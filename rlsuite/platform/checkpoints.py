@@ -88,6 +88,31 @@ class RLModuleController:
             return {a: self._act_one(o, self.module_id(a), a) for a, o in observation.items()}
         return self._act_one(observation, self.module_id(None), None)
 
+    def action_values(self, observation: Any, agent_id: Any = None) -> np.ndarray:
+        """How much the policy prefers each action of a discrete action space, greedy = argmax.
+
+        Q-values for value-based modules (the ``replay`` plan's DQN: dueling and
+        double-Q included), the action-distribution logits for policy-gradient ones.
+        Lets a caller choose the best *allowed* action (e.g. mask rules that do not
+        apply) instead of only the greedy one.
+        """
+        import torch
+        from ray.rllib.core.columns import Columns
+
+        space = self.spaces.get(agent_id, next(iter(self.spaces.values())))[1]
+        if not hasattr(space, "n"):
+            raise TypeError(
+                f"action_values needs a discrete action space, this policy acts in {space}"
+            )
+        module = self.modules[self.module_id(agent_id)]
+        batch = {Columns.OBS: torch.as_tensor(np.asarray(observation, dtype=np.float32)[None])}
+        with torch.no_grad():
+            if hasattr(module, "compute_q_values"):
+                out = module.compute_q_values(batch)["qf_preds"]
+            else:
+                out = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+        return out[0].cpu().numpy().astype(np.float64)
+
     def _act_one(self, obs: Any, module_id: str, agent_id: Any) -> Any:
         import torch
         from ray.rllib.core.columns import Columns

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rlsuite.platform import envs, evaluation, optimizers, training
+from rlsuite.platform import checkpoints, envs, evaluation, optimizers, training
 from tests.platform._fakes import CartPolePD, RandomCartPole
 
 envs.register(
@@ -28,6 +28,10 @@ def test_sync_reaches_cartpole_150(ray_local, tmp_path):
         res.checkpoint, evaluation.scenarios("CartPole-v1", range(4)), num_workers=2
     )
     assert ev.summary["return"]["mean"] >= 150
+    # a policy-gradient controller's action values are its logits: greedy = argmax
+    ctl = checkpoints.load_controller(res.checkpoint)
+    obs, _ = envs.make("CartPole-v1").reset(seed=0)
+    assert int(np.argmax(ctl.action_values(obs))) == ctl.act(obs)
     assert (tmp_path / "learning_curve.png").stat().st_size > 1000
     assert (tmp_path / "metrics.csv").read_text().count("\n") == res.iterations + 1
     assert any((tmp_path / "tb").iterdir())
@@ -63,6 +67,18 @@ def test_replay_improves_clearly_over_random(ray_local, tmp_path):
     # Random play hits 1/3 of the time (return ~6.7 of 20); the greedy Q policy should be near 20.
     assert ev.summary["return"]["mean"] >= 16, ev.episodes
     assert ev.summary["hit_rate"]["mean"] >= 0.8
+    # the controller's Q-values agree with its greedy action and rank the right answer first
+    ctl = checkpoints.load_controller(res.checkpoint)
+    env = envs.make("rlsuite-test/Identity-v0")
+    obs, _ = env.reset(seed=3)
+    agree = right = 0
+    for _ in range(20):
+        q = ctl.action_values(obs)
+        assert q.shape == (env.action_space.n,)
+        agree += int(np.argmax(q)) == ctl.act(obs)
+        right += int(np.argmax(q)) == int(np.argmax(obs))
+        obs, *_ = env.step(ctl.act(obs))
+    assert agree == 20 and right >= 16
 
 
 def test_imitation_clones_an_expert(ray_local, tmp_path):
