@@ -1,0 +1,142 @@
+"""Learn the traffic lights of a sumo-rl grid with ONE shared policy (RLlib multi-agent through
+the platform's ``sync`` plan = PPO), then compare it with fixed-time, SUMO-actuated and
+max-pressure control on the same demand.
+
+Every light is an agent of the PettingZoo parallel env ``rlsuite/Signals-v0``; the plan's
+``policies="shared"`` maps them all to one module (RLlib's multi-agent API). The
+comparison runs every controller for one episode of ``--num-seconds`` simulated seconds
+(sumo-rl's demand is fixed, SUMO seeded) and reports mean waiting time and queue.
+
+Pass criterion: the learned policy's mean waiting time is below fixed-time control's.
+
+Usage:
+    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_signals.py --minutes 10
+
+Writes benchmarks/results/traffic_signals.json and traffic_signals.png, and the run under
+runs/benchmarks/traffic_signals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+ENV_ID = "rlsuite/Signals-v0"
+BASELINES = ("fixed", "actuated", "maxpressure")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from rlsuite.apps.traffic import scenarios
+    from rlsuite.platform import cluster, envs, evaluation, optimizers, training
+
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--minutes", type=float, default=10.0, help="training wall-clock budget")
+    p.add_argument("--network", default="grid2x2", help="single, grid2x2 or grid4x4")
+    p.add_argument("--num-seconds", type=int, default=1800, help="simulated s per episode")
+    p.add_argument("--workers", type=int, default=2, help="env runners")
+    p.add_argument("--chunk", type=int, default=5, help="iterations between progress reports")
+    p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", "traffic_signals"))
+    args = p.parse_args(argv)
+    console = Console(width=140)
+    cfg = {"network": args.network, "num_seconds": args.num_seconds}
+    envs.rllib_env(ENV_ID)
+    decisions = args.num_seconds // 5  # sumo-rl's delta_time
+    plan = optimizers.make_plan(
+        "sync", env=ENV_ID, env_config=cfg, num_env_runners=args.workers, seed=0,
+        policies="shared", train_batch_size=2 * decisions, minibatch_size=decisions // 2,
+        num_epochs=10, lr=1e-3, gamma=0.95, hidden=(64, 64), entropy_coeff=0.01,
+        vf_clip_param=100.0,
+    )  # fmt: skip
+    if os.path.exists(args.run_dir):
+        shutil.rmtree(args.run_dir)
+    t0 = time.time()
+    curve = []
+    with cluster.local_cluster(num_cpus=args.workers):
+        iterations = 0
+        while not curve or time.time() - t0 < args.minutes * 60:
+            iterations += args.chunk
+            res = training.train(plan, iterations=iterations, run_dir=args.run_dir,
+                                 resume=iterations > args.chunk, progress=True,
+                                 checkpoint_every=args.chunk)  # fmt: skip
+            curve.append(dict(iteration=res.iterations, env_steps=res.env_steps,
+                              wall_s=time.time() - t0, episode_return_mean=res.final_return))  # fmt: skip
+            console.print(f"it {res.iterations}: {res.env_steps} env steps, return "
+                          f"{res.final_return:.1f}, {(time.time() - t0) / 60:.1f} min")  # fmt: skip
+    train_s = time.time() - t0
+    scen = scenarios.get("signals")
+    rows = []
+    for name in ("learned", *BASELINES):
+        if name == "learned":
+            ctrl, extra = res.checkpoint, {}
+        else:
+            ctrl, extra = scenarios.controller_for(scen, name, cfg)
+        ev = evaluation.evaluate(
+            ctrl, evaluation.scenarios(ENV_ID, [0], {**cfg, **extra}), num_workers=0, name=name
+        )
+        s = ev.summary
+        rows.append(dict(controller=name, mean_waiting_time=s["mean_waiting_time"]["mean"],
+                         mean_queue=s["mean_queue"]["mean"], mean_speed=s["mean_speed"]["mean"]))  # fmt: skip
+        console.print(f"{name}: waiting {rows[-1]['mean_waiting_time']:.2f} s")
+    by = {r["controller"]: r for r in rows}
+    checks = {
+        "learned waiting time < fixed-time": by["learned"]["mean_waiting_time"]
+        < by["fixed"]["mean_waiting_time"]
+    }
+    t = Table(title=f"signals {args.network}, {args.num_seconds} s: shared PPO policy "
+                    f"({res.iterations} it, {res.env_steps} env steps, {train_s / 60:.1f} min) vs programs")  # fmt: skip
+    for c in ("controller", "mean waiting time (s)", "mean halted vehicles", "mean speed (m/s)"):
+        t.add_column(c, justify="right")
+    for r in rows:
+        t.add_row(r["controller"], f"{r['mean_waiting_time']:.2f}", f"{r['mean_queue']:.1f}",
+                  f"{r['mean_speed']:.2f}")  # fmt: skip
+    console.print(t)
+    for k, ok in checks.items():
+        console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
+    out = dict(benchmark="traffic_signals", machine="2-core CPU, no GPU, shared",
+               plan=plan.to_dict(), env_config=cfg, curve=curve, rows=rows, train_s=train_s,
+               checkpoint=res.checkpoint, checks=checks,
+               command="flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_signals.py "
+               + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "traffic_signals.json"), "w") as f:
+        json.dump(out, f, indent=2, default=str)
+    _plot(out, os.path.join(RESULTS, "traffic_signals.png"))
+    return 0 if all(checks.values()) else 1
+
+
+def _plot(out, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
+    a.plot([c["wall_s"] / 60 for c in out["curve"]],
+           [c["episode_return_mean"] for c in out["curve"]], marker="o")  # fmt: skip
+    a.set_xlabel("training wall-clock (min)")
+    a.set_ylabel("episode return (sum over lights)")
+    a.set_title("shared PPO policy")
+    names = [r["controller"] for r in out["rows"]]
+    b.bar(names, [r["mean_waiting_time"] for r in out["rows"]],
+          color=["tab:green"] + ["grey"] * (len(names) - 1))  # fmt: skip
+    b.set_ylabel("mean waiting time (s)")
+    b.set_title(f"{out['env_config']['network']}, {out['env_config']['num_seconds']} s")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
