@@ -288,9 +288,14 @@ class ReplayPlan(Plan):
     """Exploration rate after the decay."""
     training_intensity: float | None = None
     """Replayed / sampled transitions ratio; ``None``: RLlib's natural value."""
+    env_steps_per_iteration: int = 1000
+    """Env steps sampled (at least) per ``train()`` iteration, i.e. per metrics row and
+    checkpoint; RLlib's DQN default is 1000. Envs with slow steps (a query run on a
+    database) want fewer, fast ones more."""
 
     def validate(self) -> None:
         super().validate()
+        _check(self.env_steps_per_iteration >= 1, "env_steps_per_iteration must be >= 1")
         _check(
             self.buffer_size >= self.train_batch_size,
             f"buffer_size ({self.buffer_size}) must hold at least one batch "
@@ -502,18 +507,22 @@ def to_rllib(plan: Plan):
             buffer.update(type="EpisodeReplayBuffer")
         if spec.multi_agent:
             buffer["type"] = "MultiAgent" + buffer["type"]
-        config = DQNConfig().training(
-            lr=plan.lr,
-            gamma=plan.gamma,
-            train_batch_size_per_learner=plan.train_batch_size,
-            replay_buffer_config=buffer,
-            double_q=plan.double_q,
-            dueling=plan.dueling,
-            n_step=plan.n_step,
-            target_network_update_freq=plan.target_update_freq,
-            num_steps_sampled_before_learning_starts=plan.learning_starts,
-            epsilon=[(0, 1.0), (plan.epsilon_timesteps, plan.final_epsilon)],
-            training_intensity=plan.training_intensity,
+        config = (
+            DQNConfig()
+            .training(
+                lr=plan.lr,
+                gamma=plan.gamma,
+                train_batch_size_per_learner=plan.train_batch_size,
+                replay_buffer_config=buffer,
+                double_q=plan.double_q,
+                dueling=plan.dueling,
+                n_step=plan.n_step,
+                target_network_update_freq=plan.target_update_freq,
+                num_steps_sampled_before_learning_starts=plan.learning_starts,
+                epsilon=[(0, 1.0), (plan.epsilon_timesteps, plan.final_epsilon)],
+                training_intensity=plan.training_intensity,
+            )
+            .reporting(min_sample_timesteps_per_iteration=plan.env_steps_per_iteration)
         )
         model = DefaultModelConfig(**common_model)
     elif isinstance(plan, ImitationPlan):

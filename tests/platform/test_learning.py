@@ -59,8 +59,10 @@ def test_replay_improves_clearly_over_random(ray_local, tmp_path):
         target_update_freq=100,
         lr=1e-3,
         seed=0,
+        env_steps_per_iteration=1500,
     )
-    res = training.train(plan, iterations=6, run_dir=str(tmp_path), progress=False)
+    res = training.train(plan, iterations=4, run_dir=str(tmp_path), progress=False)
+    assert 4 * 1500 <= res.env_steps < 4 * 1500 + 200  # each iteration samples its share
     ev = evaluation.evaluate(
         res.checkpoint, evaluation.scenarios("rlsuite-test/Identity-v0", 6), num_workers=2
     )

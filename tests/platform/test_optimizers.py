@@ -109,6 +109,11 @@ def test_replay_adapter_is_apex_shaped():
         optimizers.make_plan("replay", env="CartPole-v1", prioritized=False)
     )
     assert uniform.replay_buffer_config["type"] == "EpisodeReplayBuffer"
+    assert cfg.min_sample_timesteps_per_iteration == 1000  # RLlib's DQN default, kept
+    few = optimizers.make_plan("replay", env="CartPole-v1", env_steps_per_iteration=50)
+    assert optimizers.to_rllib(few).min_sample_timesteps_per_iteration == 50
+    with pytest.raises(ValueError, match="env_steps_per_iteration"):
+        optimizers.make_plan("replay", env="CartPole-v1", env_steps_per_iteration=0)
 
 
 def test_async_adapter_is_appo():
