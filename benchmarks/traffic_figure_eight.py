@@ -1,0 +1,140 @@
+"""Learn the figure-eight AV (Flow's loopy intersection, 13 humans + 1 AV) with the platform's
+``sync`` plan (PPO) for a short wall-clock budget, then compare it with the all-human
+IDM and the ring controllers on the same seeded episodes.
+
+Flow's env: 1500 controlled steps of 0.1 s, desired-velocity reward (target 20 m/s),
+AV acceleration in [-3, 3] m/s^2, full observation (every vehicle's speed and position).
+
+Pass criterion: the learned AV's mean speed is at least 1% above the all-human IDM's.
+
+Usage:
+    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_figure_eight.py --minutes 10
+
+Writes benchmarks/results/traffic_figure_eight.json and .png, and the run under
+runs/benchmarks/traffic_figure_eight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+ENV_ID = "rlsuite/FigureEight-v0"
+BASELINES = ("idm", "followerstopper", "pi")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from rlsuite.apps.traffic import scenarios
+    from rlsuite.platform import cluster, envs, evaluation, optimizers, training
+
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--minutes", type=float, default=10.0, help="training wall-clock budget")
+    p.add_argument("--episodes", type=int, default=2, help="seeded evaluation episodes")
+    p.add_argument("--workers", type=int, default=2, help="env runners")
+    p.add_argument("--chunk", type=int, default=5, help="iterations between progress reports")
+    p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", "traffic_figure_eight"))
+    args = p.parse_args(argv)
+    console = Console(width=140)
+    cfg: dict = {}
+    envs.rllib_env(ENV_ID)
+    plan = optimizers.make_plan(
+        "sync", env=ENV_ID, env_config=cfg, num_env_runners=args.workers, seed=0,
+        train_batch_size=3000, minibatch_size=500, num_epochs=10, lr=3e-4, gamma=0.99,
+        hidden=(64, 64), vf_clip_param=1000.0,
+    )  # fmt: skip
+    if os.path.exists(args.run_dir):
+        shutil.rmtree(args.run_dir)
+    t0 = time.time()
+    curve = []
+    with cluster.local_cluster(num_cpus=args.workers):
+        iterations = 0
+        while not curve or time.time() - t0 < args.minutes * 60:
+            iterations += args.chunk
+            res = training.train(plan, iterations=iterations, run_dir=args.run_dir,
+                                 resume=iterations > args.chunk, progress=True,
+                                 checkpoint_every=args.chunk)  # fmt: skip
+            curve.append(dict(iteration=res.iterations, env_steps=res.env_steps,
+                              wall_s=time.time() - t0, episode_return_mean=res.final_return))  # fmt: skip
+            console.print(f"it {res.iterations}: {res.env_steps} env steps, return "
+                          f"{res.final_return:.1f}, {(time.time() - t0) / 60:.1f} min")  # fmt: skip
+    train_s = time.time() - t0
+    scen = scenarios.get("figure_eight")
+    rows = []
+    for name in ("learned", *BASELINES):
+        if name == "learned":
+            ctrl, extra = res.checkpoint, {}
+        else:
+            ctrl, extra = scenarios.controller_for(scen, name, cfg)
+        ev = evaluation.evaluate(
+            ctrl, evaluation.scenarios(ENV_ID, args.episodes, {**cfg, **extra}),
+            num_workers=0, name=name,
+        )  # fmt: skip
+        s = ev.summary
+        rows.append(dict(controller=name, mean_speed=s["mean_speed"]["mean"],
+                         throughput_veh_h=s["throughput_veh_h"]["mean"],
+                         speed_std=s["speed_std"]["mean"], return_=s["return"]["mean"],
+                         collisions=s["collisions"]["mean"]))  # fmt: skip
+        console.print(f"{name}: mean speed {rows[-1]['mean_speed']:.2f} m/s")
+    by = {r["controller"]: r for r in rows}
+    checks = {
+        "learned mean speed >= 1% above all-human IDM": by["learned"]["mean_speed"]
+        >= 1.01 * by["idm"]["mean_speed"]
+    }
+    t = Table(title=f"figure-eight, 14 vehicles (1 AV), {args.episodes} episodes: PPO "
+                    f"({res.iterations} it, {res.env_steps} env steps, {train_s / 60:.1f} min) vs baselines")  # fmt: skip
+    for c in ("AV controller", "mean speed (m/s)", "veh/h past a point", "return", "collisions"):
+        t.add_column(c, justify="right")
+    for r in rows:
+        t.add_row(r["controller"], f"{r['mean_speed']:.2f}", f"{r['throughput_veh_h']:.0f}",
+                  f"{r['return_']:.0f}", f"{r['collisions']:.1f}")  # fmt: skip
+    console.print(t)
+    for k, ok in checks.items():
+        console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
+    out = dict(benchmark="traffic_figure_eight", machine="2-core CPU, no GPU, shared",
+               plan=plan.to_dict(), env_config=cfg, curve=curve, rows=rows, train_s=train_s,
+               checkpoint=res.checkpoint, checks=checks,
+               command="flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_figure_eight.py "
+               + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "traffic_figure_eight.json"), "w") as f:
+        json.dump(out, f, indent=2, default=str)
+    _plot(out, os.path.join(RESULTS, "traffic_figure_eight.png"))
+    return 0 if all(checks.values()) else 1
+
+
+def _plot(out, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
+    a.plot([c["wall_s"] / 60 for c in out["curve"]],
+           [c["episode_return_mean"] for c in out["curve"]], marker="o")  # fmt: skip
+    a.set_xlabel("training wall-clock (min)")
+    a.set_ylabel("episode return")
+    a.set_title("PPO on the figure-eight")
+    names = [r["controller"] for r in out["rows"]]
+    b.bar(names, [r["mean_speed"] for r in out["rows"]],
+          color=["tab:green"] + ["grey"] * (len(names) - 1))  # fmt: skip
+    b.set_ylabel("mean speed (m/s)")
+    b.set_title("figure-eight, 13 humans + 1 AV")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
