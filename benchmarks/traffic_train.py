@@ -51,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk", type=int, default=10, help="iterations between evaluations")
     p.add_argument("--workers", type=int, default=2, help="env runners")
     p.add_argument(
+        "--rings",
+        type=int,
+        default=16,
+        help="rings per env runner in one SUMO simulation (the vector env); 1: scalar RingEnv",
+    )
+    p.add_argument(
         "--train-horizon", type=int, default=1500, help="controlled steps per training episode"
     )
     p.add_argument(
@@ -60,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         help="reward penalty per m/s^2 of |a| (Flow's code: 4, its comment: 0.25)",
     )
     p.add_argument("--eval-episodes", type=int, default=2)
-    p.add_argument("--eval-horizon", type=int, default=3000, help="controlled steps per evaluation episode")
+    p.add_argument(
+        "--eval-horizon", type=int, default=3000, help="controlled steps per evaluation episode"
+    )
     p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", "traffic_train"))
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     p.add_argument("--plan-set", action="append", default=[], metavar="KEY=JSON")
@@ -71,9 +79,12 @@ def main(argv: list[str] | None = None) -> int:
         ring_length=[220, 270], horizon=args.train_horizon, accel_penalty=args.accel_penalty
     )
     eval_cfg = dict(horizon=args.eval_horizon, accel_penalty=args.accel_penalty)
+    # One iteration = one episode of every ring (all rings of a runner end together).
+    batch = max(args.workers, 1) * args.rings * args.train_horizon
     fields = dict(env=ENV_ID, env_config=train_cfg, num_env_runners=args.workers, seed=0,
-                  train_batch_size=6000, minibatch_size=1000, num_epochs=8, gamma=0.995,
-                  lr=3e-4, hidden=(64, 64))  # fmt: skip
+                  num_envs_per_env_runner=args.rings, normalize_actions=False,
+                  train_batch_size=batch, minibatch_size=min(batch, 4000), num_epochs=6,
+                  gamma=0.995, lr=3e-4, hidden=(64, 64))  # fmt: skip
     for kv in args.plan_set:
         k, v = kv.split("=", 1)
         fields[k] = json.loads(v)
@@ -102,11 +113,24 @@ def main(argv: list[str] | None = None) -> int:
         budget_s = min(budget_s, (stop - now).total_seconds() - 180)
         console.print(f"training budget: {budget_s / 60:.1f} min")
     iterations = 0
+    if args.resume:  # continue from the run's newest checkpoint (its iterations count)
+        from rlsuite.platform import checkpoints
+
+        ckpt = training.latest_checkpoint(args.run_dir)
+        if ckpt:
+            iterations = int(checkpoints.metadata(ckpt)["iteration"])
+        prev = os.path.join(RESULTS, "traffic_train.json")
+        if os.path.exists(prev):  # keep the earlier chunks' curve, wall-clock continued
+            with open(prev) as f:
+                curve = json.load(f).get("curve", [])
+            t0 -= curve[-1]["wall_s"] if curve else 0.0
+            budget_s += curve[-1]["wall_s"] if curve else 0.0
+    start_iterations = iterations
     with cluster.local_cluster(num_cpus=args.workers):
         while not curve or time.time() - t0 < budget_s:  # at least one chunk
             iterations += args.chunk
             res = training.train(plan, iterations=iterations, run_dir=args.run_dir,
-                                 resume=iterations > args.chunk or args.resume, progress=True,
+                                 resume=iterations > start_iterations + args.chunk or args.resume, progress=True,
                                  checkpoint_every=args.chunk)  # fmt: skip
             iterations = res.iterations
             train_s = time.time() - t0
@@ -146,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     out = dict(benchmark="traffic_train", machine="2-core CPU, no GPU", plan=plan.to_dict(),
                eval_config=eval_cfg, curve=curve, final=rows, reached_95_at_230_s=reached_s,
                wall_s=wall, checkpoint=res.checkpoint, checks=checks,
-               command=f"flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_train.py --minutes {args.minutes:g}")  # fmt: skip
+               command="flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_train.py "
+               + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "traffic_train.json"), "w") as f:
         json.dump(out, f, indent=2, default=str)

@@ -47,3 +47,26 @@ def test_tune_smoke(ray_local, tmp_path):
     data = json.loads((tmp_path / "t.json").read_text())
     assert len(data["trials"]) == 2
     assert data["best_config"]["lr"] in (0.0001, 0.001)
+
+
+@pytest.mark.slow
+def test_signals_grid_trains_one_shared_policy_checkpoints_and_evaluates(ray_local, tmp_path):
+    """RLlib multi-agent through the platform: the 4 lights of the 2x2 grid share a module."""
+    from rlsuite.platform import checkpoints
+
+    run = tmp_path / "sig"
+    rc = cli.main(["train", "--scenario", "signals", "--network", "grid2x2", "--plan", "sync",
+                   "--workers", "1", "--iterations", "1", "--horizon", "150",
+                   "--run-dir", str(run), "--eval-episodes", "1",
+                   "--plan-set", "train_batch_size=60", "--plan-set", "minibatch_size=30",
+                   "--plan-set", "num_epochs=1", "--plan-set", "hidden=[16,16]"])  # fmt: skip
+    assert rc == 0
+    out = json.loads((run / "traffic_train.json").read_text())
+    assert out["iterations"] == 1 and out["env_steps"] >= 60
+    meta = checkpoints.metadata(out["checkpoint"])
+    assert meta["multi_agent"] and meta["policies"] == "shared"
+    ctrl = checkpoints.load_controller(out["checkpoint"])
+    assert list(ctrl.modules.keys()) == ["shared"]  # one module for every light
+    summary = out["evaluation"]["summary"]
+    assert summary["mean_waiting_time"]["mean"] >= 0 and summary["mean_queue"]["mean"] >= 0
+    assert summary["mean_speed"]["mean"] > 0
