@@ -92,12 +92,22 @@ def init(
             kwargs["address"] = address
         try:
             ray.init(**kwargs)
-        except ConnectionError as e:
-            raise ConnectionError(
-                f"could not join the Ray cluster at {address!r}: {e}. Start one with "
-                "`ray start --head` and pass the address it prints, or omit --address "
-                "to run on an embedded local Ray."
-            ) from e
+        except Exception as e:
+            if address is not None and "auth" in str(e).lower():
+                raise ConnectionError(
+                    f"the Ray cluster at {address!r} refused this driver's token ({e}). "
+                    "Ray >= 2.59 turns token authentication on for clusters started with "
+                    "`ray start --head`: give the driver the head's token (RAY_AUTH_TOKEN, "
+                    "or the file `ray get-auth-token` reads), or start the head with "
+                    "RAY_AUTH_MODE=disabled on a trusted network."
+                ) from e
+            if isinstance(e, ConnectionError):
+                raise ConnectionError(
+                    f"could not join the Ray cluster at {address!r}: {e}. Start one with "
+                    "`ray start --head` and pass the address it prints, or omit --address "
+                    "to run on an embedded local Ray."
+                ) from e
+            raise
     return info(started_here=started_here)
 
 

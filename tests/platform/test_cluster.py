@@ -13,6 +13,25 @@ def test_address_and_num_cpus_together_is_an_error():
         cluster.init(num_cpus=0)
 
 
+@pytest.mark.parametrize(
+    "raised,expected",
+    [
+        (RuntimeError("GCS said: InvalidAuthToken"), "RAY_AUTH_MODE=disabled"),
+        (ConnectionError("no GCS at that address"), "could not join the Ray cluster"),
+    ],
+)
+def test_joining_a_cluster_fails_with_what_to_do(monkeypatch, raised, expected):
+    # pure logic: which message a failed ray.init(address=...) becomes (no cluster needed)
+    def refuse(**kwargs):
+        assert kwargs["address"] == "10.0.0.9:6379"
+        raise raised
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", refuse)
+    with pytest.raises(ConnectionError, match=expected):
+        cluster.init(address="10.0.0.9:6379")
+
+
 def test_embedded_ray_is_sized_and_stopped():
     with cluster.local_cluster(num_cpus=2) as info:
         assert info.num_cpus == 2 and info.num_nodes == 1 and info.started_here
