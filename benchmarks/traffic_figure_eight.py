@@ -17,15 +17,16 @@ runs/benchmarks/traffic_figure_eight.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+from traffic_common import save_training_result  # noqa: E402
+
 ENV_ID = "rlsuite/FigureEight-v0"
 BASELINES = ("idm", "followerstopper", "pi")
 
@@ -107,33 +108,16 @@ def main(argv: list[str] | None = None) -> int:
                checkpoint=res.checkpoint, checks=checks,
                command="flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_figure_eight.py "
                + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "traffic_figure_eight.json"), "w") as f:
-        json.dump(out, f, indent=2, default=str)
-    _plot(out, os.path.join(RESULTS, "traffic_figure_eight.png"))
+    save_training_result(
+        "traffic_figure_eight",
+        out,
+        metric="mean_speed",
+        curve_label="episode return",
+        curve_title="PPO on the figure-eight",
+        bar_label="mean speed (m/s)",
+        bar_title="figure-eight, 13 humans + 1 AV",
+    )
     return 0 if all(checks.values()) else 1
-
-
-def _plot(out, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
-    a.plot([c["wall_s"] / 60 for c in out["curve"]],
-           [c["episode_return_mean"] for c in out["curve"]], marker="o")  # fmt: skip
-    a.set_xlabel("training wall-clock (min)")
-    a.set_ylabel("episode return")
-    a.set_title("PPO on the figure-eight")
-    names = [r["controller"] for r in out["rows"]]
-    b.bar(names, [r["mean_speed"] for r in out["rows"]],
-          color=["tab:green"] + ["grey"] * (len(names) - 1))  # fmt: skip
-    b.set_ylabel("mean speed (m/s)")
-    b.set_title("figure-eight, 13 humans + 1 AV")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -19,15 +19,16 @@ runs/benchmarks/traffic_signals.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+from traffic_common import save_training_result  # noqa: E402
+
 ENV_ID = "rlsuite/Signals-v0"
 BASELINES = ("fixed", "actuated", "maxpressure")
 
@@ -109,33 +110,16 @@ def main(argv: list[str] | None = None) -> int:
                checkpoint=res.checkpoint, checks=checks,
                command="flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_signals.py "
                + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "traffic_signals.json"), "w") as f:
-        json.dump(out, f, indent=2, default=str)
-    _plot(out, os.path.join(RESULTS, "traffic_signals.png"))
+    save_training_result(
+        "traffic_signals",
+        out,
+        metric="mean_waiting_time",
+        curve_label="episode return (sum over lights)",
+        curve_title="shared PPO policy",
+        bar_label="mean waiting time (s)",
+        bar_title=f"{out['env_config']['network']}, {out['env_config']['num_seconds']} s",
+    )
     return 0 if all(checks.values()) else 1
-
-
-def _plot(out, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
-    a.plot([c["wall_s"] / 60 for c in out["curve"]],
-           [c["episode_return_mean"] for c in out["curve"]], marker="o")  # fmt: skip
-    a.set_xlabel("training wall-clock (min)")
-    a.set_ylabel("episode return (sum over lights)")
-    a.set_title("shared PPO policy")
-    names = [r["controller"] for r in out["rows"]]
-    b.bar(names, [r["mean_waiting_time"] for r in out["rows"]],
-          color=["tab:green"] + ["grey"] * (len(names) - 1))  # fmt: skip
-    b.set_ylabel("mean waiting time (s)")
-    b.set_title(f"{out['env_config']['network']}, {out['env_config']['num_seconds']} s")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 if __name__ == "__main__":
