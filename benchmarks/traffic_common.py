@@ -39,3 +39,31 @@ def save_training_result(
     fig.savefig(os.path.join(RESULTS, f"{name}.png"))
     plt.close(fig)
     return path
+
+
+def train_for_minutes(plan, run_dir: str, minutes: float, chunk: int, workers: int, console):
+    """Train ``plan`` from scratch in ``run_dir`` on an embedded Ray of ``workers`` CPUs, in
+    chunks of ``chunk`` iterations (resumed from the checkpoint) until ``minutes`` of wall-clock
+    have passed (at least one chunk). Returns the last ``TrainResult``, the learning curve
+    (one row per chunk) and the training seconds."""
+    import shutil
+    import time
+
+    from rlsuite.platform import cluster, training
+
+    if os.path.exists(run_dir):
+        shutil.rmtree(run_dir)
+    t0 = time.time()
+    curve: list[dict] = []
+    with cluster.local_cluster(num_cpus=workers):
+        iterations = 0
+        while not curve or time.time() - t0 < minutes * 60:
+            iterations += chunk
+            res = training.train(plan, iterations=iterations, run_dir=run_dir,
+                                 resume=iterations > chunk, progress=True,
+                                 checkpoint_every=chunk)  # fmt: skip
+            curve.append(dict(iteration=res.iterations, env_steps=res.env_steps,
+                              wall_s=time.time() - t0, episode_return_mean=res.final_return))  # fmt: skip
+            console.print(f"it {res.iterations}: {res.env_steps} env steps, return "
+                          f"{res.final_return:.1f}, {(time.time() - t0) / 60:.1f} min")  # fmt: skip
+    return res, curve, time.time() - t0

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from traffic_common import save_training_result  # noqa: E402
+from traffic_common import save_training_result, train_for_minutes  # noqa: E402
 
 ENV_ID = "rlsuite/FigureEight-v0"
 BASELINES = ("idm", "followerstopper", "pi")
@@ -36,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from rlsuite.apps.traffic import scenarios
-    from rlsuite.platform import cluster, envs, evaluation, optimizers, training
+    from rlsuite.platform import envs, evaluation, optimizers
 
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -55,22 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         train_batch_size=3000, minibatch_size=500, num_epochs=10, lr=3e-4, gamma=0.99,
         hidden=(64, 64), vf_clip_param=1000.0,
     )  # fmt: skip
-    if os.path.exists(args.run_dir):
-        shutil.rmtree(args.run_dir)
-    t0 = time.time()
-    curve = []
-    with cluster.local_cluster(num_cpus=args.workers):
-        iterations = 0
-        while not curve or time.time() - t0 < args.minutes * 60:
-            iterations += args.chunk
-            res = training.train(plan, iterations=iterations, run_dir=args.run_dir,
-                                 resume=iterations > args.chunk, progress=True,
-                                 checkpoint_every=args.chunk)  # fmt: skip
-            curve.append(dict(iteration=res.iterations, env_steps=res.env_steps,
-                              wall_s=time.time() - t0, episode_return_mean=res.final_return))  # fmt: skip
-            console.print(f"it {res.iterations}: {res.env_steps} env steps, return "
-                          f"{res.final_return:.1f}, {(time.time() - t0) / 60:.1f} min")  # fmt: skip
-    train_s = time.time() - t0
+    res, curve, train_s = train_for_minutes(
+        plan, args.run_dir, args.minutes, args.chunk, args.workers, console
+    )
     scen = scenarios.get("figure_eight")
     rows = []
     for name in ("learned", *BASELINES):

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from traffic_common import save_training_result  # noqa: E402
+from traffic_common import save_training_result, train_for_minutes  # noqa: E402
 
 ENV_ID = "rlsuite/Signals-v0"
 BASELINES = ("fixed", "actuated", "maxpressure")
@@ -38,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from rlsuite.apps.traffic import scenarios
-    from rlsuite.platform import cluster, envs, evaluation, optimizers, training
+    from rlsuite.platform import envs, evaluation, optimizers
 
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -60,22 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         num_epochs=10, lr=1e-3, gamma=0.95, hidden=(64, 64), entropy_coeff=0.01,
         vf_clip_param=100.0,
     )  # fmt: skip
-    if os.path.exists(args.run_dir):
-        shutil.rmtree(args.run_dir)
-    t0 = time.time()
-    curve = []
-    with cluster.local_cluster(num_cpus=args.workers):
-        iterations = 0
-        while not curve or time.time() - t0 < args.minutes * 60:
-            iterations += args.chunk
-            res = training.train(plan, iterations=iterations, run_dir=args.run_dir,
-                                 resume=iterations > args.chunk, progress=True,
-                                 checkpoint_every=args.chunk)  # fmt: skip
-            curve.append(dict(iteration=res.iterations, env_steps=res.env_steps,
-                              wall_s=time.time() - t0, episode_return_mean=res.final_return))  # fmt: skip
-            console.print(f"it {res.iterations}: {res.env_steps} env steps, return "
-                          f"{res.final_return:.1f}, {(time.time() - t0) / 60:.1f} min")  # fmt: skip
-    train_s = time.time() - t0
+    res, curve, train_s = train_for_minutes(
+        plan, args.run_dir, args.minutes, args.chunk, args.workers, console
+    )
     scen = scenarios.get("signals")
     rows = []
     for name in ("learned", *BASELINES):
