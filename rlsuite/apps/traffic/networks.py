@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,6 +90,35 @@ def _compile(
     return out
 
 
+def _ring_xml(
+    length: float,
+    lanes: int,
+    cx: float,
+    node_id: Callable[[str], str],
+    edge_id: Callable[[str], str],
+) -> tuple[list[str], list[str]]:
+    """Node and edge lines of one ring of ``length`` m centred at ``(cx, 0)``: four quarter-arc
+    edges, each exactly ``length / 4`` long, named by ``node_id`` / ``edge_id``."""
+    r = length / (2 * math.pi)
+    nodes, edges = [], []
+    for i, name in enumerate(RING_EDGES):
+        a = -math.pi / 2 + i * math.pi / 2
+        nodes.append(
+            f'  <node id="{node_id(name)}" x="{cx + r * math.cos(a):.4f}" '
+            f'y="{r * math.sin(a):.4f}" type="priority"/>'
+        )
+        pts = " ".join(
+            f"{cx + r * math.cos(a + k * math.pi / 40):.4f},{r * math.sin(a + k * math.pi / 40):.4f}"
+            for k in range(21)
+        )
+        nxt = RING_EDGES[(i + 1) % 4]
+        edges.append(
+            f'  <edge id="{edge_id(name)}" from="{node_id(name)}" to="{node_id(nxt)}" '
+            f'numLanes="{lanes}" speed="30" length="{length / 4:.4f}" shape="{pts}"/>'
+        )
+    return nodes, edges
+
+
 def ring_network(length: float, lanes: int = 1) -> str:
     """A circular road of ``length`` metres as four quarter-arc edges; returns the .net.xml path.
 
@@ -98,27 +127,9 @@ def ring_network(length: float, lanes: int = 1) -> str:
     """
     if not 20 <= length <= 10_000:
         raise ValueError(f"ring length must be within [20, 10000] m, got {length}")
-    r = length / (2 * math.pi)
-    nodes = ["<nodes>"]
-    for i, name in enumerate(RING_EDGES):
-        a = -math.pi / 2 + i * math.pi / 2
-        nodes.append(
-            f'  <node id="n_{name}" x="{r * math.cos(a):.4f}" y="{r * math.sin(a):.4f}" type="priority"/>'
-        )
-    nodes.append("</nodes>")
-    edges = ["<edges>"]
-    for i, name in enumerate(RING_EDGES):
-        a0 = -math.pi / 2 + i * math.pi / 2
-        pts = [
-            f"{r * math.cos(a0 + k * math.pi / 40):.4f},{r * math.sin(a0 + k * math.pi / 40):.4f}"
-            for k in range(21)
-        ]
-        nxt = RING_EDGES[(i + 1) % 4]
-        edges.append(
-            f'  <edge id="{name}" from="n_{name}" to="n_{nxt}" numLanes="{lanes}" speed="30" '
-            f'length="{length / 4:.4f}" shape="{" ".join(pts)}"/>'
-        )
-    edges.append("</edges>")
+    ring_nodes, ring_edges = _ring_xml(length, lanes, 0.0, lambda n: f"n_{n}", lambda n: n)
+    nodes = ["<nodes>", *ring_nodes, "</nodes>"]
+    edges = ["<edges>", *ring_edges, "</edges>"]
     key = f"ring_{length:.2f}m_{lanes}l"
     return _compile(key, "\n".join(nodes), "\n".join(edges), ["--no-internal-links", "true"])
 
@@ -179,27 +190,14 @@ def rings_network(lengths: Sequence[float], out_dir: str | None = None) -> str:
             raise ValueError(f"ring length must be within [20, 10000] m, got {length}")
     nodes, edges = ["<nodes>"], ["<edges>"]
     x0 = 0.0
-    for i, length in enumerate(lengths):
+    for i, length in enumerate(lengths):  # side by side, 20 m apart
         r = length / (2 * math.pi)
-        cx = x0 + r
+        ring_nodes, ring_edges = _ring_xml(
+            length, 1, x0 + r, lambda n, i=i: f"r{i}_n_{n}", lambda n, i=i: ring_edge(i, n)
+        )
+        nodes += ring_nodes
+        edges += ring_edges
         x0 += 2 * r + 20.0
-        for k, name in enumerate(RING_EDGES):
-            a = -math.pi / 2 + k * math.pi / 2
-            nodes.append(
-                f'  <node id="r{i}_n_{name}" x="{cx + r * math.cos(a):.4f}" '
-                f'y="{r * math.sin(a):.4f}" type="priority"/>'
-            )
-        for k, name in enumerate(RING_EDGES):
-            a0 = -math.pi / 2 + k * math.pi / 2
-            pts = " ".join(
-                f"{cx + r * math.cos(a0 + j * math.pi / 40):.4f},{r * math.sin(a0 + j * math.pi / 40):.4f}"
-                for j in range(21)
-            )
-            nxt = RING_EDGES[(k + 1) % 4]
-            edges.append(
-                f'  <edge id="{ring_edge(i, name)}" from="r{i}_n_{name}" to="r{i}_n_{nxt}" '
-                f'numLanes="1" speed="30" length="{length / 4:.4f}" shape="{pts}"/>'
-            )
     nodes.append("</nodes>")
     edges.append("</edges>")
     key = "rings_" + "_".join(f"{length:.2f}" for length in lengths)
