@@ -63,6 +63,7 @@ emitting a continuous STEP(command), with its own :class:`InputView`.
 
 from __future__ import annotations
 
+import abc
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -673,7 +674,7 @@ class _Heads:
         self.width = col
 
 
-class InputView:
+class InputView(abc.ABC):
     """Hook: what a procedure's network sees, and in which units it outputs continuous arguments.
 
     The default (no view) feeds ``[observation, one-hot(clipped pc), arguments]`` and reads
@@ -686,15 +687,15 @@ class InputView:
     Saved models store the view's import path and :meth:`config`; it must be importable.
     """
 
+    @abc.abstractmethod
     def in_dim(self, spec: HierarchySpec, proc: ProcedureSpec) -> int:
         """Width of :meth:`features` for ``proc``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def features(
         self, proc: str, obs: torch.Tensor, pc: torch.Tensor, args: list[torch.Tensor]
     ) -> torch.Tensor:
         """The network input ``[N, in_dim]`` of procedure ``proc``'s frames."""
-        raise NotImplementedError
 
     def encode_arg(
         self,
