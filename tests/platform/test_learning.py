@@ -58,6 +58,11 @@ def test_replay_improves_clearly_over_random(ray_local, tmp_path):
         epsilon_timesteps=1500,
         target_update_freq=100,
         lr=1e-3,
+        # Each step is a fresh one-shot guess (a contextual bandit): with gamma 0.99 the
+        # bootstrapped Q-values sit near 100 with a gap of 1 between right and wrong, and
+        # 6000 steps sometimes ended at 12/20 (seed-dependent, seen in CI); 0.5 keeps the
+        # gap large relative to the values and the test about the plan, not about tuning.
+        gamma=0.5,
         seed=0,
         env_steps_per_iteration=1500,
     )
