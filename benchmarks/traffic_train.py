@@ -65,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         default=0.25,
         help="reward penalty per m/s^2 of |a| (Flow's code: 4, its comment: 0.25)",
     )
+    p.add_argument(
+        "--memory-s",
+        type=float,
+        default=0.0,
+        help="seconds of the AV's own mean speed and gap added to its observation (0: Flow's 3)",
+    )
     p.add_argument("--eval-episodes", type=int, default=2)
     p.add_argument(
         "--eval-horizon", type=int, default=3000, help="controlled steps per evaluation episode"
@@ -76,9 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=140)
 
     train_cfg = dict(
-        ring_length=[220, 270], horizon=args.train_horizon, accel_penalty=args.accel_penalty
+        ring_length=[220, 270], horizon=args.train_horizon, accel_penalty=args.accel_penalty,
+        memory_s=args.memory_s,
+    )  # fmt: skip
+    eval_cfg = dict(
+        horizon=args.eval_horizon, accel_penalty=args.accel_penalty, memory_s=args.memory_s
     )
-    eval_cfg = dict(horizon=args.eval_horizon, accel_penalty=args.accel_penalty)
     # One iteration = one episode of every ring (all rings of a runner end together).
     batch = max(args.workers, 1) * args.rings * args.train_horizon
     fields = dict(env=ENV_ID, env_config=train_cfg, num_env_runners=args.workers, seed=0,

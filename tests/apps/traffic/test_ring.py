@@ -11,7 +11,7 @@ from gymnasium.utils.env_checker import check_env
 
 from rlsuite.apps.traffic import kernel
 from rlsuite.apps.traffic.controllers import IDMController, PISaturation
-from rlsuite.apps.traffic.envs.ring import RingConfig, RingEnv
+from rlsuite.apps.traffic.envs.ring import MEMORY_GAP_SCALE, SPEED_SCALE, Memory, RingConfig, RingEnv
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import Scenario, evaluate, run_episode
 
@@ -119,11 +119,44 @@ def test_randomised_length_is_drawn_per_reset():
         (dict(num_avs=2), "RingMulti-v0"),
         (dict(ring_lenght=230), "unknown ring option"),
         (dict(backend="carla"), "backend must be one of"),
+        (dict(memory_s=-1), "memory_s must be within"),
     ],
 )
 def test_bad_config_gives_a_clear_error(kwargs, message):
     with pytest.raises(ValueError, match=message):
         RingEnv(**kwargs)
+
+
+def test_memory_is_the_windowed_mean_of_the_observations_so_far():
+    mem = Memory(2, window=3)
+    v = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]])
+    gaps = 10 * v
+    outs = [mem.push(v[t], gaps[t]) for t in range(4)]
+    np.testing.assert_allclose(outs[1][:, 0] * SPEED_SCALE, [2.0, 3.0])  # 2 of 3 filled
+    np.testing.assert_allclose(outs[3][:, 0] * SPEED_SCALE, v[1:].mean(axis=0))  # wrapped
+    np.testing.assert_allclose(outs[3][:, 1] * MEMORY_GAP_SCALE, gaps[1:].mean(axis=0))
+    mem.reset()
+    np.testing.assert_allclose(mem.push(v[0], gaps[0])[:, 0] * SPEED_SCALE, v[0])
+
+
+def test_memory_features_average_the_avs_own_speed_and_gap():
+    env = RingEnv(ring_length=230, memory_s=1.0, **SHORT)  # a 10-step window
+    try:
+        check_env(env, skip_render_check=True)
+        obs, _ = env.reset(seed=4)
+        seen = [obs]
+        for _ in range(SHORT["horizon"]):
+            obs, *_ = env.step(np.array([0.5], np.float32))
+            seen.append(obs)
+    finally:
+        env.close()
+    seen = np.array(seen)
+    assert seen.shape == (SHORT["horizon"] + 1, 5)
+    last = seen[-10:]
+    assert seen[-1, 3] == pytest.approx(last[:, 0].mean(), abs=1e-5)
+    assert seen[-1, 4] * MEMORY_GAP_SCALE == pytest.approx(last[:, 2].mean() * 270, abs=1e-3)
+    with pytest.raises(ValueError, match="memory_s is kept by"):
+        envs.make("rlsuite/RingMulti-v0", {"memory_s": 5.0, "num_avs": 2})
 
 
 def test_config_is_frozen_and_validated():

@@ -43,9 +43,13 @@ def test_spaces_shapes_and_next_step_autoreset():
         env.close()
 
 
-def test_ring_i_is_the_scalar_ring_with_seed_plus_i():
-    """Same network shape, noise stream, warm-up, observation and reward per ring."""
-    cfg = dict(ring_length=(220, 270), warmup_steps=150, horizon=80, measure_after=10)
+@pytest.mark.parametrize("memory_s", [0.0, 2.0])
+def test_ring_i_is_the_scalar_ring_with_seed_plus_i(memory_s):
+    """Same network shape, noise stream, warm-up, observation and reward per ring (and
+    the same memory features: a 20-step window over 80 steps wraps around)."""
+    cfg = dict(
+        ring_length=(220, 270), warmup_steps=150, horizon=80, measure_after=10, memory_s=memory_s
+    )
     vec = RingVectorEnv(num_envs=3, **cfg)
     actions = np.random.default_rng(1).uniform(-1, 1, (80, 3, 1)).astype(np.float32)
     try:
@@ -59,6 +63,7 @@ def test_ring_i_is_the_scalar_ring_with_seed_plus_i():
     finally:
         vec.close()
     vobs, vrew = np.array(vobs), np.array(vrew)
+    assert vobs.shape == (81, 3, 5 if memory_s else 3)
     for i in (0, 2):
         env = RingEnv(backend="traci", **cfg)  # libsumo may be held by another test's env
         try:

@@ -24,6 +24,9 @@ SPEED_SCALE = 15.0
 """Observation speeds are divided by this (m/s), as in Flow."""
 GAP_SCALE = 270.0
 """Observation headways are divided by this (m): Flow's longest training ring."""
+MEMORY_GAP_SCALE = 30.0
+"""The averaged headway of ``memory_s`` is divided by this (m): its values are 5-15 m on
+Flow's rings, and /270 would leave them near zero for the network."""
 SLOW_SPEED = 0.5
 """A sample below this speed (m/s) counts as stopped in ``frac_below_0_5``."""
 MIN_RING, MAX_RING = 50.0, 2000.0
@@ -56,6 +59,11 @@ class RingConfig:
     """Controlled steps before the episode metrics start counting (e.g. 750 with no warm-up)."""
     accel_noise: float = 0.2
     """Std of Flow's human acceleration noise; applied as sqrt(dt) * N(0, accel_noise)."""
+    memory_s: float = 0.0
+    """Seconds of the AV's own history (speed and gap, averaged over the window) appended
+    to the observation; 0 keeps Flow's three features. Flow's optimal ring controller
+    had memory (a GRU); this gives a feed-forward policy the signal the PI controller
+    uses (its 38 s mean speed) and, through the mean gap, the ring's density."""
     max_accel: float = 1.0
     """Largest AV acceleration an action can ask for (m/s^2)."""
     max_decel: float = 1.0
@@ -140,6 +148,46 @@ class RingConfig:
             raise ValueError("accel_noise must be >= 0 and max_accel, max_decel > 0")
         if self.backend not in kernel.BACKENDS:
             raise ValueError(f"backend must be one of {kernel.BACKENDS}, got {self.backend!r}")
+        if not 0 <= self.memory_s <= 600:
+            raise ValueError(f"memory_s must be within [0, 600] s, got {self.memory_s}")
+
+    @property
+    def memory_steps(self) -> int:
+        """Observations averaged by the memory features (0: none)."""
+        return int(round(self.memory_s / self.sim_step)) if self.memory_s > 0 else 0
+
+
+def observation_space(cfg: RingConfig) -> gym.spaces.Box:
+    """One AV's observation space: Flow's three features, plus two with ``memory_s``."""
+    low, high = [0.0, -2.0, 0.0], [2.0, 2.0, MAX_RING / GAP_SCALE]
+    if cfg.memory_steps:
+        low, high = low + [0.0, 0.0], high + [2.0, MAX_RING / MEMORY_GAP_SCALE]
+    return gym.spaces.Box(np.array(low, np.float32), np.array(high, np.float32), dtype=np.float32)
+
+
+class Memory:
+    """Running means of N AVs' speed and gap over their last ``window`` observations.
+
+    Filled from the first controlled step of an episode (the warm-up is not observed);
+    until the window is full the mean is over the observations so far.
+    """
+
+    def __init__(self, n: int, window: int):
+        self.window = window
+        self.buf = np.zeros((n, 2, window))
+        self.count = self.i = 0
+
+    def reset(self) -> None:
+        self.buf[:] = 0.0
+        self.count = self.i = 0
+
+    def push(self, v: np.ndarray, gap: np.ndarray) -> np.ndarray:
+        """Record this step's speeds and gaps (m/s, m); returns ``(n, 2)`` normalised means."""
+        self.buf[:, 0, self.i], self.buf[:, 1, self.i] = v, gap
+        self.i = (self.i + 1) % self.window
+        self.count = min(self.count + 1, self.window)
+        mean = self.buf.sum(axis=2) / self.count
+        return mean / np.array([SPEED_SCALE, MEMORY_GAP_SCALE])
 
 
 def decode_observation(obs: Any) -> tuple[float, float, float]:
@@ -385,7 +433,8 @@ class RingEnv(gym.Env):
     States:
         ``Box(3)``: the AV's speed / 15, (leader's speed - AV's speed) / 15, and the
         bumper-to-bumper gap to its leader / 270 (m/s and m, as in Flow). The rest
-        of the ring is not observed.
+        of the ring is not observed. With ``memory_s > 0``, ``Box(5)``: also the AV's
+        mean speed / 15 and mean gap / 30 over its last ``memory_s`` seconds.
     Actions:
         ``Box(1)``: the AV's acceleration in [-max_decel, max_accel] m/s^2 (default
         [-1, 1]); applied as a commanded speed ``v + a * dt`` that SUMO keeps
@@ -417,11 +466,8 @@ class RingEnv(gym.Env):
                 f"RingEnv controls exactly one AV (num_avs={self.cfg.num_avs}); use "
                 "rlsuite/RingMulti-v0 for several AVs or controller 'idm' for an all-human ring"
             )
-        self.observation_space = gym.spaces.Box(
-            low=np.array([0.0, -2.0, 0.0], dtype=np.float32),
-            high=np.array([2.0, 2.0, MAX_RING / GAP_SCALE], dtype=np.float32),
-            dtype=np.float32,
-        )
+        self.observation_space = observation_space(self.cfg)
+        self.memory = Memory(1, self.cfg.memory_steps) if self.cfg.memory_steps else None
         self.action_space = gym.spaces.Box(
             low=-self.cfg.max_decel, high=self.cfg.max_accel, shape=(1,), dtype=np.float32
         )
@@ -433,12 +479,17 @@ class RingEnv(gym.Env):
         super().reset(seed=seed)
         self.core.start(self.np_random)
         self._t = 0
+        if self.memory is not None:
+            self.memory.reset()
         return self._obs(), {"ring_length": self.core.length}
 
     def _obs(self) -> np.ndarray:
-        return np.clip(
-            self.core.observe(self.av), self.observation_space.low, self.observation_space.high
-        )
+        obs = self.core.observe(self.av)
+        if self.memory is not None:
+            v, _, gap = decode_observation(obs)
+            mem = self.memory.push(np.array([v]), np.array([gap]))[0]
+            obs = np.concatenate([obs, mem.astype(np.float32)])
+        return np.clip(obs, self.observation_space.low, self.observation_space.high)
 
     def step(self, action):
         a = float(np.asarray(action, dtype=float).reshape(-1)[0])

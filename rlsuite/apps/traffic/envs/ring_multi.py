@@ -38,6 +38,11 @@ class RingMultiEnv(ParallelEnv):
     def __init__(self, **kwargs: Any):
         kwargs.setdefault("num_avs", 3)
         self.cfg = RingConfig.from_kwargs(**kwargs)
+        if self.cfg.memory_s:
+            raise ValueError(
+                "memory_s is kept by rlsuite/Ring-v0 and the ring vector env only; "
+                "RingMulti observes Flow's three features (leave memory_s at 0)"
+            )
         if self.cfg.num_avs < 1:
             raise ValueError("RingMultiEnv needs num_avs >= 1 (agents are the AVs)")
         self.core = RingSimulation(self.cfg, name="rlsuite/RingMulti-v0")

@@ -41,7 +41,8 @@ class RingVectorEnv(gym.vector.VectorEnv):
 
     States:
         ``Box(num_envs, 3)``: per ring, RingEnv's observation (AV speed / 15, leader's
-        relative speed / 15, gap to the leader / 270).
+        relative speed / 15, gap to the leader / 270); ``Box(num_envs, 5)`` with
+        ``memory_s``, as in RingEnv.
     Actions:
         ``Box(num_envs, 1)``: per ring, the AV's acceleration in [-max_decel, max_accel].
     Rewards:
@@ -81,11 +82,9 @@ class RingVectorEnv(gym.vector.VectorEnv):
                 "record=True (space-time diagrams) is kept by RingEnv only; use rlsuite/Ring-v0"
             )
         self.num_envs = int(num_envs)
-        self.single_observation_space = gym.spaces.Box(
-            low=np.array([0.0, -2.0, 0.0], dtype=np.float32),
-            high=np.array([2.0, 2.0, ring_mod.MAX_RING / ring_mod.GAP_SCALE], dtype=np.float32),
-            dtype=np.float32,
-        )
+        self.single_observation_space = ring_mod.observation_space(self.cfg)
+        steps = self.cfg.memory_steps
+        self.memory = ring_mod.Memory(self.num_envs, steps) if steps else None
         self.single_action_space = gym.spaces.Box(
             low=-self.cfg.max_decel, high=self.cfg.max_accel, shape=(1,), dtype=np.float32
         )
@@ -159,6 +158,8 @@ class RingVectorEnv(gym.vector.VectorEnv):
     def _start(self) -> None:
         cfg = self.cfg
         self.closed = False  # a reset after close() starts a new simulation
+        if self.memory is not None:
+            self.memory.reset()
         lo, hi = cfg.length_range
         seeds = []
         for i, rng in enumerate(self.rngs):  # the scalar env's draws, in its order
@@ -291,6 +292,9 @@ class RingVectorEnv(gym.vector.VectorEnv):
             ],
             axis=1,
         ).astype(np.float32)
+        if self.memory is not None:
+            mem = self.memory.push(v, np.maximum(gap, 0.0)).astype(np.float32)
+            obs = np.concatenate([obs, mem], axis=1)
         return np.clip(obs, self.single_observation_space.low, self.single_observation_space.high)
 
     # --- gymnasium ------------------------------------------------------------------
