@@ -187,11 +187,18 @@ class SyncPlan(Plan):
     vf_loss_coeff: float = 0.5
     """Weight of the value loss."""
     vf_clip_param: float = 10.0
-    """Clip of the value loss (in return units; raise it for large returns)."""
+    """Clip of the value loss. RLlib clamps each *squared* value error at this, so an
+    error above sqrt(vf_clip_param) gives the value function no gradient at all: with
+    returns in the hundreds (the traffic ring: ~800 per episode) the critic never
+    learns and PPO runs on raw returns. Raise it (e.g. 1e6) for such rewards."""
     kl_coeff: float = 0.2
     """Initial KL penalty coefficient (0 turns the KL term off)."""
     grad_clip: float | None = 0.5
     """Global-norm gradient clip; ``None`` for none."""
+    free_log_std: bool = False
+    """Continuous actions: the Gaussian's log-std is one learned parameter per action
+    dimension instead of a network output per state (as in SB3 and the PPO paper); the
+    exploration noise then shrinks smoothly instead of jumping from state to state."""
 
     def validate(self) -> None:
         super().validate()
@@ -471,7 +478,9 @@ def to_rllib(plan: Plan):
             use_kl_loss=plan.kl_coeff > 0,
             grad_clip=plan.grad_clip,
         )
-        model = DefaultModelConfig(**common_model, vf_share_layers=False)
+        model = DefaultModelConfig(
+            **common_model, vf_share_layers=False, free_log_std=plan.free_log_std
+        )
     elif isinstance(plan, AsyncPlan):
         from ray.rllib.algorithms.appo import APPOConfig
 

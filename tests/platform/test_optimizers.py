@@ -96,6 +96,24 @@ def test_sync_adapter_sets_what_the_plan_says():
     assert cfg.enable_rl_module_and_learner and cfg.enable_env_runner_and_connector_v2
 
 
+@pytest.mark.parametrize("free", [True, False])
+def test_free_log_std_makes_the_action_std_one_parameter_not_a_per_state_output(free):
+    import gymnasium as gym
+    import torch
+
+    cfg = optimizers.to_rllib(optimizers.make_plan("sync", env="Pendulum-v1", free_log_std=free))
+    module = cfg.get_rl_module_spec(env=gym.make("Pendulum-v1")).build()
+    names = [n for n, _ in module.named_parameters() if "log_std" in n]
+    torch.manual_seed(0)
+    out = module.forward_inference({"obs": torch.randn(8, 3)})["action_dist_inputs"]
+    assert out.shape == (8, 2)  # mean and log-std of the one action dimension
+    log_std = out[:, 1]
+    if free:
+        assert names and torch.allclose(log_std, log_std[0].expand(8))
+    else:
+        assert not names and log_std.std() > 1e-4
+
+
 def test_replay_adapter_is_apex_shaped():
     cfg = optimizers.to_rllib(
         optimizers.make_plan("replay", env="CartPole-v1", n_step=3, num_env_runners=2)
