@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     for length in LENGTHS:
         for name, ctl, extra in cases(length):
-            cfg = dict(ring_length=length, warmup_steps=750, horizon=3000, **extra)
+            cfg = {**dict(ring_length=length, warmup_steps=750, horizon=3000), **extra}
             speeds = []
             for seed in range(args.episodes):
                 env = RingEnv(backend="libsumo", **cfg)

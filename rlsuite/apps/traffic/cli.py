@@ -350,6 +350,10 @@ def _plan(args: argparse.Namespace, scen: Any, cfg: dict[str, Any]):
         # The ring clips its own action to its bounds, so RLlib's per-env rescaling is
         # not needed (~15% of sampling time); --plan-set normalize_actions=true restores it.
         fields["normalize_actions"] = False
+    if scen.name in ("ring", "ring_multi") and args.plan == "sync":
+        # Ring returns are ~800 per episode; RLlib's default clamps the squared value
+        # error at 10, which leaves the critic without gradient (benchmarks/RESULTS.md).
+        fields["vf_clip_param"] = 1e6
     fields.update(dict(args.plan_set))
     return optimizers.make_plan(args.plan, **fields)
 

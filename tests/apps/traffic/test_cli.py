@@ -57,6 +57,12 @@ def test_parse_train_and_tune_arguments():
     )
     assert (a.plan, a.workers, a.iterations, a.address) == ("sync", 3, 7, "10.0.0.1:6379")
     assert a.plan_set == [("hidden", [32, 32])]
+    from rlsuite.apps.traffic.scenarios import get
+
+    plan = cli._plan(a, get("ring"), {})
+    assert plan.hidden == (32, 32) and plan.num_env_runners == 3
+    # the ring's returns (~800) need the critic's loss unclamped; --plan-set still wins
+    assert plan.vf_clip_param == 1e6 and plan.normalize_actions is False
     t = cli.build_parser().parse_args(
         ["tune", "--samples", "2", "--scheduler", "pbt", "--search", "lr=loguniform:1e-5:1e-3"]
     )
