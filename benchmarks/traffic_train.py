@@ -71,6 +71,16 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="seconds of the AV's own mean speed and gap added to its observation (0: Flow's 3)",
     )
+    p.add_argument(
+        "--warmup", type=int, default=750, help="human-driven steps before training episodes"
+    )
+    p.add_argument(
+        "--protocol",
+        choices=("flow-env", "from-start"),
+        default="flow-env",
+        help="evaluation: flow-env (750 warm-up steps, then --eval-horizon measured) or "
+        "from-start (the AV drives from t = 0; 3750 steps, the last 3000 measured)",
+    )
     p.add_argument("--eval-episodes", type=int, default=2)
     p.add_argument(
         "--eval-horizon", type=int, default=3000, help="controlled steps per evaluation episode"
@@ -83,18 +93,30 @@ def main(argv: list[str] | None = None) -> int:
 
     train_cfg = dict(
         ring_length=[220, 270], horizon=args.train_horizon, accel_penalty=args.accel_penalty,
-        memory_s=args.memory_s,
+        memory_s=args.memory_s, warmup_steps=args.warmup,
     )  # fmt: skip
     eval_cfg = dict(
         horizon=args.eval_horizon, accel_penalty=args.accel_penalty, memory_s=args.memory_s
     )
+    if args.protocol == "from-start":
+        eval_cfg.update(warmup_steps=0, horizon=3750, measure_after=750)
     # One iteration = one episode of every ring (all rings of a runner end together).
     batch = max(args.workers, 1) * args.rings * args.train_horizon
-    fields = dict(env=ENV_ID, env_config=train_cfg, num_env_runners=args.workers, seed=0,
-                  num_envs_per_env_runner=args.rings, normalize_actions=False,
-                  train_batch_size=batch, minibatch_size=min(batch, 4000), num_epochs=6,
-                  gamma=0.995, lr=3e-4, hidden=(64, 64),
-                  vf_clip_param=1e6)  # fmt: skip  (RLlib's 10 starves the critic: RESULTS.md)
+    fields = dict(
+        env=ENV_ID,
+        env_config=train_cfg,
+        num_env_runners=args.workers,
+        seed=0,
+        num_envs_per_env_runner=args.rings,
+        normalize_actions=False,
+        train_batch_size=batch,
+        minibatch_size=min(batch, 4000),
+        num_epochs=6,
+        gamma=0.995,
+        lr=3e-4,
+        hidden=(64, 64),
+        vf_clip_param=1e6,
+    )  # fmt: skip  (RLlib's 10 starves the critic: RESULTS.md)
     for kv in args.plan_set:
         k, v = kv.split("=", 1)
         fields[k] = json.loads(v)
@@ -180,7 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     t = Table(
         title=f"learned AV (sync/PPO, {res.iterations} it, {res.env_steps} steps, {wall / 60:.0f} min)"
     )
-    for c in ("length", "v_eq", "last checkpoint", "% of v_eq", f"best (it {best[1]})", "% of v_eq "):
+    for c in (
+        "length",
+        "v_eq",
+        "last checkpoint",
+        "% of v_eq",
+        f"best (it {best[1]})",
+        "% of v_eq ",
+    ):
         t.add_column(c, justify="right")
     for r in rows:
         t.add_row(f"{r['ring_length']} m", f"{r['v_eq']}", f"{r['mean_speed']:.2f}",

@@ -98,9 +98,13 @@ def main(argv: list[str] | None = None) -> int:
             v = float(np.mean(speeds))
             rows.append(dict(ring_length=length, controller=name, mean_speed=v,
                              frac_of_v_eq=v / FLOW_V_EQ[length], config=cfg))  # fmt: skip
-            console.print(f"{length} m {name:28s} {v:.2f} m/s ({v / FLOW_V_EQ[length]:.0%} of v_eq)")
+            console.print(
+                f"{length} m {name:28s} {v:.2f} m/s ({v / FLOW_V_EQ[length]:.0%} of v_eq)"
+            )
     wall = time.time() - t0
-    table = Table(title=f"a formed wave against hand-written AVs ({args.episodes} seeds, {wall:.0f} s)")
+    table = Table(
+        title=f"a formed wave against hand-written AVs ({args.episodes} seeds, {wall:.0f} s)"
+    )
     for col in ("controller", *(f"{L} m" for L in LENGTHS)):
         table.add_column(col, justify="right")
     for name in dict.fromkeys(r["controller"] for r in rows):

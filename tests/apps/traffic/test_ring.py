@@ -11,7 +11,13 @@ from gymnasium.utils.env_checker import check_env
 
 from rlsuite.apps.traffic import kernel
 from rlsuite.apps.traffic.controllers import IDMController, PISaturation
-from rlsuite.apps.traffic.envs.ring import MEMORY_GAP_SCALE, SPEED_SCALE, Memory, RingConfig, RingEnv
+from rlsuite.apps.traffic.envs.ring import (
+    MEMORY_GAP_SCALE,
+    SPEED_SCALE,
+    Memory,
+    RingConfig,
+    RingEnv,
+)
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import Scenario, evaluate, run_episode
 
