@@ -168,7 +168,7 @@ def observation_space(cfg: RingConfig) -> gym.spaces.Box:
 class Memory:
     """Running means of N AVs' speed and gap over their last ``window`` observations.
 
-    Filled from the first controlled step of an episode (the warm-up is not observed);
+    Filled from the observation at reset on (the warm-up before it is not observed);
     until the window is full the mean is over the observations so far.
     """
 
