@@ -112,3 +112,60 @@ def test_killed_run_resumes_from_its_checkpoint(ray_local, tmp_path):
             resume=True,
             progress=False,
         )
+
+
+def _flat(state: dict):
+    import numpy as np
+
+    return np.concatenate([np.asarray(v).ravel() for _, v in sorted(state.items())])
+
+
+def _learner_weights(trainer) -> dict:
+    from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_RL_MODULE
+
+    state = trainer.algo.learner_group.get_state(
+        components=f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}", inference_only=True
+    )
+    return state[COMPONENT_LEARNER][COMPONENT_RL_MODULE]["default_policy"]
+
+
+@pytest.mark.slow
+def test_resume_gives_every_env_runner_the_restored_weights(ray_local, tmp_path):
+    """RLlib's own restore sends the weights fire-and-forget and drops them for a runner
+    that still has a weights request in flight (as right after the algorithm is built),
+    so a resumed run sampled its first iteration with initial weights. Here the runners
+    are kept busy with such a request, once, while the restore happens."""
+    import numpy as np
+
+    plan = optimizers.make_plan(
+        "sync",
+        env="CartPole-v1",
+        num_env_runners=2,
+        num_envs_per_env_runner=2,
+        train_batch_size=1000,
+        minibatch_size=250,
+        num_epochs=2,
+    )
+    res = training.train(plan, iterations=2, run_dir=str(tmp_path / "run"), progress=False)
+    for busy in (True, False):
+        trainer = training.RLlibTrainer(plan)
+        try:
+            if busy:  # a weights request in flight (as RLlib leaves one after building)
+                group = trainer.algo.env_runner_group
+                group.fetch_ready_async_reqs(tags="set_state", timeout_seconds=30)
+                assert group.foreach_env_runner_async(lambda r: time.sleep(2), "set_state") == 2
+            initial = _learner_weights(trainer)
+            trainer.restore(res.checkpoint)
+            learner = _learner_weights(trainer)
+            assert not np.allclose(_flat(learner), _flat(initial)), "nothing was restored"
+            runners = trainer.algo.env_runner_group.foreach_env_runner(
+                lambda r: {
+                    k: np.asarray(v) for k, v in r.module.get_state(inference_only=True).items()
+                },
+                local_env_runner=False,
+            )
+            assert len(runners) == 2
+            for w in runners:
+                assert np.allclose(_flat(w), _flat(learner)), "a runner kept other weights"
+        finally:
+            trainer.stop()
