@@ -7,7 +7,8 @@ A run lives in one directory::
       metrics.csv          the same as a table (rewritten at every checkpoint)
       learning_curve.png   episode return against env steps
       tb/                  TensorBoard scalars
-      checkpoints/iter_N/  the latest checkpoints (RLlib state + rlsuite.json + spaces.pkl)
+      checkpoints/iter_N/  the latest checkpoints (RLlib state + rlsuite.json + spaces.pkl
+                           + learner_extra.json: what RLlib leaves out, PPO's KL coefficient)
       checkpoints/latest   the name of the newest complete checkpoint
 
 ``train(..., resume=True)`` continues a killed run from its newest complete
@@ -32,6 +33,7 @@ from rlsuite.platform import envs as env_registry
 
 META = "rlsuite.json"
 SPACES = "spaces.pkl"
+LEARNER_EXTRA = "learner_extra.json"
 
 
 class Trainer(Protocol):
@@ -88,10 +90,37 @@ class RLlibTrainer:
         self.algo.save_to_path(os.path.abspath(path))
         with open(os.path.join(path, SPACES), "wb") as f:
             pickle.dump(env_registry.spaces(self.plan.env, self.plan.env_config), f)
+        with open(os.path.join(path, LEARNER_EXTRA), "w") as f:
+            json.dump({"kl_coeffs": self._kl_coeffs()}, f)
 
     def restore(self, path: str) -> None:
         self.algo.restore_from_path(os.path.abspath(path))
+        extra = os.path.join(path, LEARNER_EXTRA)
+        if os.path.exists(extra):
+            with open(extra) as f:
+                self._set_kl_coeffs(json.load(f).get("kl_coeffs", {}))
         self.push_weights_to_env_runners()
+
+    def _kl_coeffs(self) -> dict[str, float]:
+        """PPO's adaptive KL coefficient per module, which RLlib's checkpoint leaves out
+        (a resumed run would restart it at ``kl_coeff``)."""
+        res = self.algo.learner_group.foreach_learner(
+            lambda learner: {
+                str(m): float(v)
+                for m, v in getattr(learner, "curr_kl_coeffs_per_module", {}).items()
+            }
+        )
+        return next((r.get() for r in res if r.ok), {})
+
+    def _set_kl_coeffs(self, coeffs: dict[str, float]) -> None:
+        def put(learner: Any) -> None:
+            if hasattr(learner, "curr_kl_coeffs_per_module"):
+                for m, v in coeffs.items():
+                    learner.curr_kl_coeffs_per_module[m].data.fill_(v)
+
+        if coeffs:
+            for r in self.algo.learner_group.foreach_learner(put):
+                r.get()  # raises what failed on a learner
 
     def push_weights_to_env_runners(self) -> None:
         """Give every remote env runner the learner's weights, and wait until it has them.
