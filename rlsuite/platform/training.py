@@ -130,9 +130,9 @@ class RLlibTrainer:
         (``max_requests_in_flight_per_env_runner``, default 1): the weights sync it
         sent while building the algorithm. Such a runner then samples the first
         iteration after a resume with its *initial* weights, and PPO updates the
-        restored policy on that off-policy batch (on the ring, 4 of 8 resumes did
-        this, with KL jumps up to 3: benchmarks/RESULTS.md). A blocking call here is
-        ordered after any request in flight, so it always lands.
+        restored policy on that off-policy batch (in one ring run 4 of 8 resumes did
+        this; KL jumps at resumes reached 3: benchmarks/RESULTS.md). A blocking call
+        here is ordered after any request in flight, so it always lands.
         """
         import ray
         from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_RL_MODULE
