@@ -94,12 +94,21 @@ class RLlibTrainer:
             json.dump({"kl_coeffs": self._kl_coeffs()}, f)
 
     def restore(self, path: str) -> None:
+        # RLlib's restore sends the restored weights to the remote env runners
+        # fire-and-forget, and its actor manager drops that request for a runner that
+        # still has one in flight (max_requests_in_flight_per_env_runner, default 1),
+        # as every runner has right after the algorithm is built (its own weights
+        # sync). Such a runner sampled the first iteration after a resume with its
+        # *initial* weights (in one ring run 4 of 8 resumes; KL jumps at resumes
+        # reached 3: benchmarks/RESULTS.md). Waiting for those requests first lets the
+        # sync land, ahead of any sampling request.
+        if self.algo.env_runner_group is not None:
+            self.algo.env_runner_group.fetch_ready_async_reqs(timeout_seconds=None)
         self.algo.restore_from_path(os.path.abspath(path))
         extra = os.path.join(path, LEARNER_EXTRA)
         if os.path.exists(extra):
             with open(extra) as f:
                 self._set_kl_coeffs(json.load(f).get("kl_coeffs", {}))
-        self.push_weights_to_env_runners()
 
     def _kl_coeffs(self) -> dict[str, float]:
         """PPO's adaptive KL coefficient per module, which RLlib's checkpoint leaves out
@@ -121,35 +130,6 @@ class RLlibTrainer:
         if coeffs:
             for r in self.algo.learner_group.foreach_learner(put):
                 r.get()  # raises what failed on a learner
-
-    def push_weights_to_env_runners(self) -> None:
-        """Give every remote env runner the learner's weights, and wait until it has them.
-
-        RLlib's ``restore_from_path`` sends the restored weights fire-and-forget, and
-        its actor manager drops a request to a runner that still has one in flight
-        (``max_requests_in_flight_per_env_runner``, default 1): the weights sync it
-        sent while building the algorithm. Such a runner then samples the first
-        iteration after a resume with its *initial* weights, and PPO updates the
-        restored policy on that off-policy batch (in one ring run 4 of 8 resumes did
-        this; KL jumps at resumes reached 3: benchmarks/RESULTS.md). A blocking call
-        here is ordered after any request in flight, so it always lands.
-        """
-        import ray
-        from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_RL_MODULE
-        from ray.rllib.utils.metrics import WEIGHTS_SEQ_NO
-
-        group = self.algo.env_runner_group
-        if group is None or group.num_remote_env_runners() == 0:
-            return
-        state = self.algo.learner_group.get_state(
-            components=f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}", inference_only=True
-        )[COMPONENT_LEARNER][COMPONENT_RL_MODULE]
-        ref = ray.put(state)
-        # A weights sequence number of 0 forces the update (RLlib's EnvRunner.set_state).
-        group.foreach_env_runner(
-            lambda runner: runner.set_state({COMPONENT_RL_MODULE: ref, WEIGHTS_SEQ_NO: 0}),
-            local_env_runner=False,
-        )
 
     def stop(self) -> None:
         self.algo.stop()

@@ -12,13 +12,8 @@ import pytest
 from rlsuite.platform import optimizers, training
 
 
-def _runner_pids(algo):
-    return algo.env_runner_group.foreach_env_runner(lambda r: os.getpid(), local_env_runner=False)
-
-
-@pytest.mark.slow
-def test_killed_env_runner_is_replaced_and_training_goes_on(ray_local):
-    plan = optimizers.make_plan(
+def _two_runner_cartpole():
+    return optimizers.make_plan(
         "sync",
         env="CartPole-v1",
         num_env_runners=2,
@@ -27,6 +22,15 @@ def test_killed_env_runner_is_replaced_and_training_goes_on(ray_local):
         minibatch_size=250,
         num_epochs=2,
     )
+
+
+def _runner_pids(algo):
+    return algo.env_runner_group.foreach_env_runner(lambda r: os.getpid(), local_env_runner=False)
+
+
+@pytest.mark.slow
+def test_killed_env_runner_is_replaced_and_training_goes_on(ray_local):
+    plan = _two_runner_cartpole()
     trainer = training.RLlibTrainer(plan)
     try:
         trainer.train()
@@ -139,15 +143,7 @@ def test_resume_gives_every_env_runner_the_restored_weights_and_keeps_the_kl_coe
     are kept busy with such a request, once, while the restore happens."""
     import numpy as np
 
-    plan = optimizers.make_plan(
-        "sync",
-        env="CartPole-v1",
-        num_env_runners=2,
-        num_envs_per_env_runner=2,
-        train_batch_size=1000,
-        minibatch_size=250,
-        num_epochs=2,
-    )
+    plan = _two_runner_cartpole()
     res = training.train(plan, iterations=2, run_dir=str(tmp_path / "run"), progress=False)
     with open(os.path.join(res.checkpoint, training.LEARNER_EXTRA)) as f:
         saved_kl = json.load(f)["kl_coeffs"]
