@@ -199,10 +199,31 @@ class SyncPlan(Plan):
     """Continuous actions: the Gaussian's log-std is one learned parameter per action
     dimension instead of a network output per state (as in SB3 and the PPO paper); the
     exploration noise then shrinks smoothly instead of jumping from state to state."""
+    demonstrations: str = ""
+    """Parquet of recorded transitions (:func:`record_episodes`) to warm-start from:
+    before the first PPO iteration the policy is cloned from them by maximum
+    likelihood and the critic fitted to their discounted returns; RL then goes on from
+    the demonstrator (as DAPG and DQfD do). ``""``: start from random weights. A
+    resumed run restores its checkpoint instead."""
+    demo_epochs: int = 30
+    """Passes over the demonstrations for that warm start."""
 
     def validate(self) -> None:
         super().validate()
         _check(self.num_epochs >= 1, "num_epochs must be >= 1")
+        _check(self.demo_epochs >= 1, "demo_epochs must be >= 1")
+        if self.demonstrations:
+            import os
+
+            _check(
+                not env_registry.spec(self.env).multi_agent,
+                "the demonstrations warm start is for single-agent envs",
+            )
+            if not os.path.exists(self.demonstrations):
+                raise ValueError(
+                    f"demonstrations {self.demonstrations!r} do not exist; record them "
+                    "first with rlsuite.platform.optimizers.record_episodes"
+                )
         _check(
             1 <= self.minibatch_size <= self.train_batch_size,
             f"minibatch_size must be in [1, train_batch_size={self.train_batch_size}], "

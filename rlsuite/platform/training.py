@@ -10,6 +10,8 @@ A run lives in one directory::
       checkpoints/iter_N/  the latest checkpoints (RLlib state + rlsuite.json + spaces.pkl
                            + learner_extra.json: what RLlib leaves out, PPO's KL coefficient)
       checkpoints/latest   the name of the newest complete checkpoint
+      clone/               with a plan's ``demonstrations``: the warm-started policy,
+                           before any RL
 
 ``train(..., resume=True)`` continues a killed run from its newest complete
 checkpoint, at the iteration it was written.
@@ -109,6 +111,83 @@ class RLlibTrainer:
         if os.path.exists(extra):
             with open(extra) as f:
                 self._set_kl_coeffs(json.load(f).get("kl_coeffs", {}))
+
+    def clone_demonstrations(self, path: str, epochs: int, seed: int = 0) -> dict[str, float]:
+        """Warm start: fit the policy to recorded transitions by maximum likelihood and
+        the critic to their discounted returns, then send the weights to the env runners.
+
+        ``path`` is parquet from :func:`rlsuite.platform.optimizers.record_episodes`.
+        Returns the final ``nll`` (per action), ``value_mse`` and ``transitions``.
+        """
+        import numpy as np
+        import pyarrow.parquet as pq
+
+        cols = pq.read_table(path, columns=["eps_id", "obs", "actions", "rewards"]).to_pydict()
+        if not cols["obs"]:
+            raise ValueError(f"demonstrations {path!r} hold no transitions")
+        obs = np.asarray(cols["obs"], dtype=np.float32)
+        act = np.asarray(cols["actions"])
+        rew = np.asarray(cols["rewards"], dtype=np.float64)
+        eps = cols["eps_id"]
+        obs_space, space = env_registry.spaces(self.plan.env, self.plan.env_config)[None]
+        if obs.shape[1:] != tuple(obs_space.shape):
+            raise ValueError(
+                f"demonstrations {path!r} have observations of shape {obs.shape[1:]}, but "
+                f"{self.plan.env!r} with this env_config observes {obs_space.shape}: "
+                "record them with the same env_config"
+            )
+        if getattr(self.plan, "normalize_actions", False) and hasattr(space, "low"):
+            # the module acts in [-1, 1] and RLlib rescales to the env's bounds
+            act = 2.0 * (act - space.low) / (space.high - space.low) - 1.0
+        act = act.astype(np.float32 if hasattr(space, "low") else np.int64)
+        # discounted return-to-go within each recorded episode (no bootstrap at its end)
+        ret = np.zeros_like(rew)
+        g, gamma = 0.0, self.plan.gamma
+        for i in range(len(rew) - 1, -1, -1):
+            if i == len(rew) - 1 or eps[i + 1] != eps[i]:
+                g = 0.0
+            g = rew[i] + gamma * g
+            ret[i] = g
+        ret = ret.astype(np.float32)
+        batch, lr = min(1024, len(obs)), 1e-3
+
+        def fit(learner: Any) -> dict[str, float]:
+            import torch
+            from ray.rllib.core.columns import Columns
+
+            module = next(iter(learner.module._rl_modules.values()))
+            dist_cls = module.get_train_action_dist_cls()
+            opt = torch.optim.Adam(module.parameters(), lr=lr)
+            gen = torch.Generator().manual_seed(seed)
+            dev = next(module.parameters()).device
+            o, a, r = (torch.as_tensor(x, device=dev) for x in (obs, act, ret))
+            scale = float(r.abs().mean()) + 1e-6  # value loss in units of a typical return
+            nll = vmse = math.nan
+            for _ in range(epochs):
+                for idx in torch.randperm(len(o), generator=gen).split(batch):
+                    idx = idx.to(dev)
+                    out = module.forward_train({Columns.OBS: o[idx]})
+                    dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
+                    lp = dist.logp(a[idx])
+                    loss_pi = -(lp.sum(-1) if lp.dim() > 1 else lp).mean()
+                    v = module.compute_values({Columns.OBS: o[idx]})
+                    loss_v = ((v - r[idx]) / scale).pow(2).mean()
+                    opt.zero_grad()
+                    (loss_pi + loss_v).backward()
+                    opt.step()
+                    nll, vmse = loss_pi.item(), loss_v.item() * scale**2
+            return {"nll": nll, "value_mse": vmse}
+
+        res = [x.get() for x in self.algo.learner_group.foreach_learner(fit)]
+        group = self.algo.env_runner_group
+        if group is not None:
+            group.fetch_ready_async_reqs(timeout_seconds=None)  # see restore()
+            group.sync_weights(
+                from_worker_or_learner_group=self.algo.learner_group,
+                inference_only=True,
+                timeout_seconds=None,
+            )
+        return {**res[0], "transitions": float(len(obs))}
 
     def _kl_coeffs(self) -> dict[str, float]:
         """PPO's adaptive KL coefficient per module, which RLlib's checkpoint leaves out
@@ -316,6 +395,16 @@ def train(
                 for m in _read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
                 if m.get("iteration", 0) <= start
             ]
+        elif getattr(plan, "demonstrations", ""):
+            stats = trainer.clone_demonstrations(plan.demonstrations, plan.demo_epochs, plan.seed)
+            clone = os.path.join(run_dir, "clone")
+            shutil.rmtree(clone, ignore_errors=True)
+            trainer.save(clone)  # the policy before any RL, to compare against
+            write_meta(clone, plan, 0, 0)
+            print(
+                f"warm start: cloned {int(stats['transitions'])} demonstrated transitions "
+                f"(nll {stats['nll']:.3f}, value mse {stats['value_mse']:.3g}); saved to {clone}"
+            )
         _rewrite_jsonl(os.path.join(run_dir, "metrics.jsonl"), metrics)
         writer = _tensorboard(run_dir)
         bar = _Progress(progress, plan, start, iterations)

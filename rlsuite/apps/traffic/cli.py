@@ -17,7 +17,7 @@ SYNOPSIS
     traffic-train evaluate --scenario ring --controller {idm,pi,followerstopper,CHECKPOINT}
                            [--ring-length L] [--episodes E] [--json PATH] [--png PATH]
     traffic-train train    --scenario ring --plan sync [--workers N] [--iterations K]
-                           [--address HOST:PORT] [--run-dir DIR]
+                           [--demonstrations pi:32] [--address HOST:PORT] [--run-dir DIR]
     traffic-train tune     --scenario ring --plan sync [--samples N] [--scheduler asha|pbt]
                            [--search lr=loguniform:1e-5:1e-3 ...]
 
@@ -37,6 +37,10 @@ DESCRIPTION
     all ending their episodes together, so an episode return is reported once the
     rings reach --horizon (N * horizon steps per runner). The ring clips its own
     actions, so ring plans default to normalize_actions=false.
+
+    --demonstrations pi:32 records 32 episodes of a baseline on the training env and
+    warm-starts PPO from them (policy cloned, critic fitted to their returns) before
+    RL goes on; the clone is kept in RUN_DIR/clone to compare against.
 
     Ray: an embedded local Ray by default; --address joins a cluster started with
     `ray start --head`. SUMO comes from the eclipse-sumo/libsumo wheels: nothing to set.
@@ -171,6 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="plan field (repeatable), e.g. --plan-set lr=3e-4 --plan-set hidden=[32,32]",
+    )
+    tr.add_argument(
+        "--demonstrations",
+        default=None,
+        metavar="CONTROLLER[:EPISODES]",
+        help="warm-start the sync plan from a baseline's recorded episodes on the training "
+        "env, e.g. pi:32 (default 16 episodes); the clone is kept in RUN_DIR/clone",
     )
     tr.add_argument(
         "--eval-episodes",
@@ -358,6 +369,44 @@ def _plan(args: argparse.Namespace, scen: Any, cfg: dict[str, Any]):
     return optimizers.make_plan(args.plan, **fields)
 
 
+def _record_demonstrations(args, scen, cfg, run_dir, console) -> str:
+    """Record ``--demonstrations CONTROLLER[:EPISODES]`` on the training env (not on a
+    resume: the run's checkpoint is restored instead); returns the parquet path."""
+    from rlsuite.apps.traffic import scenarios
+    from rlsuite.platform import optimizers
+
+    name, _, n = args.demonstrations.partition(":")
+    try:
+        episodes = int(n) if n else 16
+    except ValueError:
+        raise ValueError(
+            f"--demonstrations takes CONTROLLER[:EPISODES], e.g. pi:32; got {args.demonstrations!r}"
+        ) from None
+    if episodes < 1:
+        raise ValueError(f"--demonstrations needs at least 1 episode, got {episodes}")
+    if args.plan != "sync":
+        raise ValueError("--demonstrations warm-starts the sync plan (PPO); use --plan sync")
+    controller, overrides = scenarios.controller_for(scen, name, cfg)
+    if overrides or scen.multi_agent:
+        raise ValueError(
+            f"--demonstrations needs a single-agent scenario and an AV controller; "
+            f"{name!r} on {scen.name!r} is not one"
+        )
+    path = os.path.join(run_dir, "demonstrations.parquet")
+    if args.resume and os.path.exists(path):
+        return path
+    t0 = time.perf_counter()
+    stats = optimizers.record_episodes(
+        controller, scen.env_id, episodes, path, cfg,
+        seed=args.seed + 10_000,
+    )  # fmt: skip
+    console.print(
+        f"recorded {int(stats['transitions'])} transitions of {name} ({episodes} episodes, "
+        f"return {stats['return_mean']:.4g}) in {time.perf_counter() - t0:.0f} s: {path}"
+    )
+    return path
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from rlsuite.apps.traffic import scenarios
     from rlsuite.platform import cluster, training
@@ -369,9 +418,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ValueError(f"--workers must be >= 0, got {args.workers}")
     cfg = env_config(args, scen)
     _validate_env(scen.env_id, cfg)
-    plan = _plan(args, scen, cfg)
     run_dir = args.run_dir or os.path.join("runs", "traffic", scen.name)
     console = _console()
+    if args.demonstrations:
+        demos = _record_demonstrations(args, scen, cfg, run_dir, console)
+        args.plan_set = [*args.plan_set, ("demonstrations", demos)]
+    plan = _plan(args, scen, cfg)
     info = cluster.init(address=args.address) if args.address else cluster.init()
     try:
         res = training.train(

@@ -70,3 +70,31 @@ def test_signals_grid_trains_one_shared_policy_checkpoints_and_evaluates(ray_loc
     summary = out["evaluation"]["summary"]
     assert summary["mean_waiting_time"]["mean"] >= 0 and summary["mean_queue"]["mean"] >= 0
     assert summary["mean_speed"]["mean"] > 0
+
+
+def test_train_warm_started_from_pi_demonstrations_drives_like_pi(ray_local, tmp_path):
+    """--demonstrations pi:4 records PI on the training ring and clones it before PPO;
+    the clone (RUN_DIR/clone) keeps the ring moving as PI does, unlike human driving."""
+    run = tmp_path / "run"
+    env = ["--ring-length", "230", "--horizon", "2000", "--warmup", "0",
+           "--env-set", "memory_s=38", "--env-set", "measure_after=750"]  # fmt: skip
+    rc = cli.main(["train", "--scenario", "ring", "--workers", "0", "--iterations", "1",
+                   "--run-dir", str(run), "--demonstrations", "pi:4", *env,
+                   "--plan-set", "demo_epochs=150", "--plan-set", "train_batch_size=400",
+                   "--plan-set", "minibatch_size=200", "--plan-set", "num_epochs=1",
+                   "--plan-set", "num_envs_per_env_runner=1"])  # fmt: skip
+    assert rc == 0
+    assert (run / "demonstrations.parquet").stat().st_size > 1000
+    speed = {}
+    for name in ("idm", "pi", str(run / "clone")):
+        js = tmp_path / f"{len(speed)}.json"
+        rc = cli.main(["evaluate", "--scenario", "ring", "--controller", name, "--episodes", "1",
+                       "--seed", "5", "--workers", "0", "--json", str(js), "--no-png", *env])  # fmt: skip
+        assert rc == 0
+        speed[name] = json.loads(js.read_text())["summary"]["mean_speed"]["mean"]
+    clone = speed[str(run / "clone")]
+    assert abs(clone - speed["pi"]) < 0.3 and clone > speed["idm"] + 0.5, speed
+    # bad uses say what to do
+    assert cli.main(["train", "--run-dir", str(tmp_path / "x"), "--demonstrations", "pi:x"]) == 2
+    assert cli.main(["train", "--run-dir", str(tmp_path / "y"), "--plan", "async",
+                     "--demonstrations", "pi"]) == 2  # fmt: skip

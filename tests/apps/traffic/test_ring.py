@@ -12,11 +12,14 @@ from gymnasium.utils.env_checker import check_env
 from rlsuite.apps.traffic import kernel
 from rlsuite.apps.traffic.controllers import IDMController, PISaturation
 from rlsuite.apps.traffic.envs.ring import (
+    FLOW_V_EQ,
     MEMORY_GAP_SCALE,
     SPEED_SCALE,
     Memory,
     RingConfig,
     RingEnv,
+    RingSimulation,
+    equilibrium_speed,
 )
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import Scenario, evaluate, run_episode
@@ -72,6 +75,25 @@ def test_all_human_ring_forms_a_stop_and_go_wave():
     assert row["speed_std"] > 1.5, row  # a wave: speeds spread widely across the ring
     assert row["frac_below_0_5"] > 0.25, row  # many vehicles stand still in the jam
     assert 1.5 < row["mean_speed"] < 3.0, row  # well below the 3.71 m/s optimum
+
+
+@pytest.mark.parametrize("length", [220, 270])
+def test_uniform_flow_settles_at_the_computed_equilibrium_speed(length):
+    """Real SUMO, no noise, no bunching: 22 IDM humans settle at equilibrium_speed,
+    which is below 95% of Flow's v_eq (why the ring's targets use it)."""
+    cfg = RingConfig(ring_length=length, num_avs=0, bunching=0.0, accel_noise=0.0, warmup_steps=0)
+    sim = RingSimulation(cfg)
+    try:
+        sim.start(np.random.default_rng(0))
+        for k in range(1500):
+            sim._advance(measure=k >= 1000)
+        m = sim.metrics()
+    finally:
+        sim.sim.close()
+    v = equilibrium_speed(length)
+    assert abs(m["mean_speed"] - v) < 0.02 and m["speed_std"] < 0.05, (m, v)
+    assert v < 0.95 * FLOW_V_EQ[length]
+    assert equilibrium_speed(22 * 7.0) == 0.0  # gaps of s0: a standing jam
 
 
 def test_pi_with_saturation_raises_mean_speed():

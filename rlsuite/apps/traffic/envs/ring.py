@@ -37,6 +37,33 @@ AV_SPEED_MODE = 25
 FLOW_V_EQ = {220: 3.24, 230: 3.71, 260: 5.14, 270: 5.61}
 
 
+def equilibrium_speed(
+    length: float, num_vehicles: int = 22, human: networks.VehicleType | None = None
+) -> float:
+    """Speed (m/s) of uniform flow on this ring: every vehicle at the same speed and
+    gap, where IDM's acceleration is zero (1 - (v/v0)^delta = ((s0 + v T) / gap)^2,
+    gap = length / n - vehicle length). No controller keeps a higher mean speed for
+    long, short of an AV that follows closer than the humans would.
+
+    On this env's exact-length ring (5 m vehicles, s0 = 2 m, T = 1 s) it is 3.00,
+    3.45, 4.82 and 5.27 m/s at 220, 230, 260 and 270 m: 93-94% of Flow's v_eq
+    (:data:`FLOW_V_EQ`), so 95% of Flow's values is above uniform flow itself.
+    """
+    h = human or networks.VehicleType("human")
+    gap = length / num_vehicles - h.length
+    if gap <= h.min_gap:
+        return 0.0
+
+    def accel(v: float) -> float:
+        return 1 - (v / h.max_speed) ** h.delta - ((h.min_gap + v * h.tau) / gap) ** 2
+
+    lo, hi = 0.0, h.max_speed  # accel falls with v: bisect its root
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if accel(mid) > 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
 @dataclass(frozen=True)
 class RingConfig:
     """Everything that defines a ring episode (the env's keyword arguments)."""
