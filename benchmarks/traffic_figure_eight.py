@@ -6,6 +6,7 @@ Flow's env: 1500 controlled steps of 0.1 s, desired-velocity reward (target 20 m
 AV acceleration in [-3, 3] m/s^2, full observation (every vehicle's speed and position).
 
 Pass criterion: the learned AV's mean speed is at least 1% above the all-human IDM's.
+``--demonstrations N`` warm-starts PPO from N recorded PI episodes (and reports the clone).
 
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_figure_eight.py --minutes 10
@@ -44,23 +45,44 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2, help="env runners")
     p.add_argument("--chunk", type=int, default=5, help="iterations between progress reports")
     p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", "traffic_figure_eight"))
+    p.add_argument(
+        "--demonstrations",
+        type=int,
+        default=0,
+        metavar="EPISODES",
+        help="warm-start PPO from this many recorded PI episodes (0: random weights)",
+    )
     args = p.parse_args(argv)
     console = Console(width=140)
     cfg: dict = {}
     envs.rllib_env(ENV_ID)
+    scen = scenarios.get("figure_eight")
+    demo: dict = {}
+    if args.demonstrations:  # next to the run dir, which train_for_minutes starts afresh
+        path = os.path.abspath(args.run_dir) + ".demonstrations.parquet"
+        rec = optimizers.record_episodes(
+            scenarios.controller_for(scen, "pi", cfg)[0], ENV_ID, args.demonstrations, path,
+            cfg, seed=10_000,
+        )  # fmt: skip
+        console.print(
+            f"recorded {int(rec['transitions'])} PI transitions, return {rec['return_mean']:.0f}"
+        )
+        demo = dict(demonstrations=path, demo_epochs=50, lr=5e-5)
     plan = optimizers.make_plan(
         "sync", env=ENV_ID, env_config=cfg, num_env_runners=args.workers, seed=0,
-        train_batch_size=3000, minibatch_size=500, num_epochs=10, lr=3e-4, gamma=0.99,
-        hidden=(64, 64), vf_clip_param=1000.0,
+        train_batch_size=3000, minibatch_size=500, num_epochs=10, gamma=0.99,
+        hidden=(64, 64), vf_clip_param=1000.0, **{"lr": 3e-4, **demo},
     )  # fmt: skip
     res, curve, train_s = train_for_minutes(
         plan, args.run_dir, args.minutes, args.chunk, args.workers, console
     )
-    scen = scenarios.get("figure_eight")
     rows = []
-    for name in ("learned", *BASELINES):
+    clone = os.path.join(args.run_dir, "clone")  # the warm start, before any RL
+    for name in ("learned", *(("pi clone",) if os.path.isdir(clone) else ()), *BASELINES):
         if name == "learned":
             ctrl, extra = res.checkpoint, {}
+        elif name == "pi clone":
+            ctrl, extra = clone, {}
         else:
             ctrl, extra = scenarios.controller_for(scen, name, cfg)
         ev = evaluation.evaluate(
