@@ -155,7 +155,7 @@ class RLlibTrainer:
             import torch
             from ray.rllib.core.columns import Columns
 
-            module = next(iter(learner.module._rl_modules.values()))
+            module = learner.module[next(iter(learner.module.keys()))]  # single-agent
             dist_cls = module.get_train_action_dist_cls()
             opt = torch.optim.Adam(module.parameters(), lr=lr)
             gen = torch.Generator().manual_seed(seed)
