@@ -395,6 +395,12 @@ def _record_demonstrations(args, scen, cfg, run_dir, console) -> str:
     path = os.path.join(run_dir, "demonstrations.parquet")
     if args.resume and os.path.exists(path):
         return path
+    if not args.resume and os.path.exists(os.path.join(run_dir, "metrics.jsonl")):
+        # refuse before recording: the run's own demonstrations stay as they were
+        raise FileExistsError(
+            f"{run_dir} already holds a run; pass --resume to continue it, or choose "
+            "another --run-dir"
+        )
     t0 = time.perf_counter()
     stats = optimizers.record_episodes(
         controller, scen.env_id, episodes, path, cfg,

@@ -94,6 +94,10 @@ def test_train_warm_started_from_pi_demonstrations_drives_like_pi(ray_local, tmp
         speed[name] = json.loads(js.read_text())["summary"]["mean_speed"]["mean"]
     clone = speed[str(run / "clone")]
     assert abs(clone - speed["pi"]) < 0.3 and clone > speed["idm"] + 0.5, speed
+    # a second run into the same dir is refused before anything of the first is overwritten
+    before = (run / "demonstrations.parquet").stat().st_mtime_ns
+    assert cli.main(["train", "--run-dir", str(run), "--demonstrations", "pi:1", *env]) == 2
+    assert (run / "demonstrations.parquet").stat().st_mtime_ns == before
     # bad uses say what to do
     assert cli.main(["train", "--run-dir", str(tmp_path / "x"), "--demonstrations", "pi:x"]) == 2
     assert cli.main(["train", "--run-dir", str(tmp_path / "y"), "--plan", "async",
