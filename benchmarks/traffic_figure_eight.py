@@ -67,11 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         console.print(
             f"recorded {int(rec['transitions'])} PI transitions, return {rec['return_mean']:.0f}"
         )
-        demo = dict(demonstrations=path, demo_epochs=50, lr=5e-5)
+        demo = dict(demonstrations=path, demo_epochs=50)
     plan = optimizers.make_plan(
         "sync", env=ENV_ID, env_config=cfg, num_env_runners=args.workers, seed=0,
         train_batch_size=3000, minibatch_size=500, num_epochs=10, gamma=0.99,
-        hidden=(64, 64), vf_clip_param=1000.0, **{"lr": 3e-4, **demo},
+        hidden=(64, 64), vf_clip_param=1000.0, lr=5e-5 if demo else 3e-4, **demo,
     )  # fmt: skip
     res, curve, train_s = train_for_minutes(
         plan, args.run_dir, args.minutes, args.chunk, args.workers, console
