@@ -50,7 +50,8 @@ def main() -> int:
     costs = [int(c) for c in args.costs.split(",")]
 
     from rlsuite.apps.queryopt import train as T
-    from rlsuite.apps.queryopt.bench import FixedRules, compare
+    from rlsuite.apps.queryopt.bench import compare
+    from rlsuite.apps.queryopt.rewriter import FixedRules
     from rlsuite.apps.queryopt.workloads import get
     from rlsuite.apps.queryopt.workloads.udf import SEED_QUERY
     from rlsuite.platform import cluster

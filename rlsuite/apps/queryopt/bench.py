@@ -1,8 +1,10 @@
 """Run a workload's queries with PostgreSQL's plan and with a rewriter, and compare.
 
-Used by ``qopt-bench run``, the demo and ``benchmarks/queryopt_*.py``. A rewriter
-is anything with ``rewrite(sql, check) -> Decision``: the learned one
-(:class:`~rlsuite.apps.queryopt.train.LearnedRewriter`) or :class:`FixedRules`.
+Used by ``qopt-bench run``, the demo and ``benchmarks/queryopt_*.py``. The rewriter
+is any :class:`~rlsuite.apps.queryopt.rewriter.Rewriter`: the learned one
+(:class:`~rlsuite.apps.queryopt.train.LearnedRewriter`),
+:class:`~rlsuite.apps.queryopt.rewriter.FixedRules` or
+:class:`~rlsuite.apps.queryopt.rewriter.GreedyByCost`.
 """
 
 from __future__ import annotations
@@ -15,33 +17,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rlsuite.apps.queryopt.db import Database
-from rlsuite.apps.queryopt.rewriter import catalog, rewrite, same_rows
-from rlsuite.apps.queryopt.train import Decision
+from rlsuite.apps.queryopt.rewriter import Rewriter, catalog, same_rows
 
 REGRESSION_FACTOR = 1.10
 """A query counts as a regression when the rewrite is more than 10% slower."""
-
-
-class FixedRules:
-    """A hand-written rewriter: always try the same rules, in order."""
-
-    def __init__(
-        self,
-        db: Database,
-        schema: str,
-        names: Sequence[str],
-        settings: dict[str, str] | None = None,
-    ):
-        self.db, self.schema, self.names = db, schema, list(names)
-        self.settings = dict(settings or {})
-        self.name = "rules: " + ", ".join(self.names)
-
-    def rewrite(self, sql: str, check: bool = False) -> Decision:
-        r = rewrite(self.db, self.schema, sql, self.names, check=check, base_settings=self.settings)
-        return Decision(r.sql, r.settings, r.applied, r.reasons, r.rows_match)
-
-    def close(self) -> None:
-        pass
 
 
 @dataclass
@@ -164,7 +143,7 @@ def compare(
     db: Database,
     workload: Any,
     queries: Sequence[str],
-    rewriter: Any,
+    rewriter: Rewriter,
     timeout_ms: int = 60_000,
     repeat: int = 1,
     check: bool = True,

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Iterator
 
 from rich.console import Console
+
+from rlsuite.cli_common import add_cluster_flags, add_json_flag, write_json
 
 console = Console()
 
@@ -106,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--num-env-runners", type=int, default=2, help="parallel env runners")
     t.add_argument("--seed", type=int, default=0, help="training seed")
     t.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
-    t.add_argument("--address", default=None, help="Ray cluster address (default: embedded Ray)")
+    add_cluster_flags(t, num_cpus=False)
 
     r = sub.add_parser(
         "run",
@@ -124,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--query-seed", type=int, default=0)
     r.add_argument("--timeout-ms", type=int, default=60_000, help="statement_timeout per query")
     r.add_argument("--repeat", type=int, default=1, help="runs per query; the fastest counts")
-    r.add_argument("--json", default=None, help="write the results here")
+    add_json_flag(r, "the results")
 
     w = sub.add_parser(
         "rewrite",
@@ -140,13 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--rules", help="comma-separated rules to apply in order")
     w.add_argument("--check", action="store_true", help="run both queries and compare rows")
     w.add_argument("--timeout-ms", type=int, default=60_000)
-    w.add_argument("--json", default=None, help="write the decision here")
+    add_json_flag(w, "the decision")
 
     v = sub.add_parser("server", help="start, stop or inspect the embedded server")
     v.add_argument("action", choices=("start", "stop", "status"))
 
     sub.add_parser("rules", help="list the rewrite rules (the MDP's actions)")
-    try:  # `serve` and `plugin` come from the in-server plugin (issue #5) when it is there
+    try:  # `serve` and `plugin` come from the in-server plugin when it is there
         from rlsuite.apps.queryopt.plugin.cli import register
     except ImportError:
         register = None
@@ -240,8 +241,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rewriter(args: argparse.Namespace, db, w):
-    from rlsuite.apps.queryopt.bench import FixedRules
+def _rewriter(args: argparse.Namespace, db, w, greedy: bool = False):
+    """The rewriter asked for: --model, --rules, or (``greedy``) by PostgreSQL's cost."""
+    from rlsuite.apps.queryopt.rewriter import FixedRules, GreedyByCost
 
     if getattr(args, "model", None):
         from rlsuite.apps.queryopt.train import LearnedRewriter
@@ -250,12 +252,10 @@ def _rewriter(args: argparse.Namespace, db, w):
         return LearnedRewriter(
             args.model, db.dsn, workload=w.name, workload_config=wcfg, timeout_ms=args.timeout_ms
         )
+    if greedy:
+        return GreedyByCost(db, w.schema, w.settings(), timeout_ms=args.timeout_ms)
     names = [n.strip() for n in (args.rules or "").split(",") if n.strip()]
-    from rlsuite.apps.queryopt.rules import get
-
-    for n in names:
-        get(n)
-    return FixedRules(db, w.schema, names, w.settings())
+    return FixedRules(db, w.schema, names, w.settings(), timeout_ms=args.timeout_ms)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -284,7 +284,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             rw.close()
     console.print(res.table())
     if args.json:
-        res.to_json(args.json)
+        write_json(args.json, res.to_dict())
         console.print(f"wrote {args.json}")
     return 0
 
@@ -301,75 +301,23 @@ def _plan_text(plan: dict, indent: int = 0) -> list[str]:
     return out
 
 
-def _greedy_by_cost(db, schema: str, sql: str, settings: dict[str, str]):
-    """Apply, one at a time, the rule that lowers PostgreSQL's estimated cost most."""
-    from rlsuite.apps.queryopt import rules as R
-    from rlsuite.apps.queryopt.rewriter import catalog
-
-    q = R.Query.parse(sql, catalog(db, schema))
-    cost = db.explain(q.sql(), schema, settings)["Plan"]["Total Cost"]
-    for _ in range(3):
-        best = None
-        for name, cand in R.applicable(q).items():
-            if not isinstance(cand, R.Query):
-                continue
-            c = db.explain(cand.sql(), schema, {**settings, **cand.settings_dict})["Plan"][
-                "Total Cost"
-            ]
-            if c < cost * 0.9 and (best is None or c < best[0]):
-                best = (c, name)
-        if best is None:
-            break
-        cost = best[0]
-        q = R.apply(best[1], q)
-    return list(q.applied)
-
-
 def cmd_rewrite(args: argparse.Namespace) -> int:
-    from rlsuite.apps.queryopt.rewriter import rewrite
-
     w = _workload(args)
     with _database(args.dsn) as db:
         w.ensure(db)
         base = dict(w.settings())
-        if args.model:
-            rw = _rewriter(args, db, w)
-            try:
-                d = rw.rewrite(args.sql, check=args.check)
-            finally:
-                rw.close()
-            sql, settings, applied, reasons, match = (
-                d.sql,
-                d.settings,
-                d.applied,
-                d.reasons,
-                d.rows_match,
-            )
-        else:
-            if args.rules:
-                names = [n.strip() for n in args.rules.split(",") if n.strip()]
-            else:
-                try:
-                    names = _greedy_by_cost(db, w.schema, args.sql, base)
-                except Exception as e:  # noqa: BLE001 - unparseable SQL: report below
-                    names = []
-                    console.print(f"[yellow]no rewrite: {e}[/]")
-            r = rewrite(
-                db,
-                w.schema,
-                args.sql,
-                names,
-                check=args.check,
-                timeout_ms=args.timeout_ms,
-                base_settings=base,
-            )
-            sql, settings, applied, reasons, match = (
-                r.sql,
-                r.settings,
-                r.applied,
-                r.reasons,
-                r.rows_match,
-            )
+        rw = _rewriter(args, db, w, greedy=not (args.model or args.rules))
+        try:
+            d = rw.rewrite(args.sql, check=args.check)
+        finally:
+            rw.close()
+        sql, settings, applied, reasons, match = (
+            d.sql,
+            d.settings,
+            d.applied,
+            d.reasons,
+            d.rows_match,
+        )
         before = db.explain(args.sql, w.schema, base)
         after = db.explain(sql, w.schema, settings) if applied else before
     console.rule("original")
@@ -394,19 +342,17 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
             }[match]
         )
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "original": args.sql,
-                    "sql": sql,
-                    "settings": settings,
-                    "rewrites": list(applied),
-                    "reasons": reasons,
-                    "rows_match": match,
-                },
-                f,
-                indent=2,
-            )
+        write_json(
+            args.json,
+            {
+                "original": args.sql,
+                "sql": sql,
+                "settings": settings,
+                "rewrites": list(applied),
+                "reasons": reasons,
+                "rows_match": match,
+            },
+        )
     return 1 if match is False else 0
 
 

@@ -1,9 +1,16 @@
-"""Apply rules safely: a rewrite is returned only if it parses, runs and returns the same rows.
+"""Pick and apply rewrites safely: the one :class:`Rewriter` protocol and its :class:`Decision`.
 
-:func:`rewrite` applies a sequence of rules (chosen by a policy or by hand),
-then checks the result on the real database: sqlglot re-parses the SQL,
-PostgreSQL plans it (``EXPLAIN``), and, with ``check=True``, both queries run
-and their rows are compared as multisets (as lists under ``ORDER BY``). Any
+Every way of choosing rewrites answers ``rewrite(sql, check) -> Decision``:
+:class:`FixedRules` (the same rules every time), :class:`GreedyByCost` (the rule
+PostgreSQL's cost model finds cheapest, one at a time), the trained model
+(:class:`~rlsuite.apps.queryopt.train.LearnedRewriter`), and through them the
+in-server plugin's model server. The benchmark, ``qopt-bench`` and the model
+server take any of them.
+
+Underneath, :func:`rewrite` applies a sequence of rules (chosen by a policy or
+by hand), then checks the result on the real database: sqlglot re-parses the
+SQL, PostgreSQL plans it (``EXPLAIN``), and, with ``check=True``, both queries
+run and their rows are compared as multisets (as lists under ``ORDER BY``). Any
 failure returns the original SQL unchanged, with the reason.
 
 Example::
@@ -11,6 +18,8 @@ Example::
     >>> res = rewrite(db, "qopt_joins", SEED_QUERY, ["eager_aggregation"], check=True)  # doctest: +SKIP
     >>> res.changed, res.applied                                                           # doctest: +SKIP
     (True, ('eager_aggregation',))
+    >>> FixedRules(db, "qopt_joins", ["eager_aggregation"]).rewrite(SEED_QUERY).applied    # doctest: +SKIP
+    ('eager_aggregation',)
 """
 
 from __future__ import annotations
@@ -18,15 +27,17 @@ from __future__ import annotations
 import decimal
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlglot
 from sqlglot import exp
 
 from rlsuite.apps.queryopt import rules as R
-from rlsuite.apps.queryopt.db import Database
+
+if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.db import Database
 
 _CATALOGS: dict[tuple[str, str], R.Catalog] = {}
 
@@ -75,11 +86,9 @@ def has_order_by(sql: str) -> bool:
 
 
 @dataclass
-class RewriteResult:
-    """What :func:`rewrite` did."""
+class Decision:
+    """What a rewriter chose for one query (and what :func:`rewrite` did)."""
 
-    original: str
-    """The SQL as given."""
     sql: str
     """The SQL to run (the original when nothing applied or a check failed)."""
     settings: dict[str, str] = field(default_factory=dict)
@@ -87,13 +96,38 @@ class RewriteResult:
     applied: tuple[str, ...] = ()
     """Rules applied, in order."""
     reasons: dict[str, str] = field(default_factory=dict)
-    """Why a requested rule was not applied, or why the whole rewrite was dropped."""
+    """Why a requested rule was not applied, or why the whole rewrite was dropped (``*``)."""
     rows_match: bool | None = None
     """Result of the row comparison (None when not checked)."""
 
     @property
     def changed(self) -> bool:
         return bool(self.applied)
+
+    @property
+    def reason(self) -> str:
+        """The reasons on one line: ``rule: why; rule: why``."""
+        return "; ".join(f"{k}: {v}" for k, v in self.reasons.items())
+
+
+class Rewriter(Protocol):
+    """Chooses rewrites for SQL over one workload schema; never fails a query.
+
+    Whatever goes wrong (unparseable SQL, a model error, a rewrite PostgreSQL
+    rejects or, with ``check``, one that returns other rows), the decision is the
+    original SQL with the reason.
+    """
+
+    name: str
+    """Shown in tables and by the model server."""
+    schema: str
+    """The workload schema the queries run in."""
+
+    def rewrite(self, sql: str, check: bool = False) -> Decision:
+        """The rewrite of ``sql``; ``check`` runs both queries and compares their rows."""
+        ...
+
+    def close(self) -> None: ...
 
 
 def apply_rules(query: R.Query, names: Iterable[str]) -> tuple[R.Query, dict[str, str]]:
@@ -115,13 +149,13 @@ def rewrite(
     check: bool = False,
     timeout_ms: int = 60_000,
     base_settings: dict[str, str] | None = None,
-) -> RewriteResult:
+) -> Decision:
     """Apply the rules ``names`` to ``sql`` and validate the result (see module doc)."""
     base_settings = dict(base_settings or {})
     names = list(names)
     for n in names:
         R.get(n)  # unknown names are a caller error
-    passthrough = RewriteResult(sql, sql, dict(base_settings))
+    passthrough = Decision(sql, dict(base_settings))
     try:
         q = R.Query.parse(sql, catalog(db, schema))
     except R.UnsupportedQuery as e:
@@ -143,11 +177,11 @@ def validate(
     check: bool,
     timeout_ms: int,
     base_settings: dict[str, str],
-) -> RewriteResult:
+) -> Decision:
     """Keep the rewrite only if it re-parses, plans, and (``check``) returns the same rows."""
     new_sql = q.sql()
     settings = {**base_settings, **q.settings_dict}
-    fallback = RewriteResult(sql, sql, dict(base_settings), (), dict(reasons))
+    fallback = Decision(sql, dict(base_settings), (), dict(reasons))
     try:
         sqlglot.parse_one(new_sql, read=R.DIALECT)
     except Exception as e:  # noqa: BLE001
@@ -158,7 +192,7 @@ def validate(
     except Exception as e:  # noqa: BLE001
         fallback.reasons["*"] = f"PostgreSQL rejects the rewritten SQL: {e}"
         return fallback
-    out = RewriteResult(sql, new_sql, settings, q.applied, dict(reasons))
+    out = Decision(new_sql, settings, q.applied, dict(reasons))
     if check:
         a = db.run(sql, schema, timeout_ms, base_settings)
         b = db.run(new_sql, schema, timeout_ms, settings)
@@ -172,6 +206,86 @@ def validate(
             return fallback
         out.rows_match = True
     return out
+
+
+class FixedRules:
+    """A hand-written rewriter: always try the same rules, in order."""
+
+    def __init__(
+        self,
+        db: Database,
+        schema: str,
+        names: Sequence[str],
+        settings: Mapping[str, str] | None = None,
+        timeout_ms: int = 60_000,
+    ):
+        for n in names:
+            R.get(n)  # unknown names fail here, with the list of rules
+        self.db, self.schema, self.names = db, schema, list(names)
+        self.settings = dict(settings or {})
+        self.timeout_ms = timeout_ms
+        self.name = "rules: " + ", ".join(self.names)
+
+    def rewrite(self, sql: str, check: bool = False) -> Decision:
+        return rewrite(self.db, self.schema, sql, self.names, check, self.timeout_ms, self.settings)
+
+    def close(self) -> None:
+        pass
+
+
+class GreedyByCost:
+    """Apply, one at a time, the rule that lowers PostgreSQL's estimated cost most.
+
+    A rule is taken only when it cuts the estimate by more than 10%; at most
+    ``max_rules`` are applied. Needs no model and runs no query (only ``EXPLAIN``).
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        schema: str,
+        settings: Mapping[str, str] | None = None,
+        timeout_ms: int = 60_000,
+        max_rules: int = 3,
+    ):
+        self.db, self.schema = db, schema
+        self.settings = dict(settings or {})
+        self.timeout_ms = timeout_ms
+        self.max_rules = max_rules
+        self.name = "greedy by estimated cost"
+
+    def choose(self, sql: str) -> list[str]:
+        """The rules, in order; raises when ``sql`` cannot be parsed or planned."""
+        db, schema, settings = self.db, self.schema, self.settings
+        q = R.Query.parse(sql, catalog(db, schema))
+        cost = db.explain(q.sql(), schema, settings)["Plan"]["Total Cost"]
+        for _ in range(self.max_rules):
+            best = None
+            for name, cand in R.applicable(q).items():
+                if not isinstance(cand, R.Query):
+                    continue
+                c = db.explain(cand.sql(), schema, {**settings, **cand.settings_dict})["Plan"][
+                    "Total Cost"
+                ]
+                if c < cost * 0.9 and (best is None or c < best[0]):
+                    best = (c, name)
+            if best is None:
+                break
+            cost = best[0]
+            q = R.apply(best[1], q)
+        return list(q.applied)
+
+    def rewrite(self, sql: str, check: bool = False) -> Decision:
+        try:
+            names = self.choose(sql)
+        except Exception as e:  # noqa: BLE001 - unparseable SQL: no rewrite, with the reason
+            d = rewrite(self.db, self.schema, sql, [], check, self.timeout_ms, self.settings)
+            d.reasons.setdefault("*", f"no rewrite: {e}")
+            return d
+        return rewrite(self.db, self.schema, sql, names, check, self.timeout_ms, self.settings)
+
+    def close(self) -> None:
+        pass
 
 
 def query_features(e: exp.Expression) -> dict[str, float]:

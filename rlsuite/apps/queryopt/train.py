@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rlsuite.apps.queryopt import rules as R
+from rlsuite.apps.queryopt.rewriter import Decision, validate
 
 ENV_ID = "rlsuite/QueryRewrite-v0"
 SIDECAR = "queryopt.json"
@@ -153,19 +154,9 @@ def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool =
     return res
 
 
-@dataclass
-class Decision:
-    """What the learned rewriter chose for one query."""
-
-    sql: str
-    settings: dict[str, str]
-    applied: tuple[str, ...]
-    reasons: dict[str, str]
-    rows_match: bool | None = None
-
-
 class LearnedRewriter:
-    """Rewrite SQL with a trained model; any failure means the original query.
+    """A :class:`~rlsuite.apps.queryopt.rewriter.Rewriter` run by a trained model; any
+    failure means the original query.
 
     Example::
 
@@ -198,6 +189,7 @@ class LearnedRewriter:
         env_cfg.update(dsn=dsn, timeout_ms=timeout_ms, max_steps=self.featurizer.max_steps)
         env_cfg.pop("queries", None)
         self.env = QueryRewriteEnv(**env_cfg)
+        self.schema = self.env.schema
         self.policy = load_controller(self.checkpoint)
         self.name = f"learned ({os.path.basename(self.checkpoint)})"
 
@@ -219,15 +211,13 @@ class LearnedRewriter:
         return self.env.query, notes
 
     def rewrite(self, sql: str, check: bool = False) -> Decision:
-        from rlsuite.apps.queryopt.rewriter import validate
-
         try:
             q, notes = self.choose(sql)
         except Exception as e:  # noqa: BLE001 - the model must never fail a query
             return Decision(sql, dict(self.env.settings), (), {"*": f"model error: {e}"})
         if not q.applied:
             return Decision(sql, dict(self.env.settings), (), notes)
-        res = validate(
+        return validate(
             self.env.db,
             self.env.schema,
             sql,
@@ -237,7 +227,6 @@ class LearnedRewriter:
             self.env.timeout_ms,
             dict(self.env.settings),
         )
-        return Decision(res.sql, res.settings, res.applied, res.reasons, res.rows_match)
 
     def close(self) -> None:
         self.env.close()

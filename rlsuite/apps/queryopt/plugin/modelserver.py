@@ -9,10 +9,12 @@ Protocol (one connection per message; one line of JSON each way):
   the executor's runtime of a plan made with decision ``key``.
 - ``{"op": "stats"}`` -> counters, cache sizes and reward summaries; ``{"op": "ping"}``.
 
-Decisions come from a :class:`Decider`: :class:`ModelDecider` runs a checkpoint of
-``qopt-bench train`` (the queryopt app's :class:`~rlsuite.apps.queryopt.train.LearnedRewriter`),
-:class:`RulesDecider` applies fixed rules (no learned model). Both validate a rewrite
-on the database (it must re-parse and plan) and fall back to the original SQL.
+Decisions come from a :class:`Decider`, which serves any of the queryopt app's
+rewriters (:class:`~rlsuite.apps.queryopt.rewriter.Rewriter`): :class:`ModelDecider`
+runs a checkpoint of ``qopt-bench train`` (the
+:class:`~rlsuite.apps.queryopt.train.LearnedRewriter`), :class:`RulesDecider` applies
+fixed rules (no learned model). Both validate a rewrite on the database (it must
+re-parse and plan) and fall back to the original SQL.
 
 Caching: an answer is cached per exact statement text (a dict look-up, answered in
 microseconds), and the chosen rules per query *shape* (the text with literals replaced
@@ -41,10 +43,15 @@ import stat
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from rlsuite.apps.queryopt.rewriter import Decision, FixedRules, Rewriter
+
+if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.db import Database
 
 ARM_SETTINGS = ("join_collapse_limit", "from_collapse_limit", "geqo")
 """Settings besides ``enable_*`` that an answer's arm may carry (the extension refuses others)."""
@@ -100,33 +107,6 @@ def search_path_schemas(search_path: str) -> list[str]:
     return [p.strip().strip('"') for p in (search_path or "").split(",") if p.strip()]
 
 
-@dataclass
-class Decision:
-    """What a decider chose for one statement."""
-
-    sql: str
-    """The SQL to plan (the original when nothing changed)."""
-    settings: dict[str, str] = field(default_factory=dict)
-    """Planner settings (only the arm's: enable_*, join_collapse_limit, ...)."""
-    applied: tuple[str, ...] = ()
-    """The rules applied, in order."""
-    reason: str = ""
-    """Why nothing changed (when nothing did)."""
-
-
-class Decider(Protocol):
-    """Chooses rewrites for SQL over one workload schema."""
-
-    schema: str
-    name: str
-
-    def decide(self, sql: str) -> Decision: ...
-
-    def replay(self, sql: str, applied: Sequence[str]) -> Decision: ...
-
-    def close(self) -> None: ...
-
-
 def _no_recursion(dsn: str) -> str:
     """The DSN with ``qopt.enabled=off``, so the server's own queries never ask the server."""
     if "://" in dsn:
@@ -143,7 +123,42 @@ def _arm(settings: dict[str, str], base: dict[str, str]) -> dict[str, str]:
     }
 
 
-class RulesDecider:
+class Decider:
+    """A :class:`~rlsuite.apps.queryopt.rewriter.Rewriter` as the model server serves it.
+
+    The rewriter works on sessions with ``qopt.enabled=off`` (the server's own
+    queries never ask the server). A decision keeps, of its settings, only the
+    planner arm (what differs from the workload's own settings), and a new
+    statement of a known shape gets the shape's rules replayed
+    (:class:`~rlsuite.apps.queryopt.rewriter.FixedRules`) instead of the rewriter.
+    """
+
+    def __init__(self, rewriter: Rewriter, db: Database, base: Mapping[str, str]):
+        self.rewriter = rewriter
+        self.db = db
+        self.base = dict(base)
+        self.schema = rewriter.schema
+        self.name = rewriter.name
+
+    def decide(self, sql: str) -> Decision:
+        """The rewriter's decision for a new statement."""
+        return self._served(sql, self.rewriter.rewrite(sql, check=False))
+
+    def replay(self, sql: str, applied: Sequence[str]) -> Decision:
+        """The rules ``applied`` (a known shape's) on ``sql``, validated as any rewrite."""
+        return self._served(sql, FixedRules(self.db, self.schema, applied, self.base).rewrite(sql))
+
+    def _served(self, sql: str, d: Decision) -> Decision:
+        if not d.applied:
+            return Decision(sql, {}, (), dict(d.reasons))
+        return Decision(d.sql, _arm(d.settings, self.base), tuple(d.applied))
+
+    def close(self) -> None:
+        self.rewriter.close()
+        self.db.close()
+
+
+class RulesDecider(Decider):
     """Fixed rules in order (the queryopt app's rewriter with its validation; no model)."""
 
     def __init__(
@@ -154,34 +169,16 @@ class RulesDecider:
         workload_config: dict[str, Any] | None = None,
     ):
         from rlsuite.apps.queryopt.db import Database
-        from rlsuite.apps.queryopt.rules import get as get_rule
         from rlsuite.apps.queryopt.workloads import get
 
-        for r in rules:
-            get_rule(r)  # unknown names fail here, with the list of rules
-        self.workload = get(workload, **(workload_config or {}))
-        self.schema = self.workload.schema
+        w = get(workload, **(workload_config or {}))
+        db = Database(_no_recursion(dsn))  # connects on first use
+        super().__init__(FixedRules(db, w.schema, rules, w.settings()), db, w.settings())
         self.rules = list(rules)
-        self.base = dict(self.workload.settings())
-        self.db = Database(_no_recursion(dsn))
         self.name = "rules: " + ",".join(self.rules)
 
-    def replay(self, sql: str, applied: Sequence[str]) -> Decision:
-        from rlsuite.apps.queryopt.rewriter import rewrite
 
-        r = rewrite(self.db, self.schema, sql, list(applied), base_settings=self.base)
-        if not r.applied:
-            return Decision(sql, {}, (), "; ".join(f"{k}: {v}" for k, v in r.reasons.items()))
-        return Decision(r.sql, _arm(r.settings, self.base), tuple(r.applied))
-
-    def decide(self, sql: str) -> Decision:
-        return self.replay(sql, self.rules)
-
-    def close(self) -> None:
-        self.db.close()
-
-
-class ModelDecider(RulesDecider):
+class ModelDecider(Decider):
     """A trained checkpoint (``qopt-bench train``) through the queryopt app's LearnedRewriter."""
 
     def __init__(
@@ -192,33 +189,21 @@ class ModelDecider(RulesDecider):
         workload_config: dict[str, Any] | None = None,
         timeout_ms: int = 60_000,
     ):
+        from rlsuite.apps.queryopt.db import Database
         from rlsuite.apps.queryopt.train import LearnedRewriter
+        from rlsuite.apps.queryopt.workloads import get
 
-        self.learned = LearnedRewriter(
+        learned = LearnedRewriter(
             model,
             _no_recursion(dsn),
             workload=workload,
             workload_config=workload_config,
             timeout_ms=timeout_ms,
         )
-        env = self.learned.env
-        super().__init__(
-            dsn,
-            env.workload.name if hasattr(env, "workload") else (workload or "joins"),
-            [],
-            workload_config,
-        )
-        self.name = self.learned.name
-
-    def decide(self, sql: str) -> Decision:
-        d = self.learned.rewrite(sql, check=False)
-        if not d.applied:
-            return Decision(sql, {}, (), "; ".join(f"{k}: {v}" for k, v in d.reasons.items()))
-        return Decision(d.sql, _arm(d.settings, self.base), tuple(d.applied))
-
-    def close(self) -> None:
-        self.learned.close()
-        super().close()
+        env = learned.env
+        name = env.workload.name if hasattr(env, "workload") else (workload or "joins")
+        w = get(name, **(workload_config or {}))
+        super().__init__(learned, Database(_no_recursion(dsn)), w.settings())
 
 
 @dataclass
@@ -393,7 +378,7 @@ class ModelServer:
         try:
             if known is not None:
                 self.stats.shape_hits += 1
-                d = self.decider.replay(sql, known) if known else Decision(sql, {}, (), "")
+                d = self.decider.replay(sql, known) if known else Decision(sql)
                 how = "rules of a known shape"
             else:
                 self.stats.misses += 1
@@ -401,7 +386,7 @@ class ModelServer:
                 how = "decided"
                 self.shapes[(sp, shp)] = tuple(d.applied)
         except Exception as e:  # noqa: BLE001 - the standard plan, with the reason
-            d = Decision(sql, {}, (), f"decider failed: {type(e).__name__}: {e}")
+            d = Decision(sql, reasons={"decider failed": f"{type(e).__name__}: {e}"})
             how = "failed"
         ms = (time.perf_counter() - t0) * 1000
         dkey = hashlib.sha1(f"{sp}\n{shp}\n{'+'.join(d.applied)}".encode()).hexdigest()[:16]
