@@ -1,6 +1,6 @@
-"""Hierarchical imitation vs flat cloning on pybullet pick-and-place, and skill reuse (issue #7).
+"""Hierarchical imitation vs flat cloning on pybullet pick-and-place, and skill reuse.
 
-Pass criteria (issue #7), success over 100 seeded episodes (seeds 0-99; demonstrations
+Pass criteria, success over 100 seeded episodes (seeds 0-99; demonstrations
 come from seeds 100000+):
   1. hierarchical (strong supervision) >= 90% success with 20 demonstrations;
   2. hierarchical ahead of flat cloning at every count (5, 10, 20, 50);
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             "value": need,
             "pass": best is not None and (scratch is None or best < scratch),
         }
-    t = Table(title="issue #7 pass criteria")
+    t = Table(title="pass criteria")
     t.add_column("criterion")
     t.add_column("measured")
     t.add_column("pass")
@@ -111,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         + (" --quick" if args.quick else "")
         + (" --reuse" if args.reuse else ""),
         "episodes": episodes,
-        "hierarchical_model": "procedures.ProcedureModel on robot.program.SPEC (RobotView); "
-        "weak = ProcedureModel.fit(weak_infer=robot.model.infer_stacks)",
+        "hierarchical_model": "procedures.model.ProcedureModel on robot.program.SPEC (RobotView); "
+        "weak = procedures.fit.fit(model, weak_infer=robot.model.infer_stacks)",
         "rows": rows,
         "reuse": reuse,
         "criteria": crit,

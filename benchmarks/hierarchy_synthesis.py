@@ -1,4 +1,4 @@
-"""PHP's Table 2 shape on long-hand addition, with our numbers (issue #6).
+"""PHP's Table 2 shape on long-hand addition, with our numbers.
 
 Models, all on demonstrations drawn by one seeded teacher (lengths 1-10 digits, as PHP):
   php                 3 strong + W weak (the target configuration)
@@ -10,7 +10,7 @@ Models, all on demonstrations drawn by one seeded teacher (lengths 1-10 digits, 
 Evaluation: exact-match accuracy of whole sums at 10, 100, 500 and 1000 digits, 100 problems
 each (seeds 1e9 + i), through rlsuite.platform.evaluation in parallel Ray workers.
 
-Pass criteria (issue #6):
+Pass criteria:
   1. php with at most 3 strong traces (plus weak ones) reaches 100% at 500 and 1000 digits;
   2. its training takes under 10 CPU-minutes on this machine.
 Reported, not judged: how far weak-only training gets; the baselines in the same table.
@@ -69,7 +69,6 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from rlsuite.apps.hierarchy.synthesis.addition import make_traces
     from rlsuite.apps.hierarchy.synthesis.experiment import (
         SynthesisConfig,
         evaluate_saved,
@@ -77,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         save_model,
         train_model,
     )
+    from rlsuite.apps.hierarchy.synthesis.program import make_traces
     from rlsuite.platform import cluster
 
     con = Console()

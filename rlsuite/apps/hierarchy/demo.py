@@ -30,25 +30,28 @@ def synthesis_rows(
 ) -> list[dict]:
     from rich.console import Console
 
-    from rlsuite.apps.hierarchy.procedures import ProcedureModel, WeakLattice, stacks_after_actions
-    from rlsuite.apps.hierarchy.synthesis.addition import SPEC, make_traces
+    from rlsuite.apps.hierarchy.procedures.fit import fit
+    from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
+    from rlsuite.apps.hierarchy.procedures.traces import stacks_after_actions
+    from rlsuite.apps.hierarchy.procedures.weak import WeakLattice
     from rlsuite.apps.hierarchy.synthesis.baselines import FlatLSTM
     from rlsuite.apps.hierarchy.synthesis.experiment import (
         evaluate_saved,
         results_table,
         save_model,
     )
+    from rlsuite.apps.hierarchy.synthesis.program import SPEC, make_traces
 
     con = Console()
     os.makedirs(out_dir, exist_ok=True)
     strong = make_traces(3, seed=0, lengths=(300,))
     con.print(f"3 strong demonstrations of 300 digits ({sum(len(t) for t in strong)} actions)")
     rows, table_rows = [], []
-    for name, model, fit in (
+    for name, model, train in (
         (
             "php",
             ProcedureModel(SPEC, hidden=(64, 64)),
-            lambda m: m.fit(strong=strong, epochs=600, lr=1e-2, target_loss=1e-3, time_limit_s=60),
+            lambda m: fit(m, strong=strong, epochs=600, lr=1e-2, target_loss=1e-3, time_limit_s=60),
         ),
         (
             "flat-lstm",
@@ -57,7 +60,7 @@ def synthesis_rows(
         ),
     ):
         t0 = time.process_time()
-        hist = fit(model)
+        hist = train(model)
         cpu = time.process_time() - t0
         path = os.path.join(out_dir, f"{name}.pt")
         save_model(model, path)
@@ -82,7 +85,7 @@ def synthesis_rows(
     held_out = make_traces(4, seed=99, lengths=(3,))
     model = ProcedureModel(SPEC, hidden=(32,), seed=0)  # EM's optimum depends on the start
     t0 = time.process_time()
-    model.fit(weak=weak, epochs=300, lr=1e-2, target_loss=0.05, time_limit_s=60)
+    fit(model, weak=weak, epochs=300, lr=1e-2, target_loss=0.05, time_limit_s=60)
     cpu = time.process_time() - t0
     lattice = WeakLattice(SPEC)
     ok = total = 0

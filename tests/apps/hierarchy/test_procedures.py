@@ -11,19 +11,13 @@ import torch
 from torch.nn import functional as F
 
 from rlsuite.apps.hierarchy.envs.addition import AdditionEnv
-from rlsuite.apps.hierarchy.procedures import (
-    TERMINATE,
-    ActionSpec,
-    ArgSpec,
-    Decision,
-    Executor,
-    HierarchySpec,
-    InputView,
-    ProcedureModel,
-    ProcedureSpec,
-    WeakLattice,
-)
-from rlsuite.apps.hierarchy.synthesis.addition import SPEC, make_traces, rollout, teacher_trace
+from rlsuite.apps.hierarchy.procedures.executor import Executor
+from rlsuite.apps.hierarchy.procedures.fit import fit
+from rlsuite.apps.hierarchy.procedures.model import InputView, ProcedureModel
+from rlsuite.apps.hierarchy.procedures.spec import ActionSpec, ArgSpec, HierarchySpec, ProcedureSpec
+from rlsuite.apps.hierarchy.procedures.traces import TERMINATE, Decision
+from rlsuite.apps.hierarchy.procedures.weak import WeakLattice
+from rlsuite.apps.hierarchy.synthesis.program import SPEC, make_traces, rollout, teacher_trace
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -186,7 +180,7 @@ def test_continuous_actions_and_arguments_train_strongly_and_reload(tmp_path):
     ex, pos = _reach_rollout(_Reach(), spec)
     traces = [ex.trace()]
     model = ProcedureModel(spec, hidden=(32,))
-    hist = model.fit(strong=traces, epochs=400, lr=1e-2)
+    hist = fit(model, strong=traces, epochs=400, lr=1e-2)
     assert hist[-1]["strong_nll"] < hist[0]["strong_nll"] - 1.0
     _, learned = _reach_rollout(model, spec, record=False)
     assert np.allclose(learned, pos, atol=0.05)
@@ -199,7 +193,7 @@ def test_continuous_actions_and_arguments_train_strongly_and_reload(tmp_path):
 
 def test_save_load_same_decisions(tmp_path):
     model = ProcedureModel(SPEC, hidden=(16,))
-    model.fit(strong=make_traces(2, seed=0, lengths=(3,)), epochs=20)
+    fit(model, strong=make_traces(2, seed=0, lengths=(3,)), epochs=20)
     path = str(tmp_path / "php.pt")
     model.save(path)
     again = ProcedureModel.load(path)
@@ -214,21 +208,17 @@ def test_save_load_same_decisions(tmp_path):
 def test_fit_rejects_empty_data_and_negative_epochs():
     model = ProcedureModel(SPEC, hidden=(8,))
     with pytest.raises(ValueError, match="at least one"):
-        model.fit()
+        fit(model)
     with pytest.raises(ValueError, match="epochs"):
-        model.fit(strong=make_traces(1, seed=0, lengths=(1,)), epochs=-1)
+        fit(model, strong=make_traces(1, seed=0, lengths=(1,)), epochs=-1)
 
 
 # ---------------------------------------------------------------- shared-model extensions
 
 
 def test_call_tree_and_trace_from_calls_round_trip_a_teacher_trace(tmp_path):
-    from rlsuite.apps.hierarchy.procedures import (
-        call_tree,
-        load_traces,
-        save_traces,
-        trace_from_calls,
-    )
+    from rlsuite.apps.hierarchy.procedures.calls import call_tree, trace_from_calls
+    from rlsuite.apps.hierarchy.procedures.traces import load_traces, save_traces
 
     traces = make_traces(3, seed=1, lengths=(2, 3))
     for tr in traces:
@@ -300,7 +290,7 @@ def test_input_view_model_trains_saves_and_loads_with_its_view(tmp_path):
     before = model.strong_loss(model.prepare_strong(traces))[0].item()
     sub = model.index["SUB"]
     frozen = [p.detach().clone() for p in model.nets[model.index["ROOT"]].parameters()]
-    model.fit(strong=traces, epochs=150, lr=1e-2, only=("SUB",), cosine=True)
+    fit(model, strong=traces, epochs=150, lr=1e-2, only=("SUB",), cosine=True)
     assert model.strong_loss(model.prepare_strong(traces))[0].item() < before
     assert all((a == b).all() for a, b in zip(frozen, model.nets[model.index["ROOT"]].parameters()))
     path = str(tmp_path / "m.pt")
@@ -308,12 +298,12 @@ def test_input_view_model_trains_saves_and_loads_with_its_view(tmp_path):
     back = ProcedureModel.load(path)
     assert isinstance(back.view, _HalfView) and back.separate_termination
     obs = np.array([0.3, -0.2, 1.0], np.float32)
-    from rlsuite.apps.hierarchy.procedures import Frame
+    from rlsuite.apps.hierarchy.procedures.executor import Frame
 
     d1, d2 = model.decide(Frame("SUB", (), 0), obs), back.decide(Frame("SUB", (), 0), obs)
     np.testing.assert_array_equal(d1.args[0], d2.args[0])
     with pytest.raises(ValueError, match="WeakLattice"):
-        ProcedureModel(_spec(), view=_HalfView()).fit(weak=[make_traces(1, seed=0)[0].weak()])
+        fit(ProcedureModel(_spec(), view=_HalfView()), weak=[make_traces(1, seed=0)[0].weak()])
     model.reset_procedure("SUB", seed=1)
     assert model.strong_loss(model.prepare_strong(traces))[0].item() > 0
     assert sub == model.index["SUB"]

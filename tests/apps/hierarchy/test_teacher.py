@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rlsuite.apps.hierarchy.envs.addition import AdditionEnv
-from rlsuite.apps.hierarchy.procedures import Executor, stacks_after_actions
-from rlsuite.apps.hierarchy.synthesis.addition import (
+from rlsuite.apps.hierarchy.procedures.executor import Executor
+from rlsuite.apps.hierarchy.procedures.traces import stacks_after_actions
+from rlsuite.apps.hierarchy.synthesis.program import (
     SPEC,
     Teacher,
     from_env_action,
@@ -64,7 +65,7 @@ def test_env_action_round_trip_and_executor_rejects_illegal_ops():
     class Bad(Teacher):
         def decide(self, frame, obs):
             if frame.proc == "ADD":
-                from rlsuite.apps.hierarchy.procedures import Decision
+                from rlsuite.apps.hierarchy.procedures.traces import Decision
 
                 return Decision("act", "WRITE", (3, 1))  # ADD may only call ADD1
             return super().decide(frame, obs)

@@ -8,10 +8,13 @@ import pytest
 import torch
 
 from rlsuite.apps.hierarchy.envs.addition import AdditionEnv
-from rlsuite.apps.hierarchy.procedures import ProcedureModel, WeakLattice, stacks_after_actions
-from rlsuite.apps.hierarchy.synthesis.addition import SPEC, make_traces, rollout
+from rlsuite.apps.hierarchy.procedures.fit import fit
+from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
+from rlsuite.apps.hierarchy.procedures.traces import stacks_after_actions
+from rlsuite.apps.hierarchy.procedures.weak import WeakLattice
 from rlsuite.apps.hierarchy.synthesis.baselines import FlatLSTM, NPICore
 from rlsuite.apps.hierarchy.synthesis.experiment import load_model, save_model
+from rlsuite.apps.hierarchy.synthesis.program import SPEC, make_traces, rollout
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -34,7 +37,7 @@ def test_strong_training_on_three_traces_reaches_100_percent():
     strong = make_traces(3, seed=0, lengths=(300,))
     model = ProcedureModel(SPEC, hidden=(64, 64))
     assert _accuracy(model, 10, 5) == 0.0
-    hist = model.fit(strong=strong, epochs=600, lr=1e-2, target_loss=1e-3)
+    hist = fit(model, strong=strong, epochs=600, lr=1e-2, target_loss=1e-3)
     assert hist[-1]["strong_nll"] < 1e-3
     assert _accuracy(model, 10, 50) == 1.0
     assert _accuracy(model, 100, 10) == 1.0
@@ -56,7 +59,7 @@ def test_weak_training_recovers_the_call_structure():
         return ok / total
 
     assert match_rate() < 0.5  # untrained: the posterior does not know the structure
-    model.fit(weak=weak, epochs=300, lr=1e-2, target_loss=0.05, seed=0)
+    fit(model, weak=weak, epochs=300, lr=1e-2, target_loss=0.05, seed=0)
     assert match_rate() == 1.0
 
 

@@ -2,11 +2,13 @@
 
 - :mod:`.sim`: the pybullet adapter (the only module importing pybullet);
 - :mod:`.env`: ``PickPlaceEnv`` (``rlsuite/PickPlace-v0``), tasks ``pick_place`` and ``stack``;
-- :mod:`.program`: the robot's procedure library as a ``procedures.HierarchySpec``, its input
-  view and the controller running ``procedures.Executor`` (no executor of its own);
-- :mod:`.expert`: the scripted expert; :mod:`.demos`: demonstrations, recorded on Ray;
-- :mod:`.model`: the learned ``procedures.ProcedureModel`` (strong; weak by hard EM) and flat
-  cloning;
+- :mod:`.program`: the robot's procedure library as a ``procedures.spec.HierarchySpec``,
+  its input view and the controller running ``procedures.executor.Executor`` (no executor of
+  its own);
+- :mod:`.expert`: the scripted expert; :mod:`.recording`: its demonstrations, recorded on
+  Ray, saved and loaded;
+- :mod:`.model`: the learned ``procedures.model.ProcedureModel`` (strong; weak by hard EM,
+  on ``procedures.segmentation``), flat cloning, and their files;
 - :mod:`.experiment`: train-and-evaluate runs, demonstration sweeps, skill reuse;
 - :mod:`.cli`: the ``robot-demos`` and ``robot`` subcommands of ``hier-train``;
 - :mod:`.demo`: the ``make demo`` section.

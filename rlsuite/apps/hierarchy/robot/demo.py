@@ -43,7 +43,7 @@ def run(demos: int = DEMOS, episodes: int = EPISODES, num_workers: int | None = 
             controller="scripted expert",
             metric="success rate",
             value=float(expert.summary["success"]["mean"]),
-            reference="issue #7: 50/50 measured",
+            reference="50/50 measured",
         )
     ]
     for name, v in res["success"].items():

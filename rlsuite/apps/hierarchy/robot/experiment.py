@@ -19,8 +19,9 @@ from typing import Any
 
 import torch
 
-from rlsuite.apps.hierarchy.procedures import ProcedureModel, Trace
-from rlsuite.apps.hierarchy.robot import demos as D
+from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
+from rlsuite.apps.hierarchy.procedures.traces import Trace
+from rlsuite.apps.hierarchy.robot import recording as D
 from rlsuite.apps.hierarchy.robot.env import TASKS
 from rlsuite.apps.hierarchy.robot.model import (
     SUPERVISION,

@@ -1,9 +1,12 @@
 """The scripted expert: the procedure library of :mod:`.program` (``program.SPEC``), by hand.
 
-It is a :class:`procedures.Policy` (``decide(frame, obs) -> Decision``) run by the shared
-:class:`procedures.Executor`; it sees only the observation (no simulator state), so it runs
-wherever a controller runs, and ``make_expert(record=True).trace()`` is its strong
-:class:`procedures.Trace` (every decision with the call stack and arguments).
+It is a :class:`~rlsuite.apps.hierarchy.procedures.executor.Policy`
+(``decide(frame, obs) -> Decision``) run by the shared
+:class:`~rlsuite.apps.hierarchy.procedures.executor.Executor`; it sees only the observation
+(no simulator state), so it runs wherever a controller runs, and
+``make_expert(record=True).trace()`` is its strong
+:class:`~rlsuite.apps.hierarchy.procedures.traces.Trace` (every decision with the call stack
+and arguments).
 
 Example::
 
@@ -22,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlsuite.apps.hierarchy.procedures import TERMINATE, Decision, Frame
+from rlsuite.apps.hierarchy.procedures.executor import Frame
+from rlsuite.apps.hierarchy.procedures.traces import TERMINATE, Decision
 from rlsuite.apps.hierarchy.robot.env import (
     MOVE_STEP,
     OBJECT_REL_YAW,

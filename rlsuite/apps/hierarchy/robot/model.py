@@ -1,30 +1,33 @@
-"""Learned controllers from demonstrations: the shared procedure model, and flat cloning.
+"""The robot's learned controllers: the shared procedure model trained on demonstrations,
+flat cloning, their files, and the robot's weak supervision.
 
-The hierarchical controller IS a :class:`procedures.ProcedureModel` of the robot's
-hierarchy (``program.SPEC``, :func:`program.make_model`), run by :class:`procedures.Executor`
-(:func:`controller`). Its per-procedure view (:class:`program.RobotView`) lets a skill see
-the scene from the object it was called with and output MOVE_TO goals relative to it; the
-leaves emit continuous STEP commands (a Gaussian head) and learn when to stop.
+The hierarchical controller IS a :class:`~rlsuite.apps.hierarchy.procedures.model.ProcedureModel`
+of the robot's hierarchy (``program.SPEC``, :func:`program.make_model`), run by the shared
+:class:`~rlsuite.apps.hierarchy.procedures.executor.Executor` (:func:`controller`). Its
+per-procedure view (:class:`program.RobotView`) lets a skill see the scene from the object
+it was called with and output MOVE_TO goals relative to it; the leaves emit continuous STEP
+commands (a Gaussian head) and learn when to stop.
 
-Strong supervision: :meth:`ProcedureModel.fit` on the recorded traces (the strong loss).
-Weak supervision (observations and actions only): :meth:`ProcedureModel.fit` with
-``weak_infer=`` :func:`infer_stacks`, hard EM as DDCO / PHP do, level by level: the leaf
-level segments each demonstration into leaf calls by a semi-Markov Viterbi pass under the
-model's own leaf procedures (MOVE_TO's goal is where its segment ends) and refits them, a
-few rounds; the skill level then groups the leaf calls into the root's two skill calls and
-picks each skill's object, maximising the likelihood of the skills' call sequences and
-goal offsets. The filled-in call trees become strong traces
-(:func:`procedures.trace_from_calls`) that train the same model. (The exact weak marginal,
-:class:`procedures.WeakLattice`, covers argument-free hierarchies only; continuous goals
-cannot be enumerated.)
+Strong supervision: :func:`~rlsuite.apps.hierarchy.procedures.fit.fit` on the recorded
+traces (the strong loss). Weak supervision (observations and actions only): the same
+``fit`` with ``weak_infer=`` :func:`infer_stacks`, hard EM as DDCO / PHP do, level by
+level: the leaf level segments each demonstration into leaf calls by a semi-Markov Viterbi
+pass under the model's own leaf procedures (MOVE_TO's goal is where its segment ends) and
+refits them, a few rounds (:mod:`rlsuite.apps.hierarchy.procedures.segmentation`); the
+skill level then groups the leaf calls into the root's two skill calls and picks each
+skill's object, maximising the likelihood of the skills' call sequences and goal offsets.
+The filled-in call trees become strong traces
+(:func:`~rlsuite.apps.hierarchy.procedures.calls.trace_from_calls`) that train the same
+model. (The exact weak marginal, :class:`~rlsuite.apps.hierarchy.procedures.weak.WeakLattice`,
+covers argument-free hierarchies only; continuous goals cannot be enumerated.)
 
 :class:`FlatBC` is the baseline: one MLP from observation to action, on the same
 demonstrations.
 
 Example::
 
-    >>> from rlsuite.apps.hierarchy.robot import demos as D
-    >>> data = D.collect(2, num_workers=0)
+    >>> from rlsuite.apps.hierarchy.robot import recording
+    >>> data = recording.collect(2, num_workers=0)
     >>> model = fit_hierarchical(data, TrainConfig(steps=50))
     >>> isinstance(model, ProcedureModel)
     True
@@ -50,15 +53,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from rlsuite.apps.hierarchy.procedures import (
-    TERMINATE,
-    Call,
-    Event,
-    ProcedureModel,
-    Trace,
-    trace_from_calls,
-)
-from rlsuite.apps.hierarchy.robot.demos import commands
+from rlsuite.apps.hierarchy.procedures.calls import Call, trace_from_calls
+from rlsuite.apps.hierarchy.procedures.fit import fit
+from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
+from rlsuite.apps.hierarchy.procedures.segmentation import LeafLevel, refine_segments
+from rlsuite.apps.hierarchy.procedures.traces import Trace
 from rlsuite.apps.hierarchy.robot.env import OBS_DIM, OBS_EE, OBS_EE_YAW
 from rlsuite.apps.hierarchy.robot.program import (
     LEAVES,
@@ -67,10 +66,10 @@ from rlsuite.apps.hierarchy.robot.program import (
     ROOT,
     SKILLS,
     SPEC,
-    SPEC_INDEX,
     Controller,
     make_model,
 )
+from rlsuite.apps.hierarchy.robot.recording import commands
 
 SUPERVISION = ("strong", "weak")
 FORMAT_VERSION = 2
@@ -134,9 +133,10 @@ def fit_hierarchical(
                     "strong supervision needs demonstrations with call stacks; these are weak "
                     "(use supervision='weak')"
                 )
-            model.fit(strong=demos, epochs=cfg.steps, lr=cfg.lr, seed=cfg.seed, cosine=True)
+            fit(model, strong=demos, epochs=cfg.steps, lr=cfg.lr, seed=cfg.seed, cosine=True)
         else:
-            model.fit(
+            fit(
+                model,
                 weak=D_weak(demos),
                 epochs=cfg.steps,
                 lr=cfg.lr,
@@ -151,7 +151,7 @@ def fit_hierarchical(
     return model
 
 
-def D_weak(demos: Sequence[Trace]) -> list[Trace]:  # noqa: N802 - mirrors demos.weak
+def D_weak(demos: Sequence[Trace]) -> list[Trace]:  # noqa: N802 - mirrors recording.weak
     return [d.weak() for d in demos]
 
 
@@ -159,8 +159,8 @@ def retrain(model: ProcedureModel, demos: Sequence[Trace], config: TrainConfig,
             only: Sequence[str] | None = None) -> ProcedureModel:  # fmt: skip
     """Train ``model`` further on strong demonstrations (all procedures, or ``only`` these)."""
     with _one_thread():
-        model.fit(
-            strong=demos, epochs=config.steps, lr=config.lr, seed=config.seed, cosine=True,
+        fit(
+            model, strong=demos, epochs=config.steps, lr=config.lr, seed=config.seed, cosine=True,
             only=only,
         )  # fmt: skip
     return model
@@ -317,6 +317,18 @@ def _wrap(a):
     return (a + np.pi) % (2 * np.pi) - np.pi
 
 
+def _hand_pose(obs: np.ndarray) -> np.ndarray:
+    """``(x, y, z, yaw)`` of the hand in each observation row: where a MOVE_TO call ended."""
+    return np.column_stack([obs[:, OBS_EE], obs[:, OBS_EE_YAW]])
+
+
+LEAF_LEVEL = LeafLevel(
+    leaves=LEAVES, max_steps=MAX_LEAF_STEPS, goal_leaves=("MOVE_TO",), goal=_hand_pose, depth=3
+)
+"""The robot's leaves as the segmentation sees them: MOVE_TO's goal is the hand pose where
+its call ends; OPEN and CLOSE count their steps."""
+
+
 def goal_to_arg(obs: np.ndarray, obj: int, goal: Sequence[float]) -> np.ndarray:
     """A MOVE_TO goal as skill ``obj``'s argument output (what :class:`RobotView` encodes)."""
     g = np.asarray(goal, dtype=np.float64)
@@ -329,40 +341,40 @@ def infer_stacks(
 ) -> list[Trace]:
     """Fill in the call stacks of weak demonstrations (hard EM); strong traces out.
 
-    The ``weak_infer`` of :meth:`ProcedureModel.fit`. Level 1 (leaves): start from runs of
-    equal gripper command (open, close, neither) as OPEN / CLOSE / MOVE_TO calls, cut where
-    the motion command jumps (a heuristic initialisation, not the expert's labels); then
-    ``em_rounds`` times fit ``model``'s leaf procedures on the segmentation (M-step) and
-    re-segment every demonstration by semi-Markov Viterbi under them (E-step: a Gaussian
-    around each leaf's STEP output with the residual spread), where a MOVE_TO call's goal
-    is the hand pose where it ends. Level 2 (skills): split each demonstration's leaf calls
-    into the root's two skill calls and give each skill an object, by hard EM over (split,
-    objects) with every split point tried as a start; the score is the likelihood of each
-    skill's call sequence and of its MOVE_TO offsets from its object.
+    The ``weak_infer`` of :func:`~rlsuite.apps.hierarchy.procedures.fit.fit`. Level 1
+    (leaves): start from runs of equal gripper command (open, close, neither) as OPEN /
+    CLOSE / MOVE_TO calls, cut where the motion command jumps (a heuristic initialisation,
+    not the expert's labels); then ``em_rounds`` times fit ``model``'s leaf procedures on
+    the segmentation (M-step) and re-segment every demonstration by semi-Markov Viterbi
+    under them (E-step: a Gaussian around each leaf's STEP output with the residual
+    spread), where a MOVE_TO call's goal is the hand pose where it ends
+    (:func:`~rlsuite.apps.hierarchy.procedures.segmentation.refine_segments`). Level 2
+    (skills): split each demonstration's leaf calls into the root's two skill calls and give
+    each skill an object, by hard EM over (split, objects) with every split point tried as
+    a start; the score is the likelihood of each skill's call sequence and of its MOVE_TO
+    offsets from its object.
     """
     cfg = (config or TrainConfig()).validate()
     data = [commands(d) for d in demos]
     segs = [_initial_segments(act) for _, act in data]
-    for _ in range(cfg.em_rounds):
-        leaf_traces = [_leaf_trace(d, o, sg) for d, (o, _), sg in zip(demos, data, segs)]
-        for p in LEAVES:  # refit from scratch: no drift towards an earlier round's mistakes
-            model.reset_procedure(p, seed=cfg.seed + SPEC_INDEX[p])
-        model.fit(
-            strong=leaf_traces,
-            epochs=max(100, cfg.steps // 2),
-            lr=cfg.lr,
-            seed=cfg.seed,
-            only=LEAVES,
-            cosine=True,
-        )
-        sds = _residual_sd(model, data, segs)
-        segs = [_viterbi(model, sds, o, a, cfg.segment_penalty) for o, a in data]
+    segs = refine_segments(
+        model,
+        LEAF_LEVEL,
+        demos,
+        data,
+        segs,
+        rounds=cfg.em_rounds,
+        epochs=max(100, cfg.steps // 2),
+        lr=cfg.lr,
+        seed=cfg.seed,
+        penalty=cfg.segment_penalty,
+    )
     groups = _group_skills(data, segs)
     out = []
     for d, (obs, _), sg, (split, objs) in zip(demos, data, segs, groups):
         skills = [Call(SKILLS[0], (objs[0],)), Call(SKILLS[1], (objs[1],))]
         for i, (p, s, e) in enumerate(sg):
-            args = (_goal_at(obs, e).astype(np.float32),) if p == "MOVE_TO" else ()
+            args = (LEAF_LEVEL.goal_at(obs, e).astype(np.float32),) if p == "MOVE_TO" else ()
             skills[0 if i < split else 1].children.append(Call(p, args, list(range(s, e))))
         info = {**d.info, "inferred": True}
         out.append(
@@ -387,116 +399,6 @@ def _initial_segments(a: np.ndarray) -> list[tuple[str, int, int]]:
     return segs
 
 
-def _goal_at(obs: np.ndarray, t: int) -> np.ndarray:
-    return np.array([*obs[t, OBS_EE], obs[t, OBS_EE_YAW]], dtype=np.float64)
-
-
-def _leaf_trace(demo: Trace, obs: np.ndarray, segs) -> Trace:
-    """A trace whose events are the leaf calls' decisions only (trains the leaves)."""
-    events = []
-    T = len(demo.actions)
-    for p, s, e in segs:
-        args = (_goal_at(obs, e).astype(np.float32),) if p == "MOVE_TO" else ()
-        for t in range(s, e):
-            events.append(Event(t, p, t - s, args, demo.actions[t], 3))
-        if e < T:
-            events.append(Event(e, p, e - s, args, TERMINATE, 3))
-    return Trace(demo.observations, list(demo.actions), events, dict(demo.info))
-
-
-def _leaf_mean(model: ProcedureModel, p: str, obs: np.ndarray, extra: np.ndarray) -> np.ndarray:
-    """The STEP command's mean of leaf ``p`` on rows ``obs`` with goal (MOVE_TO) or pc."""
-    pi = SPEC_INDEX[p]
-    o = torch.as_tensor(np.asarray(obs, dtype=np.float32))
-    if p == "MOVE_TO":
-        x = model.view.features(p, o, torch.zeros(len(o), dtype=torch.long),
-                                [torch.as_tensor(np.asarray(extra, dtype=np.float32))])  # fmt: skip
-    else:
-        x = model.view.features(p, o, torch.as_tensor(np.asarray(extra, dtype=np.int64)), [])
-    with torch.no_grad():
-        mu, _ = model.arg_mean_std(pi, 0, 0, x)
-    return mu.numpy().astype(np.float64)
-
-
-def _residual_sd(model, data, segs) -> dict[str, np.ndarray]:
-    sds = {}
-    for p in LEAVES:
-        rows_o, rows_x, rows_a = [], [], []
-        for (obs, act), sg in zip(data, segs):
-            for q, s, e in sg:
-                if q != p:
-                    continue
-                rows_o.append(obs[s:e])
-                rows_a.append(act[s:e])
-                if p == "MOVE_TO":
-                    rows_x.append(np.repeat(_goal_at(obs, e)[None], e - s, 0))
-                else:
-                    rows_x.append(np.arange(e - s))
-        if sum(len(r) for r in rows_o) > 1:
-            o, x, a = np.concatenate(rows_o), np.concatenate(rows_x), np.concatenate(rows_a)
-            sd = (_leaf_mean(model, p, o, x) - a).std(0)
-        else:
-            sd = np.ones(5)
-        sds[p] = np.maximum(sd, 0.05)
-    return sds
-
-
-def _viterbi(model, sds, obs: np.ndarray, act: np.ndarray, penalty: float):
-    T = len(act)
-    scores: dict[str, np.ndarray] = {}
-    for p in LEAVES:
-        sd = sds[p]
-        L = MAX_LEAF_STEPS[p]
-        sc = np.full((T + 1, T + 1), -np.inf)
-        ss, tt = [], []
-        for s in range(T):
-            for e in range(s + 1, min(T, s + L) + 1):
-                ss.append(s)
-                tt.append(e)
-        ss_a, ee_a = np.array(ss), np.array(tt)
-        if p == "MOVE_TO":
-            # per (t, e): log N(a_t | mu(obs_t, goal=obs_e)); the segment sums over t in s..e-1
-            pairs = [(t, e) for e in range(1, T + 1) for t in range(max(0, e - L), e)]
-            pt = np.array([q[0] for q in pairs])
-            pe = np.array([q[1] for q in pairs])
-            goals = np.column_stack([obs[pe][:, OBS_EE], obs[pe][:, OBS_EE_YAW]])
-            ll = _gauss(act[pt], _leaf_mean(model, p, obs[pt], goals), sd)
-            cell = np.zeros((T + 1, T + 1))
-            cell[pt, pe] = ll
-            cum = np.vstack([np.zeros(T + 1), np.cumsum(cell, axis=0)])
-            sc[ss_a, ee_a] = cum[ee_a, ee_a] - cum[ss_a, ee_a]
-        else:
-            pairs = [(s, t) for s in range(T) for t in range(s, min(T, s + L))]
-            ps = np.array([q[0] for q in pairs])
-            pt = np.array([q[1] for q in pairs])
-            ll = _gauss(act[pt], _leaf_mean(model, p, obs[pt], pt - ps), sd)
-            cell = np.zeros((T + 1, T + 1))
-            cell[ps, pt] = ll
-            cum = np.hstack([np.zeros((T + 1, 1)), np.cumsum(cell, axis=1)])
-            sc[ss_a, ee_a] = cum[ss_a, ee_a] - cum[ss_a, ss_a]
-        scores[p] = sc
-    best = np.full(T + 1, -np.inf)
-    best[0] = 0.0
-    back: list[tuple[str, int] | None] = [None] * (T + 1)
-    for e in range(1, T + 1):
-        for p in LEAVES:
-            cand = best[:e] + scores[p][:e, e] - penalty
-            s = int(np.argmax(cand))
-            if cand[s] > best[e]:
-                best[e], back[e] = cand[s], (p, s)
-    segs, e = [], T
-    while e > 0:
-        p, s = back[e]
-        segs.append((p, s, e))
-        e = s
-    return segs[::-1]
-
-
-def _gauss(a: np.ndarray, mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
-    z = (a - mu) / sd
-    return -0.5 * (z**2).sum(1) - np.log(sd).sum() - 0.5 * len(sd) * math.log(2 * math.pi)
-
-
 OBJ = tuple(range(len(OBJECTS)))
 """Object argument values."""
 
@@ -509,7 +411,7 @@ def _group_skills(demos, segs) -> list[tuple[int, tuple[int, int]]]:
         for p, s, e in sg:
             g = None
             if p == "MOVE_TO":  # the goal as an argument of a skill on each object
-                g = {o: goal_to_arg(d[0][s], o, _goal_at(d[0], e)) for o in OBJ}
+                g = {o: goal_to_arg(d[0][s], o, LEAF_LEVEL.goal_at(d[0], e)) for o in OBJ}
             rows.append((p, s, g))
         calls.append(rows)
     options = [

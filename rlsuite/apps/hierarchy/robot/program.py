@@ -1,8 +1,10 @@
-"""The robot's procedure library as a :class:`~rlsuite.apps.hierarchy.procedures.HierarchySpec`.
+"""The robot's procedure library as a
+:class:`~rlsuite.apps.hierarchy.procedures.spec.HierarchySpec`, its input view and controller.
 
 The robot runs on the shared procedure model (:mod:`rlsuite.apps.hierarchy.procedures`):
 the scripted expert (:mod:`.expert`) and the learned :class:`ProcedureModel` are two
-policies run by the same :class:`procedures.Executor`, which records :class:`Trace` s::
+policies run by the same :class:`~rlsuite.apps.hierarchy.procedures.executor.Executor`,
+which records :class:`Trace` s::
 
     PICK_AND_PLACE()      -> PICK(object), PLACE(object)
     PICK(object)          -> MOVE_TO(goal), OPEN, MOVE_TO(goal), CLOSE, MOVE_TO(goal)
@@ -13,7 +15,8 @@ policies run by the same :class:`procedures.Executor`, which records :class:`Tra
 ``goal`` is continuous ``(x, y, z, yaw)``; ``STEP``'s ``command`` is the env's 5-D action.
 A leaf's pc counts the steps it has taken.
 
-:class:`RobotView` is the model's :class:`~procedures.InputView`: each procedure sees the
+:class:`RobotView` is the model's
+:class:`~rlsuite.apps.hierarchy.procedures.model.InputView`: each procedure sees the
 observation from where it stands (a skill relative to its object, MOVE_TO relative to its
 goal), and a skill outputs MOVE_TO's goal as an offset from its object, so one PICK works
 wherever the cube lies (and on a second task's objects).
@@ -33,17 +36,10 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from rlsuite.apps.hierarchy.procedures import (
-    ActionSpec,
-    ArgSpec,
-    Decision,
-    Executor,
-    HierarchySpec,
-    Policy,
-    ProcedureModel,
-    ProcedureSpec,
-    Trace,
-)
+from rlsuite.apps.hierarchy.procedures.executor import Executor, Policy
+from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
+from rlsuite.apps.hierarchy.procedures.spec import ActionSpec, ArgSpec, HierarchySpec, ProcedureSpec
+from rlsuite.apps.hierarchy.procedures.traces import Decision, Trace
 
 TASKS = ("pick_place", "stack")
 """``pick_place``: the cube into the tray; ``stack``: the cube on top of a second cube."""

@@ -1,16 +1,16 @@
 """Program synthesis by hierarchical imitation: long-hand addition (PHP, Fox et al. 2018).
 
-- :mod:`.addition`: the procedure hierarchy (ADD -> ADD1 -> WRITE, CARRY, LSHIFT), the
-  scripted teacher, demonstrations (strong: with the call stack; weak: actions only) and
-  the controller that runs procedures in ``rlsuite/Addition-v0``;
+- :mod:`.program`: the addition procedure hierarchy (ADD -> ADD1 -> WRITE, CARRY, LSHIFT),
+  the scripted teacher, demonstrations (strong: with the call stack; weak: actions only)
+  and the controller that runs procedures in ``rlsuite/Addition-v0``;
 - :mod:`.baselines`: flat LSTM imitation and an NPI-style LSTM core;
 - :mod:`.experiment`: train, evaluate in parallel (``rlsuite.platform.evaluation``), table,
   JSON and PNG; what ``hier-train synthesis`` runs.
 
 The model itself (:mod:`rlsuite.apps.hierarchy.procedures`) is shared with the robot half.
-Weak supervision sums exactly over every hidden call stack (pcs clipped per procedure, so
-the addition hierarchy has 64 stack states and 642 transitions); PHP instead trains level
-by level because its exact inference grows with depth. Here the whole stack is small
-enough to infer at once, which is the level-by-level procedure's limit, not an
-approximation of it.
+Weak supervision (:mod:`rlsuite.apps.hierarchy.procedures.weak`) sums exactly over every
+hidden call stack (pcs clipped per procedure, so the addition hierarchy has 64 stack states
+and 642 transitions); PHP instead trains level by level because its exact inference grows
+with depth. Here the whole stack is small enough to infer at once, which is the
+level-by-level procedure's limit, not an approximation of it.
 """

@@ -22,8 +22,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from rlsuite.apps.hierarchy.envs.addition import N_ACTIONS, STOP_ACTION
-from rlsuite.apps.hierarchy.procedures import TERMINATE, Decision, Frame, HierarchySpec, Trace
-from rlsuite.apps.hierarchy.synthesis.addition import SPEC, Executor, to_env_action
+from rlsuite.apps.hierarchy.procedures.executor import Executor, Frame
+from rlsuite.apps.hierarchy.procedures.spec import HierarchySpec
+from rlsuite.apps.hierarchy.procedures.traces import TERMINATE, Decision, Trace
+from rlsuite.apps.hierarchy.synthesis.program import SPEC, to_env_action
 
 
 def _adam_loop(

@@ -106,7 +106,7 @@ class SavedController:
 
 
 def save_model(model: Any, path: str, extra: dict[str, Any] | None = None) -> None:
-    from rlsuite.apps.hierarchy.procedures import ProcedureModel
+    from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if isinstance(model, ProcedureModel):
@@ -117,7 +117,7 @@ def save_model(model: Any, path: str, extra: dict[str, Any] | None = None) -> No
 
 def load_model(path: str) -> Any:
     """A model saved by :func:`save_model` (PHP, flat LSTM or NPI), kind read from the file."""
-    from rlsuite.apps.hierarchy.procedures import ProcedureModel
+    from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
     from rlsuite.apps.hierarchy.synthesis.baselines import FlatLSTM, NPICore
 
     if not os.path.exists(path):
@@ -140,8 +140,8 @@ def load_model(path: str) -> Any:
 
 
 def controller_for(model: Any) -> Any:
-    from rlsuite.apps.hierarchy.procedures import ProcedureModel
-    from rlsuite.apps.hierarchy.synthesis.addition import ProcedureController
+    from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
+    from rlsuite.apps.hierarchy.synthesis.program import ProcedureController
 
     if isinstance(model, ProcedureModel):
         return ProcedureController(model, name="php")
@@ -156,9 +156,10 @@ def train_model(
     kind: str, strong: list, weak: list, cfg: SynthesisConfig, log=None
 ) -> tuple[Any, dict[str, Any]]:
     """Train one model on the demonstrations it can use; returns it and its training record."""
-    from rlsuite.apps.hierarchy.procedures import ProcedureModel
-    from rlsuite.apps.hierarchy.synthesis.addition import SPEC
+    from rlsuite.apps.hierarchy.procedures.fit import fit
+    from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
     from rlsuite.apps.hierarchy.synthesis.baselines import FlatLSTM, NPICore
+    from rlsuite.apps.hierarchy.synthesis.program import SPEC
 
     torch.set_num_threads(1)
     t_cpu, t_wall = time.process_time(), time.perf_counter()
@@ -171,7 +172,8 @@ def train_model(
         model = ProcedureModel(SPEC, hidden=cfg.hidden)
         hist: list[dict] = []
         if strong:  # fit the few strong traces first: it pins the call structure for EM
-            hist += model.fit(
+            hist += fit(
+                model,
                 strong=strong,
                 epochs=min(200, cfg.epochs),
                 lr=3e-3,
@@ -184,7 +186,8 @@ def train_model(
             # carries over to the long ones
             short = [t for t in weak if t.info.get("length", 99) <= cfg.curriculum_length]
             if short and len(short) < len(weak):
-                hist += model.fit(
+                hist += fit(
+                    model,
                     weak=short,
                     epochs=cfg.epochs,
                     lr=cfg.lr,
@@ -194,7 +197,8 @@ def train_model(
                     target_loss=0.05,
                 )
         if weak:
-            hist += model.fit(
+            hist += fit(
+                model,
                 strong=strong,
                 weak=weak,
                 epochs=cfg.epochs,
@@ -270,7 +274,7 @@ def run_synthesis(cfg: SynthesisConfig, console=None) -> dict[str, Any]:
     """Demonstrations, training of each model, evaluation; writes models, JSON and PNG to out_dir."""
     from rich.console import Console
 
-    from rlsuite.apps.hierarchy.synthesis.addition import make_traces
+    from rlsuite.apps.hierarchy.synthesis.program import make_traces
 
     cfg.validate()
     console = console or Console()

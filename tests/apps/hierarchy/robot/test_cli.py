@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rlsuite.apps.hierarchy.robot import demos as D
+from rlsuite.apps.hierarchy.robot import recording as D
 from rlsuite.apps.hierarchy.robot.cli import build_parser, main
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlsuite.apps.hierarchy.procedures import call_tree
-from rlsuite.apps.hierarchy.robot import demos as D
+from rlsuite.apps.hierarchy.procedures.calls import call_tree
+from rlsuite.apps.hierarchy.robot import recording as D
 from rlsuite.apps.hierarchy.robot.env import OBS_CUBE, OBS_DIM, PickPlaceEnv
 from rlsuite.apps.hierarchy.robot.expert import REACHED, make_expert
 from rlsuite.apps.hierarchy.robot.program import ROOT

@@ -6,9 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from rlsuite.apps.hierarchy import procedures as P
-from rlsuite.apps.hierarchy.robot import demos as D
+from rlsuite.apps.hierarchy.procedures.calls import call_tree, trace_from_calls
+from rlsuite.apps.hierarchy.procedures.executor import Executor
+from rlsuite.apps.hierarchy.procedures.fit import fit
+from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
 from rlsuite.apps.hierarchy.robot import experiment as X
+from rlsuite.apps.hierarchy.robot import recording as D
 from rlsuite.apps.hierarchy.robot.env import PickPlaceEnv
 from rlsuite.apps.hierarchy.robot.model import (
     FlatBC,
@@ -47,10 +50,10 @@ class RandomController:
 
 
 def test_learned_controller_is_the_shared_procedure_model_run_by_its_executor(strong_model):
-    assert type(strong_model) is P.ProcedureModel and strong_model.spec == SPEC
+    assert type(strong_model) is ProcedureModel and strong_model.spec == SPEC
     assert isinstance(strong_model.view, RobotView)
     c = controller(strong_model)
-    assert type(c.executor) is P.Executor and c.executor.policy is strong_model
+    assert type(c.executor) is Executor and c.executor.policy is strong_model
     env = PickPlaceEnv()
     try:
         obs, _ = env.reset(seed=2)
@@ -90,14 +93,14 @@ def test_strong_robot_trace_round_trips(tmp_path, demos):
         assert a.info["seed"] == b.info["seed"]
         np.testing.assert_array_equal(a.info["final_obs"], b.info["final_obs"])
         # the call tree rebuilds the same events
-        again = P.trace_from_calls(SPEC, P.call_tree(b), b.observations, b.actions)
+        again = trace_from_calls(SPEC, call_tree(b), b.observations, b.actions)
         assert [(e.step, e.proc, e.pc, e.decision.kind, e.decision.op) for e in again.events] == [
             (e.step, e.proc, e.pc, e.decision.kind, e.decision.op) for e in a.events
         ]
 
 
 def _leaves(trace):
-    return [(c.proc, c.start, c.end) for c in P.call_tree(trace).calls() if c.proc in
+    return [(c.proc, c.start, c.end) for c in call_tree(trace).calls() if c.proc in
             ("MOVE_TO", "OPEN", "CLOSE")]  # fmt: skip
 
 
@@ -108,8 +111,8 @@ def test_weak_em_recovers_the_call_structure(demos):
         assert weak_d.strong and weak_d.info["inferred"]
         truth, got = _leaves(true_d), _leaves(weak_d)
         assert len(set(truth) & set(got)) >= 0.9 * len(truth), (truth, got)
-        skills = [(c.proc, c.args, len(c.children)) for c in P.call_tree(true_d).children]
-        assert [(c.proc, c.args, len(c.children)) for c in P.call_tree(weak_d).children] == skills
+        skills = [(c.proc, c.args, len(c.children)) for c in call_tree(true_d).children]
+        assert [(c.proc, c.args, len(c.children)) for c in call_tree(weak_d).children] == skills
 
 
 def _actions(controller_, obs_seq):
@@ -130,7 +133,7 @@ def test_save_load_same_actions(tmp_path, demos, strong_model):
     # and a whole closed-loop episode gives the same call trace
     traces = []
     for m in (strong_model, load(str(tmp_path / "ProcedureModel.pt"))):
-        env, c = PickPlaceEnv(), P.Executor(SPEC, m, record=True)
+        env, c = PickPlaceEnv(), Executor(SPEC, m, record=True)
         obs, _ = env.reset(seed=11)
         for _ in range(40):
             d = c.act(obs)
@@ -150,9 +153,9 @@ def test_bad_arguments_give_clear_errors(tmp_path, demos):
     with pytest.raises(ValueError, match="strong supervision needs demonstrations with call"):
         fit_hierarchical(D.weak(demos), TINY, "strong")
     with pytest.raises(ValueError, match="call_tree needs a strong trace"):
-        P.call_tree(D.weak(demos)[0])
+        call_tree(D.weak(demos)[0])
     with pytest.raises(ValueError, match="WeakLattice"):
-        make_model().fit(weak=D.weak(demos), epochs=1)  # continuous arguments: hard EM only
+        fit(make_model(), weak=D.weak(demos), epochs=1)  # continuous arguments: hard EM only
     with pytest.raises(FileNotFoundError, match="no model at"):
         load(str(tmp_path / "missing.pt"))
     junk = tmp_path / "junk.pt"

@@ -1,10 +1,11 @@
-"""Demonstrations of the scripted expert, collected in parallel on Ray.
+"""Recording the scripted expert's demonstrations (in parallel on Ray), saving and loading them.
 
-A demonstration is a :class:`procedures.Trace` recorded by the shared
-:class:`procedures.Executor`: ``observations`` ``[T, 20]`` (row ``t`` is what action ``t``
-was chosen on), ``actions`` (``STEP(command)`` decisions; a final ``STOP`` if the root
-returned before the episode ended), ``events`` (strong: every decision with the call stack
-and arguments; ``None`` for weak ones) and ``info``::
+A demonstration is a :class:`~rlsuite.apps.hierarchy.procedures.traces.Trace` recorded by
+the shared :class:`~rlsuite.apps.hierarchy.procedures.executor.Executor`: ``observations``
+``[T, 20]`` (row ``t`` is what action ``t`` was chosen on), ``actions`` (``STEP(command)``
+decisions; a final ``STOP`` if the root returned before the episode ended), ``events``
+(strong: every decision with the call stack and arguments; ``None`` for weak ones) and
+``info``::
 
     {"seed": int, "task": str, "success": bool,
      "final_obs": float32 (20,)}   # the observation after the last STEP
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rlsuite.apps.hierarchy.procedures import Trace, load_traces, save_traces
+from rlsuite.apps.hierarchy.procedures.traces import Trace, load_traces, save_traces
 from rlsuite.apps.hierarchy.robot.env import TASKS, PickPlaceEnv
 from rlsuite.apps.hierarchy.robot.expert import make_expert
 

@@ -34,17 +34,9 @@ from rlsuite.apps.hierarchy.envs.addition import (
     move_action,
     write_action,
 )
-from rlsuite.apps.hierarchy.procedures import (
-    TERMINATE,
-    ActionSpec,
-    ArgSpec,
-    Decision,
-    Executor,
-    Frame,
-    HierarchySpec,
-    ProcedureSpec,
-    Trace,
-)
+from rlsuite.apps.hierarchy.procedures.executor import Executor, Frame
+from rlsuite.apps.hierarchy.procedures.spec import ActionSpec, ArgSpec, HierarchySpec, ProcedureSpec
+from rlsuite.apps.hierarchy.procedures.traces import TERMINATE, Decision, Trace
 
 IN1, IN2, CARRY_TAPE, OUT = range(4)
 
