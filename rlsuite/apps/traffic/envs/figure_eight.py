@@ -12,6 +12,7 @@ import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
 from rlsuite.apps.traffic.envs.ring import GAP_SCALE, SPEED_SCALE, RingSimulation
+from rlsuite.apps.traffic.rewards import desired_velocity_reward
 
 FULL_SPEED_SCALE = 30.0
 """Full-state speeds are divided by this (the road's speed limit), as in Flow."""
@@ -147,7 +148,7 @@ class FigureEightEnv(gym.Env):
     Rewards:
         Flow's desired-velocity reward: ``max(0, |v_des| - |v - v_des|) / |v_des|`` over
         the vector of all speeds, with ``v_des = target_velocity`` (20 m/s); 1 when
-        everyone drives at v_des.
+        everyone drives at v_des (:func:`~rlsuite.apps.traffic.rewards.desired_velocity_reward`).
     Termination:
         terminated on a collision; truncated after ``horizon`` steps (1500 = 150 s).
     """
@@ -189,10 +190,7 @@ class FigureEightEnv(gym.Env):
             )
         self.core.control(dict(zip(self.core.av_ids, a)))
         self._t += 1
-        v = self.core.v
-        v_des = self.cfg.target_velocity
-        max_cost = v_des * math.sqrt(len(v))
-        reward = max(max_cost - float(np.linalg.norm(v - v_des)), 0.0) / max_cost
+        reward = desired_velocity_reward(self.core.v, self.cfg.target_velocity)
         terminated = self.core.collisions > 0
         truncated = self._t >= self.cfg.horizon
         return self._obs(), float(reward), bool(terminated), bool(truncated), {}

@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
+from rlsuite.apps.traffic.rewards import ring_reward
 
 SPEED_SCALE = 15.0
 """Observation speeds are divided by this (m/s), as in Flow."""
@@ -416,9 +417,6 @@ class RingSimulation:
             dtype=np.float32,
         )
 
-    def mean_speed_now(self) -> float:
-        return float(self.v.mean())
-
     def metrics(self) -> dict[str, float]:
         """Domain metrics of the controlled part of the episode."""
         n = max(self.samples, 1)
@@ -468,7 +466,7 @@ class RingEnv(gym.Env):
         collision-free.
     Rewards:
         ``speed_reward * mean speed of all vehicles - accel_penalty * |a|`` per step
-        (Flow's: 4/20 and 4).
+        (Flow's: 4/20 and 4; :func:`~rlsuite.apps.traffic.rewards.ring_reward`).
     Termination:
         Terminated on a collision (not expected: SUMO keeps the AV safe); truncated
         after ``horizon`` controlled steps (default 3000 = 300 s), which follow
@@ -525,9 +523,7 @@ class RingEnv(gym.Env):
         a = float(np.clip(a, -self.cfg.max_decel, self.cfg.max_accel))
         self.core.control({self.av: a})
         self._t += 1
-        reward = self.cfg.speed_reward * self.core.mean_speed_now() - self.cfg.accel_penalty * abs(
-            a
-        )
+        reward = ring_reward(self.core.v, [a], self.cfg.speed_reward, self.cfg.accel_penalty)
         terminated = self.core.collisions > 0
         truncated = self._t >= self.cfg.horizon
         return self._obs(), float(reward), bool(terminated), bool(truncated), {}

@@ -10,6 +10,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from rlsuite.apps.traffic.envs.ring import MAX_RING, RingConfig, RingSimulation
+from rlsuite.apps.traffic.rewards import ring_reward
 
 GAP_HIGH = MAX_RING / 270.0
 
@@ -24,7 +25,8 @@ class RingMultiEnv(ParallelEnv):
         per agent ``Box(1)``: its acceleration in [-max_decel, max_accel] m/s^2.
     Rewards:
         shared by all agents: ``speed_reward * mean speed of all vehicles -
-        accel_penalty * mean |a| over the AVs``.
+        accel_penalty * mean |a| over the AVs``
+        (:func:`~rlsuite.apps.traffic.rewards.ring_reward`).
     Termination:
         every agent is terminated on a collision and truncated after ``horizon``
         controlled steps (after ``warmup_steps`` human-driven ones at reset).
@@ -85,8 +87,8 @@ class RingMultiEnv(ParallelEnv):
         }
         self.core.control(acc)
         self._t += 1
-        r = self.cfg.speed_reward * self.core.mean_speed_now() - self.cfg.accel_penalty * float(
-            np.mean(np.abs(list(acc.values())))
+        r = ring_reward(
+            self.core.v, list(acc.values()), self.cfg.speed_reward, self.cfg.accel_penalty
         )
         term = self.core.collisions > 0
         trunc = self._t >= self.cfg.horizon

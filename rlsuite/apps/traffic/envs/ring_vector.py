@@ -26,6 +26,7 @@ from gymnasium.vector.utils import batch_space
 from rlsuite.apps.traffic import kernel, networks
 from rlsuite.apps.traffic.envs import ring as ring_mod
 from rlsuite.apps.traffic.envs.ring import SLOW_SPEED, RingConfig
+from rlsuite.apps.traffic.rewards import ring_reward
 
 MAX_RINGS = 256
 """Most rings in one simulation (a sanity bound: 256 rings are 5,632 vehicles)."""
@@ -46,7 +47,8 @@ class RingVectorEnv(gym.vector.VectorEnv):
     Actions:
         ``Box(num_envs, 1)``: per ring, the AV's acceleration in [-max_decel, max_accel].
     Rewards:
-        per ring, ``speed_reward * mean speed of the ring's vehicles - accel_penalty * |a|``.
+        per ring, ``speed_reward * mean speed of the ring's vehicles - accel_penalty * |a|``
+        (:func:`~rlsuite.apps.traffic.rewards.ring_reward`, batched over the rings).
     Termination:
         All rings share one clock, so their episodes end together: truncated after
         ``horizon`` controlled steps. A collision terminates its ring's episode and
@@ -317,7 +319,7 @@ class RingVectorEnv(gym.vector.VectorEnv):
         if self.t == cfg.measure_after + 1:
             self._laps_before = self._laps(self._odometers())
         self._advance(measure=self.t > cfg.measure_after)
-        reward = cfg.speed_reward * self.v.mean(axis=1) - cfg.accel_penalty * np.abs(a)
+        reward = ring_reward(self.v, a[:, None], cfg.speed_reward, cfg.accel_penalty)
         terminated = self.collisions > 0
         truncated = np.full(self.num_envs, self.t >= cfg.horizon)
         if terminated.any():
