@@ -1,6 +1,6 @@
 """The seed's join workload: a DQN rewriter trained on generated queries, tested on held-out ones.
 
-Pass criterion (issue #4): on held-out test queries the learned rewriter's
+Pass criterion: on held-out test queries the learned rewriter's
 geometric-mean speed-up over PostgreSQL is >= 100x, with zero wrong results.
 Seed: 18.3 s -> 3.9 s (4.7x) on its test query.
 
@@ -13,79 +13,54 @@ Writes benchmarks/results/queryopt_joins.json and queryopt_joins.png.
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
-import time
 
-from queryopt_common import RESULTS, database, speedup_plot, write_json
+from queryopt_common import (
+    RESULTS,
+    database,
+    speedup_plot,
+    train_and_compare,
+    train_summary,
+    training_parser,
+    write_json,
+)
 from rich.console import Console
 from rich.table import Table
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ap = training_parser(
+        "queryopt_joins",
+        __doc__,
+        iterations=6,
+        max_steps=2,
+        train_timeout_ms=300,
+        test_timeout_ms=120_000,
+        reward_help="relative (-runtime / PostgreSQL runtime): every query weighs the same",
     )
     ap.add_argument("--train-queries", type=int, default=50)
     ap.add_argument("--test-queries", type=int, default=20)
-    ap.add_argument("--iterations", type=int, default=6)
-    ap.add_argument("--train-timeout-ms", type=int, default=300)
-    ap.add_argument("--max-steps", type=int, default=2)
-    ap.add_argument(
-        "--reward",
-        choices=("runtime", "relative"),
-        default="relative",
-        help="relative (-runtime / PostgreSQL runtime): every query weighs the same",
-    )
-    ap.add_argument("--test-timeout-ms", type=int, default=120_000)
-    ap.add_argument("--dsn", default=None)
-    ap.add_argument("--run-dir", default="runs/bench/queryopt_joins")
     args = ap.parse_args()
 
-    from rlsuite.apps.queryopt import train as T
-    from rlsuite.apps.queryopt.bench import compare
     from rlsuite.apps.queryopt.workloads import get
     from rlsuite.apps.queryopt.workloads.joins import SEED_QUERY
-    from rlsuite.platform import cluster
 
     console = Console()
     w = get("joins")
     with database(args.dsn) as db:
         w.ensure(db)
-        cfg = T.TrainConfig(
-            dsn=db.dsn,
-            workload="joins",
+        res, train_s, b = train_and_compare(
+            db,
+            w,
+            [SEED_QUERY] + w.queries("test", args.test_queries - 1),
+            args,
+            progress=lambda i, r: console.print(
+                f"[dim]{i:3d} {r.postgres_s:8.3f} s -> {r.rewritten_s:7.4f} s "
+                f"{r.speedup:7.1f}x {r.rewrites}[/]"
+            ),
             num_queries=args.train_queries,
-            max_steps=args.max_steps,
-            reward=args.reward,
-            timeout_ms=args.train_timeout_ms,
-            iterations=args.iterations,
-            learning_starts=100,
             epsilon_timesteps=2000,
-            target_update_freq=100,
         )
-        shutil.rmtree(args.run_dir, ignore_errors=True)
-        t0 = time.time()
-        with cluster.local_cluster(num_cpus=2):
-            res = T.train(cfg, args.run_dir, progress=True)
-        train_s = time.time() - t0
-        rw = T.LearnedRewriter(args.run_dir, db.dsn, timeout_ms=args.test_timeout_ms)
-        try:
-            queries = [SEED_QUERY] + w.queries("test", args.test_queries - 1)
-            b = compare(
-                db,
-                w,
-                queries,
-                rw,
-                timeout_ms=args.test_timeout_ms,
-                progress=lambda i, r: console.print(
-                    f"[dim]{i:3d} {r.postgres_s:8.3f} s -> {r.rewritten_s:7.4f} s "
-                    f"{r.speedup:7.1f}x {r.rewrites}[/]"
-                ),
-            )
-        finally:
-            rw.close()
     console.print(b.table(max_rows=40))
     s = b.summary()
     passed = s["geomean_speedup"] >= 100 and s["wrong_results"] == 0
@@ -112,12 +87,7 @@ def main() -> int:
         "passed": passed,
         "criterion": "held-out geo-mean speed-up >= 100x and 0 wrong results",
         "args": vars(args),
-        "train": {
-            "iterations": res.iterations,
-            "env_steps": res.env_steps,
-            "wall_s": train_s,
-            "final_return": res.final_return,
-        },
+        "train": train_summary(res, train_s),
         "seed_query": {
             "postgres_s": seed_row.postgres_s,
             "learned_s": seed_row.rewritten_s,

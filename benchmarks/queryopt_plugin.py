@@ -1,6 +1,6 @@
 """pg_qopt inside PostgreSQL: planning latency on cached decisions, and end-to-end speed-up via psql.
 
-Pass criterion (issue #5): with the model server's decisions cached, the median
+Pass criterion: with the model server's decisions cached, the median
 planning time the plugin adds (EXPLAIN's "Planning Time", plugin on minus off,
 same query, same session kind) is <= 2 ms; through plain psql clients with the
 plugin on (PGOPTIONS only, SQL unchanged) the workload's held-out queries return

@@ -1,7 +1,7 @@
 """TPC-H (SF 0.1 by default): the learned rewriter against PostgreSQL on held-out instances.
 
 Training instances and test instances of the 22 templates come from disjoint
-parameter samples. Pass criterion (issue #4): total time of the test
+parameter samples. Pass criterion: total time of the test
 instances >= 5x lower than PostgreSQL's, no query more than 10% slower, zero
 wrong results. PostgreSQL's time of a query that runs past --test-timeout-ms
 counts as the timeout (so its speed-up is a lower bound). Seed: "improves the
@@ -17,41 +17,38 @@ Writes benchmarks/results/queryopt_tpch.json and queryopt_tpch.png.
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
 import time
 
-from queryopt_common import RESULTS, database, speedup_plot, write_json
+from queryopt_common import (
+    RESULTS,
+    database,
+    speedup_plot,
+    train_and_compare,
+    train_summary,
+    training_parser,
+    write_json,
+)
 from rich.console import Console
 from rich.table import Table
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ap = training_parser(
+        "queryopt_tpch",
+        __doc__,
+        iterations=8,
+        max_steps=1,
+        train_timeout_ms=2000,
+        test_timeout_ms=60_000,
+        reward_help="relative: every template weighs the same in training",
     )
     ap.add_argument("--scale", type=float, default=0.1)
     ap.add_argument("--train-per-template", type=int, default=2)
-    ap.add_argument("--iterations", type=int, default=8)
-    ap.add_argument("--train-timeout-ms", type=int, default=2000)
-    ap.add_argument("--test-timeout-ms", type=int, default=60_000)
-    ap.add_argument("--max-steps", type=int, default=1)
-    ap.add_argument(
-        "--reward",
-        choices=("runtime", "relative"),
-        default="relative",
-        help="relative: every template weighs the same in training",
-    )
-    ap.add_argument("--dsn", default=None)
-    ap.add_argument("--run-dir", default="runs/bench/queryopt_tpch")
     ap.add_argument("--out-name", default="queryopt_tpch", help="results file name (no extension)")
     args = ap.parse_args()
 
-    from rlsuite.apps.queryopt import train as T
-    from rlsuite.apps.queryopt.bench import compare
     from rlsuite.apps.queryopt.workloads import get
-    from rlsuite.platform import cluster
 
     console = Console()
     w = get("tpch", scale=args.scale)
@@ -61,47 +58,20 @@ def main() -> int:
                 t = time.time()
                 counts = w.setup(db)
             console.print(f"loaded {counts} in {time.time() - t:.0f} s")
-        cfg = T.TrainConfig(
-            dsn=db.dsn,
-            workload="tpch",
+        res, train_s, b = train_and_compare(
+            db,
+            w,
+            w.queries("test", 22),
+            args,
+            progress=lambda i, r: console.print(
+                f"[dim]Q{i + 1:<3d} {r.postgres_s:8.3f} s -> {r.rewritten_s:8.3f} s "
+                f"{r.speedup:7.2f}x {r.rewrites} {'REGRESSION' if r.regression else ''}[/]"
+            ),
+            repeat=3,
             workload_config={"scale": args.scale},
             num_queries=22 * args.train_per_template,
-            max_steps=args.max_steps,
-            timeout_ms=args.train_timeout_ms,
-            iterations=args.iterations,
-            reward=args.reward,
-            learning_starts=100,
             epsilon_timesteps=2500,
-            target_update_freq=100,
         )
-        shutil.rmtree(args.run_dir, ignore_errors=True)
-        t0 = time.time()
-        with cluster.local_cluster(num_cpus=2):
-            res = T.train(cfg, args.run_dir, progress=True)
-        train_s = time.time() - t0
-        rw = T.LearnedRewriter(
-            args.run_dir,
-            db.dsn,
-            workload="tpch",
-            workload_config={"scale": args.scale},
-            timeout_ms=args.test_timeout_ms,
-        )
-        try:
-            queries = w.queries("test", 22)
-            b = compare(
-                db,
-                w,
-                queries,
-                rw,
-                timeout_ms=args.test_timeout_ms,
-                repeat=3,
-                progress=lambda i, r: console.print(
-                    f"[dim]Q{i + 1:<3d} {r.postgres_s:8.3f} s -> {r.rewritten_s:8.3f} s "
-                    f"{r.speedup:7.2f}x {r.rewrites} {'REGRESSION' if r.regression else ''}[/]"
-                ),
-            )
-        finally:
-            rw.close()
     console.print(b.table(max_rows=22))
     s = b.summary()
     passed = s["total_speedup"] >= 5 and s["regressions"] == 0 and s["wrong_results"] == 0
@@ -134,12 +104,7 @@ def main() -> int:
             "passed": passed,
             "criterion": "total >= 5x lower, 0 queries > 10% slower, 0 wrong results",
             "args": vars(args),
-            "train": {
-                "iterations": res.iterations,
-                "env_steps": res.env_steps,
-                "wall_s": train_s,
-                "final_return": res.final_return,
-            },
+            "train": train_summary(res, train_s),
             **b.to_dict(),
         },
     )

@@ -4,7 +4,7 @@ The learned rewriter is trained at a starting UDF cost, then, each time the UDF
 gets more expensive, trained a little more at the new cost (resuming the same
 run) and tested on held-out queries at that cost.
 
-Pass criterion (issue #4): speed-up >= 6x over PostgreSQL at every UDF cost
+Pass criterion: speed-up >= 6x over PostgreSQL at every UDF cost
 (geometric mean over held-out queries), no regression when the UDF is cheap,
 and zero wrong results. Seed: 1.27 s -> 0.212 s (8x).
 

@@ -1,11 +1,73 @@
-"""What the traffic training benchmarks share: saving their result and its two-panel PNG."""
+"""What the traffic training benchmarks share: their flags, training for a wall-clock budget,
+evaluating controllers on the same episodes, and saving the result with its two-panel PNG."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+MACHINE = "2-core CPU, no GPU, shared"
+
+
+def training_parser(name: str, doc: str) -> argparse.ArgumentParser:
+    """The flags every training benchmark takes: --minutes, --workers, --chunk and --run-dir
+    (default ``runs/benchmarks/<name>``); the benchmark adds its own."""
+    p = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--minutes", type=float, default=10.0, help="training wall-clock budget")
+    p.add_argument("--workers", type=int, default=2, help="env runners")
+    p.add_argument("--chunk", type=int, default=5, help="iterations between progress reports")
+    p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", name))
+    return p
+
+
+def evaluate_controllers(
+    env_id: str, names: Sequence[str], controller: Callable[[str], tuple[Any, dict]],
+    episodes: Any, cfg: Mapping[str, Any], columns: Mapping[str, str],
+    say: Callable[[dict], str], console,
+) -> list[dict]:  # fmt: skip
+    """One row per controller name, evaluated on the same seeded ``episodes`` (a count or
+    seeds): ``controller(name)`` gives the controller and its extra env config; ``columns``
+    maps a row key to the evaluation summary's metric (its mean is kept); ``say(row)`` is
+    printed after each."""
+    from rlsuite.platform import evaluation
+
+    rows = []
+    for name in names:
+        ctrl, extra = controller(name)
+        ev = evaluation.evaluate(
+            ctrl, evaluation.scenarios(env_id, episodes, {**cfg, **extra}), num_workers=0,
+            name=name,
+        )  # fmt: skip
+        s = ev.summary
+        rows.append({"controller": name, **{k: s[m]["mean"] for k, m in columns.items()}})
+        console.print(say(rows[-1]))
+    return rows
+
+
+def finish(
+    name: str, argv: list[str] | None, plan, cfg: dict, res, curve: list[dict], rows: list[dict],
+    train_s: float, checks: Mapping[str, bool], console, **plot: str,
+) -> int:  # fmt: skip
+    """Print each check's PASS/FAIL, save the result (:func:`save_training_result` with
+    ``plot``'s labels) and return the exit status (0 when every check passed)."""
+    for k, ok in checks.items():
+        console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
+    out = dict(benchmark=name, machine=MACHINE, plan=plan.to_dict(), env_config=cfg,
+               curve=curve, rows=rows, train_s=train_s, checkpoint=res.checkpoint,
+               checks=dict(checks),
+               command=f"flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/{name}.py "
+               + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
+    save_training_result(name, out, **plot)
+    return 0 if all(checks.values()) else 1
 
 
 def save_training_result(

@@ -17,14 +17,9 @@ runs/benchmarks/traffic_figure_eight.
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from traffic_common import save_training_result, train_for_minutes  # noqa: E402
+from traffic_common import evaluate_controllers, finish, train_for_minutes, training_parser
 
 ENV_ID = "rlsuite/FigureEight-v0"
 BASELINES = ("idm", "followerstopper", "pi")
@@ -35,16 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from rlsuite.apps.traffic import scenarios
-    from rlsuite.platform import envs, evaluation, optimizers
+    from rlsuite.platform import envs, optimizers
 
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--minutes", type=float, default=10.0, help="training wall-clock budget")
+    p = training_parser("traffic_figure_eight", __doc__)
     p.add_argument("--episodes", type=int, default=2, help="seeded evaluation episodes")
-    p.add_argument("--workers", type=int, default=2, help="env runners")
-    p.add_argument("--chunk", type=int, default=5, help="iterations between progress reports")
-    p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", "traffic_figure_eight"))
     p.add_argument(
         "--demonstrations",
         type=int,
@@ -76,25 +65,26 @@ def main(argv: list[str] | None = None) -> int:
     res, curve, train_s = train_for_minutes(
         plan, args.run_dir, args.minutes, args.chunk, args.workers, console
     )
-    rows = []
     clone = os.path.join(args.run_dir, "clone")  # the warm start, before any RL
-    for name in ("learned", *(("pi clone",) if os.path.isdir(clone) else ()), *BASELINES):
-        if name == "learned":
-            ctrl, extra = res.checkpoint, {}
-        elif name == "pi clone":
-            ctrl, extra = clone, {}
-        else:
-            ctrl, extra = scenarios.controller_for(scen, name, cfg)
-        ev = evaluation.evaluate(
-            ctrl, evaluation.scenarios(ENV_ID, args.episodes, {**cfg, **extra}),
-            num_workers=0, name=name,
-        )  # fmt: skip
-        s = ev.summary
-        rows.append(dict(controller=name, mean_speed=s["mean_speed"]["mean"],
-                         throughput_veh_h=s["throughput_veh_h"]["mean"],
-                         speed_std=s["speed_std"]["mean"], return_=s["return"]["mean"],
-                         collisions=s["collisions"]["mean"]))  # fmt: skip
-        console.print(f"{name}: mean speed {rows[-1]['mean_speed']:.2f} m/s")
+    known = {"learned": res.checkpoint, "pi clone": clone}
+    rows = evaluate_controllers(
+        ENV_ID,
+        ("learned", *(("pi clone",) if os.path.isdir(clone) else ()), *BASELINES),
+        lambda name: (
+            (known[name], {}) if name in known else scenarios.controller_for(scen, name, cfg)
+        ),
+        args.episodes,
+        cfg,
+        dict(
+            mean_speed="mean_speed",
+            throughput_veh_h="throughput_veh_h",
+            speed_std="speed_std",
+            return_="return",
+            collisions="collisions",
+        ),  # fmt: skip
+        lambda r: f"{r['controller']}: mean speed {r['mean_speed']:.2f} m/s",
+        console,
+    )
     by = {r["controller"]: r for r in rows}
     checks = {
         "learned mean speed >= 1% above all-human IDM": by["learned"]["mean_speed"]
@@ -108,23 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         t.add_row(r["controller"], f"{r['mean_speed']:.2f}", f"{r['throughput_veh_h']:.0f}",
                   f"{r['return_']:.0f}", f"{r['collisions']:.1f}")  # fmt: skip
     console.print(t)
-    for k, ok in checks.items():
-        console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
-    out = dict(benchmark="traffic_figure_eight", machine="2-core CPU, no GPU, shared",
-               plan=plan.to_dict(), env_config=cfg, curve=curve, rows=rows, train_s=train_s,
-               checkpoint=res.checkpoint, checks=checks,
-               command="flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_figure_eight.py "
-               + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
-    save_training_result(
-        "traffic_figure_eight",
-        out,
-        metric="mean_speed",
-        curve_label="episode return",
-        curve_title="PPO on the figure-eight",
-        bar_label="mean speed (m/s)",
-        bar_title="figure-eight, 13 humans + 1 AV",
-    )
-    return 0 if all(checks.values()) else 1
+    return finish(
+        "traffic_figure_eight", argv, plan, cfg, res, curve, rows, train_s, checks, console,
+        metric="mean_speed", curve_label="episode return", curve_title="PPO on the figure-eight",
+        bar_label="mean speed (m/s)", bar_title="figure-eight, 13 humans + 1 AV",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,14 +18,7 @@ runs/benchmarks/traffic_signals.
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from traffic_common import save_training_result, train_for_minutes  # noqa: E402
+from traffic_common import evaluate_controllers, finish, train_for_minutes, training_parser
 
 ENV_ID = "rlsuite/Signals-v0"
 BASELINES = ("fixed", "actuated", "maxpressure")
@@ -36,17 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from rlsuite.apps.traffic import scenarios
-    from rlsuite.platform import envs, evaluation, optimizers
+    from rlsuite.platform import envs, optimizers
 
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--minutes", type=float, default=10.0, help="training wall-clock budget")
+    p = training_parser("traffic_signals", __doc__)
     p.add_argument("--network", default="grid2x2", help="single, grid2x2 or grid4x4")
     p.add_argument("--num-seconds", type=int, default=1800, help="simulated s per episode")
-    p.add_argument("--workers", type=int, default=2, help="env runners")
-    p.add_argument("--chunk", type=int, default=5, help="iterations between progress reports")
-    p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", "traffic_signals"))
     args = p.parse_args(argv)
     console = Console(width=140)
     cfg = {"network": args.network, "num_seconds": args.num_seconds}
@@ -62,19 +49,20 @@ def main(argv: list[str] | None = None) -> int:
         plan, args.run_dir, args.minutes, args.chunk, args.workers, console
     )
     scen = scenarios.get("signals")
-    rows = []
-    for name in ("learned", *BASELINES):
-        if name == "learned":
-            ctrl, extra = res.checkpoint, {}
-        else:
-            ctrl, extra = scenarios.controller_for(scen, name, cfg)
-        ev = evaluation.evaluate(
-            ctrl, evaluation.scenarios(ENV_ID, [0], {**cfg, **extra}), num_workers=0, name=name
-        )
-        s = ev.summary
-        rows.append(dict(controller=name, mean_waiting_time=s["mean_waiting_time"]["mean"],
-                         mean_queue=s["mean_queue"]["mean"], mean_speed=s["mean_speed"]["mean"]))  # fmt: skip
-        console.print(f"{name}: waiting {rows[-1]['mean_waiting_time']:.2f} s")
+    rows = evaluate_controllers(
+        ENV_ID,
+        ("learned", *BASELINES),
+        lambda name: (
+            (res.checkpoint, {}) if name == "learned" else scenarios.controller_for(scen, name, cfg)
+        ),
+        [0],
+        cfg,
+        dict(
+            mean_waiting_time="mean_waiting_time", mean_queue="mean_queue", mean_speed="mean_speed"
+        ),  # fmt: skip
+        lambda r: f"{r['controller']}: waiting {r['mean_waiting_time']:.2f} s",
+        console,
+    )
     by = {r["controller"]: r for r in rows}
     checks = {
         "learned waiting time < fixed-time": by["learned"]["mean_waiting_time"]
@@ -88,23 +76,12 @@ def main(argv: list[str] | None = None) -> int:
         t.add_row(r["controller"], f"{r['mean_waiting_time']:.2f}", f"{r['mean_queue']:.1f}",
                   f"{r['mean_speed']:.2f}")  # fmt: skip
     console.print(t)
-    for k, ok in checks.items():
-        console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
-    out = dict(benchmark="traffic_signals", machine="2-core CPU, no GPU, shared",
-               plan=plan.to_dict(), env_config=cfg, curve=curve, rows=rows, train_s=train_s,
-               checkpoint=res.checkpoint, checks=checks,
-               command="flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_signals.py "
-               + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
-    save_training_result(
-        "traffic_signals",
-        out,
-        metric="mean_waiting_time",
-        curve_label="episode return (sum over lights)",
-        curve_title="shared PPO policy",
-        bar_label="mean waiting time (s)",
-        bar_title=f"{out['env_config']['network']}, {out['env_config']['num_seconds']} s",
-    )
-    return 0 if all(checks.values()) else 1
+    return finish(
+        "traffic_signals", argv, plan, cfg, res, curve, rows, train_s, checks, console,
+        metric="mean_waiting_time", curve_label="episode return (sum over lights)",
+        curve_title="shared PPO policy", bar_label="mean waiting time (s)",
+        bar_title=f"{args.network}, {args.num_seconds} s",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":
