@@ -1,6 +1,6 @@
 """Ring baselines at 220, 230, 260 and 270 m: uncontrolled (all-human IDM), FollowerStopper, PI.
 
-Reproduces the issue's table: mean speed and fraction of Flow's optimum v_eq (3.24,
+Reproduces the seed's table: mean speed and fraction of Flow's optimum v_eq (3.24,
 3.71, 5.14, 5.61 m/s), under two protocols:
 
 * ``flow-env``: Flow's RL env: 750 human-driven warm-up steps (the wave has formed),

@@ -3,7 +3,7 @@ platform; and the seed's rollout table: time to collect 144 ring trajectories wi
 
 Pass criteria:
   1. the platform's sampler (RLlib env runners with the sync plan's PPO policy) reaches
-     >= 50% of the raw libsumo loop's steps/s per core (the issue's target);
+     >= 50% of the raw libsumo loop's steps/s per core (the seed's target);
   2. 144 trajectories with 2 workers are collected >= 1.5x faster than with 1.
 
 The raw loop steps the same ring (22 vehicles, 0.1 s) and reads every vehicle's state,

@@ -5,7 +5,7 @@ iterations, evaluates the latest checkpoint at 230 m (Flow's env protocol: 750
 warm-up steps, then 3000 controlled steps). At the end it evaluates at 220, 230, 260
 and 270 m.
 
-Pass criteria (the issue's targets, taken against the ring's own uniform-flow speed,
+Pass criteria (the seed's targets, taken against the ring's own uniform-flow speed,
 :func:`rlsuite.apps.traffic.envs.ring.equilibrium_speed`, because 95% of Flow's v_eq is
 above uniform flow on this ring; both percentages are reported):
   1. >= 95% of it at 230 m (3.45 m/s) within 1 h of wall-clock on this machine;
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rlsuite.apps.traffic.controllers import PISaturation
     from rlsuite.apps.traffic.envs.ring import FLOW_V_EQ, equilibrium_speed
-    from rlsuite.platform import cluster, envs, evaluation, optimizers, training
+    from rlsuite.platform import cluster, demonstrations, envs, evaluation, optimizers, training
 
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     demo_s = 0.0  # recording counts toward the time to the target
     if args.demonstrations and not args.resume:
         t_rec = time.time()
-        rec = optimizers.record_episodes(
+        rec = demonstrations.record_episodes(
             PISaturation(), ENV_ID, args.demonstrations, demos, train_cfg, seed=10_000
         )
         console.print(
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume:  # continue from the run's newest checkpoint (its iterations count)
         from rlsuite.platform import checkpoints
 
-        ckpt = training.latest_checkpoint(args.run_dir)
+        ckpt = checkpoints.latest_checkpoint(args.run_dir)
         if ckpt:
             iterations = int(checkpoints.metadata(ckpt)["iteration"])
         prev = os.path.join(RESULTS, "traffic_train.json")

@@ -44,7 +44,7 @@ def run() -> list[dict]:
             rows.append(
                 dict(app="traffic", task=f"ring {LENGTH} m", controller=label, metric=metric,
                      value=res.summary[metric]["mean"],
-                     reference=ref if metric == "mean_speed" else "issue: ~half stopped uncontrolled")
+                     reference=ref if metric == "mean_speed" else "seed: ~half stopped uncontrolled")
             )  # fmt: skip
     rows.extend(_train_row(console))
     return rows
@@ -55,7 +55,7 @@ def _train_row(console) -> list[dict]:
     --demonstrations does), two iterations, then evaluated like the baselines."""
     try:
         from rlsuite.apps.traffic.controllers import PISaturation
-        from rlsuite.platform import envs, evaluation, optimizers, training
+        from rlsuite.platform import demonstrations, envs, evaluation, optimizers, training
     except ImportError as e:  # the platform's training is not there yet
         console.print(f"[yellow]traffic: training skipped ({e})[/]")
         return []
@@ -65,7 +65,7 @@ def _train_row(console) -> list[dict]:
     demos = os.path.join(RUN_DIR, "demonstrations.parquet")
     shutil.rmtree(RUN_DIR, ignore_errors=True)  # the demo's own scratch run: start fresh
     console.print(f"[bold]ring {LENGTH} m[/]: recording 4 PI episodes to warm-start PPO")
-    optimizers.record_episodes(PISaturation(), ENV_ID, 4, demos, cfg, seed=10_000)
+    demonstrations.record_episodes(PISaturation(), ENV_ID, 4, demos, cfg, seed=10_000)
     plan = optimizers.make_plan(
         "sync", env=ENV_ID, env_config=cfg, num_env_runners=2, seed=0,
         num_envs_per_env_runner=2, normalize_actions=False, vf_clip_param=1e6,

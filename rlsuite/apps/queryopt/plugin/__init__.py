@@ -1,4 +1,4 @@
-"""pg_qopt: the query-optimizer app's rewriter inside PostgreSQL (issue #5).
+"""pg_qopt: the query-optimizer app's rewriter inside PostgreSQL.
 
 - ``pg_qopt.c`` + ``Makefile``: the PostgreSQL 15 extension (planner, executor,
   utility and EXPLAIN hooks), built with PGXS by :mod:`.build`.

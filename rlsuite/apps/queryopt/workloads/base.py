@@ -1,4 +1,4 @@
-"""What every workload provides."""
+"""The workload base class: what every workload provides (a schema, its data, a query generator)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 S has few distinct ``b`` and T few distinct ``c`` (55 each by default), so joining R
 with S and T multiplies rows (1k x 182 x 182 = 33M join rows) while the answer has
-at most as many groups as R has rows. The default is calibrated to the issue's own
+at most as many groups as R has rows. The default is calibrated to the seed's own
 measurement of the seed query on PostgreSQL 15 on this 2-core machine (2.9 s; with
 100 distinct values it took 0.87 s here, with 60 2.4 s, with 50 3.5 s). Aggregating S
 by ``b`` and T by ``c`` before the join (eager aggregation) is the seed's learned plan.
