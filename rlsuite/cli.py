@@ -6,65 +6,36 @@
     rlsuite tune --plan sync --env CartPole-v1 --search lr=loguniform:1e-4:1e-2 --samples 4
 
 Plan fields are set with repeated ``--set key=value`` (values are parsed as JSON
-when they can be: ``--set hidden=[128,128] --set lr=1e-3``). The apps' own CLIs
-(traffic-train, qopt-bench, hier-train) are built on the same library calls.
+when they can be: ``--set hidden=[128,128] --set lr=1e-3``). A search space is
+given with repeated ``--search key=spec``, spec one of uniform:LO:HI,
+loguniform:LO:HI, choice:A,B,... or grid:A,B,... (``choice:[5,10]`` is
+``choice:5,10``). The apps' own CLIs (traffic-train, qopt-bench, hier-train) are
+built on the same library calls and read these flags the same way
+(rlsuite/cli_common.py). ``rlsuite info`` asks each installed app what it needs
+through the ``rlsuite.probes`` entry points.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
-import importlib
 import importlib.metadata
 import json
 import os
-import shutil
 import subprocess
 import sys
-from typing import Any
 
-
-def _parse_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def parse_sets(items: list[str] | None) -> dict[str, Any]:
-    """``["lr=1e-3", "hidden=[64,64]"]`` -> ``{"lr": 0.001, "hidden": [64, 64]}``."""
-    out: dict[str, Any] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise ValueError(f"--set expects key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        out[k.strip()] = _parse_value(v)
-    return out
-
-
-def parse_search(items: list[str]) -> dict[str, Any]:
-    """``lr=loguniform:1e-4:1e-2``, ``num_epochs=choice:5,10,20``, ``lr=grid:1e-3,1e-4``."""
-    from ray import tune as rt
-
-    space: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item or ":" not in item:
-            raise ValueError(
-                f"--search expects key=kind:args (e.g. lr=loguniform:1e-4:1e-2), got {item!r}"
-            )
-        k, spec = item.split("=", 1)
-        kind, _, args = spec.partition(":")
-        if kind in ("uniform", "loguniform"):
-            lo, hi = (float(x) for x in args.split(":"))
-            space[k] = getattr(rt, kind)(lo, hi)
-        elif kind in ("choice", "grid"):
-            vals = [_parse_value(x) for x in args.split(",")]
-            space[k] = rt.choice(vals) if kind == "choice" else rt.grid_search(vals)
-        else:
-            raise ValueError(
-                f"unknown search kind {kind!r} in {item!r}: use uniform, loguniform, choice or grid"
-            )
-    return space
+from rlsuite.cli_common import (
+    PROBES_GROUP,
+    Probe,
+    add_cluster_flags,
+    add_json_flag,
+    add_search_flag,
+    add_set_flag,
+    dist_version,
+    parse_search,
+    parse_sets,
+    write_json,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,13 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("info", help="versions, Ray status and the real components this machine has")
 
-    def ray_args(sp: argparse.ArgumentParser) -> None:
-        g = sp.add_argument_group("cluster")
-        g.add_argument(
-            "--address", help="join a Ray cluster (ray start --head) instead of an embedded one"
-        )
-        g.add_argument("--num-cpus", type=int, help="CPUs of the embedded Ray (default: all)")
-
     t = sub.add_parser("train", help="train a plan on an env, with checkpoints and metrics")
     t.add_argument("--plan", required=True, help="sync | async | replay | imitation | es")
     t.add_argument("--env", required=True, help="registered env id or gymnasium id")
@@ -96,10 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--checkpoint-every", type=int, default=5, help="iterations between checkpoints")
     t.add_argument("--stop-return", type=float, help="stop once the mean return reaches this")
-    t.add_argument("--set", action="append", metavar="KEY=VALUE", help="a plan field (repeatable)")
+    add_set_flag(t)
     t.add_argument("--env-config", type=json.loads, default={}, help="env kwargs as JSON")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ray_args(t)
+    add_cluster_flags(t)
 
     e = sub.add_parser("evaluate", help="evaluate a checkpoint on seeded episodes in parallel")
     e.add_argument("--controller", required=True, help="checkpoint or run directory")
@@ -107,27 +71,20 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--env-config", type=json.loads, default=None, help="env kwargs as JSON")
     e.add_argument("--episodes", type=int, default=10)
     e.add_argument("--seed", type=int, default=1000, help="first scenario seed")
-    e.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPUs)")
-    e.add_argument("--json", help="write per-episode rows and the summary here")
-    ray_args(e)
+    add_json_flag(e, "per-episode rows and the summary")
+    add_cluster_flags(e, workers="parallel workers (default: CPUs)")
 
     u = sub.add_parser("tune", help="search plan fields under Tune with ASHA or PBT")
     u.add_argument("--plan", required=True)
     u.add_argument("--env", required=True)
-    u.add_argument(
-        "--search",
-        action="append",
-        required=True,
-        metavar="KEY=KIND:ARGS",
-        help="e.g. lr=loguniform:1e-4:1e-2, num_epochs=choice:5,10 (repeatable)",
-    )
+    add_search_flag(u, required=True)
     u.add_argument("--scheduler", default="asha", choices=["asha", "pbt", "fifo"])
     u.add_argument("--samples", type=int, default=4)
     u.add_argument("--iterations", type=int, default=10)
     u.add_argument("--run-dir", default="runs/tune")
-    u.add_argument("--set", action="append", metavar="KEY=VALUE")
+    add_set_flag(u)
     u.add_argument("--env-config", type=json.loads, default={})
-    ray_args(u)
+    add_cluster_flags(u)
     return p
 
 
@@ -181,7 +138,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         res = evaluation.evaluate(args.controller, scen, num_workers=args.workers, progress=True)
     Console().print(res.table())
     if args.json:
-        res.to_json(args.json)
+        write_json(args.json, res.to_dict())
     return 0
 
 
@@ -215,75 +172,28 @@ def cmd_tune(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- info
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def components() -> list[dict[str, str]]:
-    """The real components the apps use: found or not, and how to get them."""
+    """The real components the installed apps need: found or not, and how to get them.
+
+    Each app announces a ``probes()`` function (returning :class:`~rlsuite.cli_common.Probe`
+    rows) in the ``rlsuite.probes`` entry-point group; an app whose probes cannot be
+    loaded is reported as one missing row.
+    """
     rows = []
-
-    def add(name: str, found: str | None, how: str) -> None:
-        rows.append({"component": name, "status": found or "missing", "how": "" if found else how})
-
-    sumo_bin = None
-    try:
-        import sumo  # the eclipse-sumo wheel
-
-        cand = os.path.join(sumo.SUMO_HOME, "bin", "sumo")
-        sumo_bin = cand if os.path.exists(cand) else None
-    except ImportError:
-        pass
-    add(
-        "SUMO binary (eclipse-sumo)",
-        sumo_bin and f"{_version('eclipse-sumo')} {sumo_bin}",
-        "pip install -e '.[traffic]'",
-    )
-    add("libsumo", _version("libsumo"), "pip install -e '.[traffic]'")
-    add("sumo-rl", _version("sumo-rl"), "pip install -e '.[traffic]'")
-
-    pg_bindir = None
-    if shutil.which("pg_config"):
+    for ep in importlib.metadata.entry_points(group=PROBES_GROUP):
         try:
-            pg_bindir = subprocess.run(
-                ["pg_config", "--bindir"], capture_output=True, text=True, timeout=10
-            ).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            pg_bindir = None
-    initdb = None
-    for d in [pg_bindir] + sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if d and os.path.exists(os.path.join(d, "initdb")):
-            initdb = os.path.join(d, "initdb")
-            break
-    add(
-        "PostgreSQL server (initdb, pg_ctl)",
-        initdb,
-        "as root: apt-get install -y postgresql (make test/demo do this when run as root)",
-    )
-    pgxs = None
-    if shutil.which("pg_config"):
-        try:
-            inc = subprocess.run(
-                ["pg_config", "--includedir-server"], capture_output=True, text=True, timeout=10
-            ).stdout.strip()
-            pgxs = inc if os.path.exists(os.path.join(inc, "postgres.h")) else None
-        except (OSError, subprocess.SubprocessError):
-            pgxs = None
-    add(
-        "PostgreSQL server headers (PGXS)",
-        pgxs,
-        "as root: apt-get install -y postgresql-server-dev-15 (make test does this as root)",
-    )
-    add(
-        "psycopg2",
-        _version("psycopg2-binary") or _version("psycopg2"),
-        "pip install -e '.[queryopt]'",
-    )
-    add("sqlglot", _version("sqlglot"), "pip install -e '.[queryopt]'")
-    add("pybullet", _version("pybullet"), "pip install -e '.[hierarchy]'")
+            probes = list(ep.load()())
+        except Exception as e:  # noqa: BLE001 - one broken app must not hide the others
+            probes = [Probe(f"{ep.name} probes", None, f"{type(e).__name__}: {e}")]
+        for p in probes:
+            rows.append(
+                {
+                    "app": ep.name,
+                    "component": p.component,
+                    "status": p.found or "missing",
+                    "how": "" if p.found else p.how,
+                }
+            )
     return rows
 
 
@@ -292,11 +202,11 @@ def cmd_info(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     c = Console()
-    v = Table(title="rlsuite " + (_version("rlsuite") or "(not installed)"))
+    v = Table(title="rlsuite " + (dist_version("rlsuite") or "(not installed)"))
     v.add_column("package")
     v.add_column("version")
     for d in ("ray", "torch", "gymnasium", "pettingzoo", "numpy"):
-        v.add_row(d, _version(d) or "missing")
+        v.add_row(d, dist_version(d) or "missing")
     v.add_row("python", sys.version.split()[0])
     c.print(v)
 
@@ -323,11 +233,18 @@ def cmd_info(args: argparse.Namespace) -> int:
     )
 
     t = Table(title="real components")
-    for col in ("component", "status", "how to get it"):
+    for col in ("app", "component"):
         t.add_column(col)
+    t.add_column("status", overflow="fold")
+    t.add_column("how to get it")
+    app = None
     for row in components():
+        if app is not None and row["app"] != app:
+            t.add_section()
         style = "green" if row["status"] != "missing" else "red"
-        t.add_row(row["component"], f"[{style}]{row['status']}[/]", row["how"])
+        shown = row["app"] if row["app"] != app else ""
+        t.add_row(shown, row["component"], f"[{style}]{row['status']}[/]", row["how"])
+        app = row["app"]
     c.print(t)
 
     apps = Table(title="apps")
@@ -336,9 +253,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     from rlsuite.platform import envs
 
     reg = envs.registered()
-    for app in ("traffic", "queryopt", "hierarchy"):
-        ids = [k for k, s in reg.items() if s.entry_point.startswith(f"rlsuite.apps.{app}.")]
-        apps.add_row(app, ", ".join(ids) or "(not built yet)")
+    for ep in importlib.metadata.entry_points(group=envs.ENTRY_POINT_GROUP):
+        package = ep.module.rpartition(".")[0] + "."
+        ids = [k for k, s in reg.items() if s.entry_point.startswith(package)]
+        apps.add_row(ep.name, ", ".join(ids) or "(not built yet)")
     c.print(apps)
     return 0
 

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from typing import Any
+
+from rlsuite.cli_common import (
+    add_cluster_flags,
+    add_json_flag,
+    add_search_flag,
+    add_set_flag,
+    parse_search,
+    write_json,
+)
 
 DESCRIPTION = """\
 NAME
@@ -56,6 +64,12 @@ OPTIONS FOR EVERY ENV
     --env-set KEY=VALUE sets any env option (the env classes' config fields), e.g.
     accel_noise, bunching, num_vehicles, accel_penalty, backend=traci, num_seconds.
 
+KEY=VALUE AND SEARCH SPACES
+    --env-set and --plan-set read VALUE as JSON when they can (hidden=[32,32],
+    accel_noise=0.1) and as text otherwise. --search KEY=SPEC takes
+    uniform:LO:HI, loguniform:LO:HI, choice:A,B,... or grid:A,B,... (brackets
+    optional: choice:[0.0,0.01] = choice:0.0,0.01), as every rlsuite CLI does.
+
 EXAMPLES
     traffic-train evaluate --scenario ring --controller pi --ring-length 230 --episodes 4
     traffic-train train --scenario ring --plan sync --workers 2 --iterations 50
@@ -67,15 +81,8 @@ EXIT STATUS
     0 on success, 2 on bad input (the message says what to change), 1 on a failure.
 """
 
-
-def _kv(text: str) -> tuple[str, Any]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    k, v = text.split("=", 1)
-    try:
-        return k.strip(), json.loads(v)
-    except json.JSONDecodeError:
-        return k.strip(), v
+DEFAULT_SEARCH = "lr=loguniform:1e-5:1e-3"
+"""What tune searches when no --search is given."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,15 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="controlled steps per episode (signals: simulated seconds)",
         )
         sp.add_argument("--warmup", type=int, default=None, help="human-driven steps at reset")
-        sp.add_argument(
-            "--env-set",
-            type=_kv,
-            action="append",
-            default=[],
-            metavar="KEY=VALUE",
-            help="any other env option (repeatable), e.g. --env-set accel_noise=0.1",
-        )
-        sp.add_argument("--address", default=None, help="join a Ray cluster (host:port or auto)")
+        add_set_flag(sp, "--env-set", what="any other env option", example="accel_noise=0.1")
 
     ev = sub.add_parser(
         "evaluate",
@@ -134,13 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--episodes", type=int, default=4, help="seeded episodes (default 4)")
     ev.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
-    ev.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        help="parallel Ray workers (default one per CPU; 0 = in this process, no Ray)",
+    add_cluster_flags(
+        ev,
+        num_cpus=False,
+        workers="parallel Ray workers (default one per CPU; 0 = in this process, no Ray)",
     )
-    ev.add_argument("--json", default=None, help="write results JSON here")
+    add_json_flag(ev, "the results")
     ev.add_argument("--png", default=None, help="space-time diagram PNG (default next to --json)")
     ev.add_argument("--no-png", action="store_true", help="skip the space-time diagram")
     ev.add_argument(
@@ -156,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--plan", default="sync", help="sync (PPO), async (APPO), replay (DQN) (default sync)"
     )
-    tr.add_argument("--workers", type=int, default=2, help="env runners (default 2)")
+    add_cluster_flags(tr, num_cpus=False, workers="env runners (default 2)", workers_default=2)
     tr.add_argument("--iterations", type=int, default=20, help="training iterations (default 20)")
     tr.add_argument(
         "--run-dir",
@@ -168,14 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--stop-return", type=float, default=None, help="stop once the mean return reaches this"
     )
-    tr.add_argument(
-        "--plan-set",
-        type=_kv,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="plan field (repeatable), e.g. --plan-set lr=3e-4 --plan-set hidden=[32,32]",
-    )
+    add_set_flag(tr, "--plan-set", what="a plan field", example="hidden=[32,32]")
     tr.add_argument(
         "--demonstrations",
         default=None,
@@ -197,23 +188,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     env_args(tu)
     tu.add_argument("--plan", default="sync")
-    tu.add_argument("--workers", type=int, default=1, help="env runners per trial (default 1)")
+    add_cluster_flags(
+        tu, num_cpus=False, workers="env runners per trial (default 1)", workers_default=1
+    )
     tu.add_argument("--iterations", type=int, default=10, help="iterations per trial (default 10)")
     tu.add_argument("--samples", type=int, default=4, help="trials (default 4)")
     tu.add_argument("--scheduler", default="asha", choices=("asha", "pbt"))
-    tu.add_argument(
-        "--search",
-        type=_kv,
-        action="append",
-        default=[],
-        metavar="FIELD=DIST",
-        help="search space entry: lr=loguniform:1e-5:1e-3, gamma=uniform:0.95:0.999, "
-        "entropy_coeff=choice:[0.0,0.01] (default: lr loguniform 1e-5..1e-3)",
-    )
+    add_search_flag(tu, default_text=DEFAULT_SEARCH)
     tu.add_argument("--run-dir", default=None)
     tu.add_argument("--seed", type=int, default=0)
-    tu.add_argument("--plan-set", type=_kv, action="append", default=[], metavar="KEY=VALUE")
-    tu.add_argument("--json", default=None, help="write the trials JSON here")
+    add_set_flag(tu, "--plan-set", what="a plan field", example="hidden=[32,32]")
+    add_json_flag(tu, "the trials", default_text="RUN_DIR/traffic_tune.json")
     return p
 
 
@@ -267,14 +252,6 @@ def _console():
     return Console(width=None if sys.stdout.isatty() else 150)
 
 
-def _dump(path: str | None, data: dict) -> None:
-    if not path:
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2, default=str)
-
-
 METRICS = ("mean_speed", "speed_std", "frac_below_0_5", "throughput_veh_h", "return")
 SIGNAL_METRICS = ("mean_waiting_time", "mean_queue", "mean_speed", "return")
 
@@ -324,7 +301,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             out["space_time_png"] = png
             console.print(f"space-time diagram: {png}")
     if args.json:
-        _dump(args.json, out)
+        write_json(args.json, out)
         console.print(f"results: {args.json}")
     return 0
 
@@ -373,7 +350,7 @@ def _record_demonstrations(args, scen, cfg, run_dir, console) -> str:
     """Record ``--demonstrations CONTROLLER[:EPISODES]`` on the training env (not on a
     resume: the run's checkpoint is restored instead); returns the parquet path."""
     from rlsuite.apps.traffic import scenarios
-    from rlsuite.platform import optimizers
+    from rlsuite.platform import demonstrations
 
     name, _, n = args.demonstrations.partition(":")
     try:
@@ -402,7 +379,7 @@ def _record_demonstrations(args, scen, cfg, run_dir, console) -> str:
             "another --run-dir"
         )
     t0 = time.perf_counter()
-    stats = optimizers.record_episodes(
+    stats = demonstrations.record_episodes(
         controller, scen.env_id, episodes, path, cfg,
         seed=args.seed + 10_000,
     )  # fmt: skip
@@ -420,8 +397,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     scen = scenarios.get(args.scenario)
     if args.iterations < 1:
         raise ValueError(f"--iterations must be >= 1, got {args.iterations}")
-    if args.workers < 0:
-        raise ValueError(f"--workers must be >= 0, got {args.workers}")
     cfg = env_config(args, scen)
     _validate_env(scen.env_id, cfg)
     run_dir = args.run_dir or os.path.join("runs", "traffic", scen.name)
@@ -475,37 +450,12 @@ def cmd_train(args: argparse.Namespace) -> int:
             metrics = SIGNAL_METRICS if scen.name == "signals" else METRICS
             console.print(ev.table(metrics=[m for m in metrics if m in ev.summary]))
             out["evaluation"] = ev.to_dict()
-        _dump(os.path.join(run_dir, "traffic_train.json"), out)
+        write_json(os.path.join(run_dir, "traffic_train.json"), out)
         console.print(f"run directory: {run_dir} (metrics, learning curve, checkpoints)")
     finally:
         if info.started_here:
             cluster.shutdown()
     return 0
-
-
-def parse_search(entries: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``[("lr", "loguniform:1e-5:1e-3")]`` -> ``{"lr": tune.loguniform(1e-5, 1e-3)}``."""
-    from ray import tune
-
-    space: dict[str, Any] = {}
-    for key, spec in entries:
-        kind, _, rest = str(spec).partition(":")
-        try:
-            if kind in ("loguniform", "uniform"):
-                lo, hi = (float(x) for x in rest.split(":"))
-                space[key] = getattr(tune, kind)(lo, hi)
-            elif kind == "choice":
-                space[key] = tune.choice(json.loads(rest))
-            elif kind == "grid":
-                space[key] = tune.grid_search(json.loads(rest))
-            else:
-                raise ValueError(kind)
-        except (ValueError, json.JSONDecodeError):
-            raise ValueError(
-                f"bad --search entry {key}={spec!r}: use loguniform:LO:HI, uniform:LO:HI, "
-                "choice:[a,b,...] or grid:[a,b,...]"
-            ) from None
-    return space
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -515,7 +465,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     scen = scenarios.get(args.scenario)
     cfg = env_config(args, scen)
     _validate_env(scen.env_id, cfg)
-    space = parse_search(args.search or [("lr", "loguniform:1e-5:1e-3")])
+    space = parse_search(args.search or [DEFAULT_SEARCH])
     plan = _plan(args, scen, cfg)
     run_dir = args.run_dir or os.path.join("runs", "traffic", f"tune-{scen.name}")
     console = _console()
@@ -546,7 +496,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         console.print(
             f"best: {res.best_config}  metric {res.best_metric}  checkpoint {res.best_checkpoint}"
         )
-        _dump(
+        write_json(
             args.json or os.path.join(run_dir, "traffic_tune.json"),
             {
                 "best_config": res.best_config,

@@ -44,11 +44,12 @@ EXIT STATUS
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 
 from rich.console import Console
+
+from rlsuite.cli_common import add_json_flag, json_text, write_json
 
 console = Console()
 
@@ -117,7 +118,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     st.add_argument(
         "--socket", default=None, help=f"model server to ask (default {default_socket()})"
     )
-    st.add_argument("--json", default=None, help="also write the status here")
+    add_json_flag(st, "the status too")
     st.set_defaults(qopt_plugin_handler=cmd_status)
 
 
@@ -170,8 +171,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             t.add_row(f"  {k}", str(server[k]))
     console.print(t)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"plugin": st.__dict__, "model_server": server}, f, indent=2, default=str)
+        write_json(args.json, {"plugin": st.__dict__, "model_server": server})
     return 0
 
 
@@ -218,7 +218,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             server.serve_forever()
         except KeyboardInterrupt:
             console.print(
-                json.dumps({k: v for k, v in server.summary().items() if k != "decisions"})
+                json_text({k: v for k, v in server.summary().items() if k != "decisions"}, None)
             )
     finally:
         if srv is not None and srv.started_here:
