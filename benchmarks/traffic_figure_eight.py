@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from rlsuite.apps.traffic import scenarios
-    from rlsuite.platform import envs, optimizers
+    from rlsuite.platform import demonstrations, envs, optimizers
 
     p = training_parser("traffic_figure_eight", __doc__)
     p.add_argument("--episodes", type=int, default=2, help="seeded evaluation episodes")
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     demo: dict = {}
     if args.demonstrations:  # next to the run dir, which train_for_minutes starts afresh
         path = os.path.abspath(args.run_dir) + ".demonstrations.parquet"
-        rec = optimizers.record_episodes(
+        rec = demonstrations.record_episodes(
             scenarios.controller_for(scen, "pi", cfg)[0], ENV_ID, args.demonstrations, path,
             cfg, seed=10_000,
         )  # fmt: skip
