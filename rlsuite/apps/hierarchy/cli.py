@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import textwrap
+
+from rlsuite.cli_common import (
+    add_cluster_flags,
+    add_json_flag,
+    nonneg_int,
+    positive_int,
+    positive_ints,
+    write_json,
+)
 
 DESCRIPTION = textwrap.dedent("""\
     NAME
@@ -44,32 +51,6 @@ DESCRIPTION = textwrap.dedent("""\
     """)
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number >= 0, got {v} (a count cannot be negative)"
-        )
-    return v
-
-
-def _positive_int(text: str) -> int:
-    v = _nonneg_int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {v}")
-    return v
-
-
-def _lengths(text: str) -> tuple[int, ...]:
-    parts = [p for p in text.replace(" ", "").split(",") if p]
-    if not parts:
-        raise argparse.ArgumentTypeError("expected digit counts, e.g. 10,100,500,1000")
-    return tuple(_positive_int(p) for p in parts)
-
-
 def _models(text: str) -> tuple[str, ...]:
     from rlsuite.apps.hierarchy.synthesis.experiment import MODELS
 
@@ -83,18 +64,10 @@ def _models(text: str) -> tuple[str, ...]:
 
 
 def _cluster_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--workers",
-        type=_nonneg_int,
-        default=None,
-        metavar="K",
-        help="parallel Ray evaluation workers (default: one per CPU; 0: in this process, no Ray)",
-    )
-    p.add_argument(
-        "--address", default=None, help="join a running Ray cluster instead of starting one"
-    )
-    p.add_argument(
-        "--num-cpus", type=_positive_int, default=None, help="CPUs of the embedded local Ray"
+    add_cluster_flags(
+        p,
+        workers="parallel Ray evaluation workers (default: one per CPU; 0: in this process, "
+        "no Ray)",
     )
 
 
@@ -120,14 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--strong",
-        type=_nonneg_int,
+        type=nonneg_int,
         default=d.strong,
         metavar="N",
         help=f"strongly supervised demonstrations in total (default {d.strong})",
     )
     s.add_argument(
         "--weak",
-        type=_nonneg_int,
+        type=nonneg_int,
         default=d.weak,
         metavar="M",
         help=f"weakly supervised demonstrations (default {d.weak})",
@@ -140,25 +113,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--lengths",
-        type=_lengths,
+        type=positive_ints,
         default=d.eval_lengths,
         help="evaluation lengths in digits (default 10,100,500,1000)",
     )
     s.add_argument(
         "--problems",
-        type=_positive_int,
+        type=positive_int,
         default=d.eval_problems,
         help=f"problems per evaluation length (default {d.eval_problems})",
     )
     s.add_argument(
         "--train-lengths",
-        type=_lengths,
+        type=positive_ints,
         default=d.train_lengths,
         help="digit counts of the demonstrations (default 1..10)",
     )
     s.add_argument(
         "--epochs",
-        type=_positive_int,
+        type=positive_int,
         default=d.epochs,
         help=f"epoch cap per model (default {d.epochs})",
     )
@@ -174,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--out-dir", default=d.out_dir, help=f"where models, JSON and PNG go (default {d.out_dir})"
     )
-    s.add_argument("--json", default=None, metavar="PATH", help="also write the results JSON here")
+    add_json_flag(s, "the results too")
     _cluster_args(s)
     s.set_defaults(func=cmd_synthesis)
 
@@ -189,14 +162,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument(
         "--lengths",
-        type=_lengths,
+        type=positive_ints,
         default=d.eval_lengths,
         help="digits per number (default 10,100,500,1000)",
     )
     e.add_argument(
-        "--problems", type=_positive_int, default=d.eval_problems, help="problems per length"
+        "--problems", type=positive_int, default=d.eval_problems, help="problems per length"
     )
-    e.add_argument("--json", default=None, metavar="PATH", help="write the accuracies here")
+    add_json_flag(e, "the accuracies")
     _cluster_args(e)
     e.set_defaults(func=cmd_evaluate)
 
@@ -206,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print one teacher demonstration",
         description="Show the teacher's decisions (strong trace) or actions (weak) on one problem.",
     )
-    t.add_argument("--length", type=_positive_int, default=3, help="digits per number (default 3)")
+    t.add_argument("--length", type=positive_int, default=3, help="digits per number (default 3)")
     t.add_argument("--seed", type=int, default=0, help="problem seed")
     t.add_argument(
         "--weak", action="store_true", help="show only observations' symbols and actions"
@@ -251,7 +224,7 @@ def cmd_synthesis(args) -> int:
     with _cluster(args):
         result = run_synthesis(cfg)
     if args.json:
-        _write_json(args.json, result)
+        write_json(args.json, result)
     return 0
 
 
@@ -280,7 +253,7 @@ def cmd_evaluate(args) -> int:
     }
     Console().print(results_table([row], args.lengths, title=f"exact-match accuracy: {args.model}"))
     if args.json:
-        _write_json(args.json, row)
+        write_json(args.json, row)
     return 0
 
 
@@ -288,7 +261,7 @@ def cmd_trace(args) -> int:
     from rich.console import Console
 
     from rlsuite.apps.hierarchy.envs.addition import AdditionEnv, describe_action
-    from rlsuite.apps.hierarchy.synthesis.addition import symbols, teacher_trace, to_env_action
+    from rlsuite.apps.hierarchy.synthesis.program import symbols, teacher_trace, to_env_action
 
     env = AdditionEnv(length=args.length)
     tr = teacher_trace(env, seed=args.seed)
@@ -312,12 +285,6 @@ def cmd_trace(args) -> int:
             con.print(f"{'  ' * (ev.depth - 1)}{ev.proc}[pc={ev.pc}] {what}", markup=False)
     con.print(env.render(), markup=False)
     return 0
-
-
-def _write_json(path: str, obj) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=2, default=str)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,67 +8,34 @@ runs alone: ``python -m rlsuite.apps.hierarchy.robot.cli robot --demos 5``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import textwrap
 from dataclasses import asdict
 from typing import Any
 
+from rlsuite.cli_common import (
+    add_cluster_flags,
+    add_json_flag,
+    nonneg_int,
+    positive_int,
+    positive_ints,
+    write_json,
+)
+
 DEFAULT_DEMOS_PATH = "runs/hierarchy/robot/demos.npz"
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive whole number, got {text!r}"
-        ) from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {v}")
-    return v
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {v}")
-    return v
-
-
 def _counts(text: str) -> list[int]:
-    """``20`` or ``5,10,20,50``."""
-    parts = [p for p in text.replace(" ", "").split(",") if p]
-    if not parts:
-        raise argparse.ArgumentTypeError(
-            "expected a number of demonstrations, e.g. 20 or 5,10,20,50"
-        )
-    return sorted({_positive_int(p) for p in parts})
+    """``20`` or ``5,10,20,50``: the distinct counts, in increasing order."""
+    return sorted(set(positive_ints(text)))
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--workers",
-        type=_nonneg_int,
-        default=None,
-        metavar="K",
-        help="parallel Ray workers for recording and evaluation (default: one per CPU; "
+    add_cluster_flags(
+        p,
+        workers="parallel Ray workers for recording and evaluation (default: one per CPU; "
         "0: everything in this process, no Ray)",
-    )
-    p.add_argument(
-        "--address",
-        default=None,
-        help="join a running Ray cluster (host:port or 'auto') instead of starting one",
-    )
-    p.add_argument(
-        "--num-cpus",
-        type=_positive_int,
-        default=None,
-        help="CPUs of the embedded local Ray (default: all)",
     )
 
 
@@ -94,7 +61,7 @@ def register(subparsers: Any) -> None:
               hier-train robot-demos --n 20 --task stack --out runs/stack.npz --weak
             """),
     )
-    p.add_argument("--n", type=_positive_int, required=True, help="demonstrations to record")
+    p.add_argument("--n", type=positive_int, required=True, help="demonstrations to record")
     p.add_argument(
         "--task",
         choices=TASKS,
@@ -107,7 +74,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--weak", action="store_true", help="drop the call stacks")
     p.add_argument(
         "--seed",
-        type=_nonneg_int,
+        type=nonneg_int,
         default=None,
         help="first episode seed (default 100000; evaluation uses 0, 1, ...)",
     )
@@ -150,16 +117,16 @@ def register(subparsers: Any) -> None:
     q.add_argument("--no-flat", action="store_true", help="skip the flat cloning baseline")
     q.add_argument("--task", choices=TASKS, default="pick_place", help="task to learn")
     q.add_argument(
-        "--episodes", type=_positive_int, default=100, help="evaluation episodes (default 100)"
+        "--episodes", type=positive_int, default=100, help="evaluation episodes (default 100)"
     )
-    q.add_argument("--train-steps", type=_positive_int, default=300, help="Adam steps per network")
+    q.add_argument("--train-steps", type=positive_int, default=300, help="Adam steps per network")
     q.add_argument(
-        "--seed", type=_nonneg_int, default=0, help="seed of the networks' initial weights"
+        "--seed", type=nonneg_int, default=0, help="seed of the networks' initial weights"
     )
     q.add_argument(
         "--demo-file", default=None, help="use demonstrations from hier-train robot-demos"
     )
-    q.add_argument("--json", default=None, metavar="PATH", help="write results as JSON")
+    add_json_flag(q)
     q.add_argument("--png", default=None, metavar="PATH", help="plot of success vs demonstrations")
     q.add_argument("--save", default=None, metavar="DIR", help="save the trained models here")
     _common(q)
@@ -188,13 +155,13 @@ def register(subparsers: Any) -> None:
     )
     r.add_argument(
         "--first-demos",
-        type=_positive_int,
+        type=positive_int,
         default=20,
         help="pick-and-place demonstrations behind the reused procedures (default 20)",
     )
-    r.add_argument("--episodes", type=_positive_int, default=100, help="evaluation episodes")
-    r.add_argument("--train-steps", type=_positive_int, default=300, help="Adam steps per network")
-    r.add_argument("--json", default=None, metavar="PATH", help="write results as JSON")
+    r.add_argument("--episodes", type=positive_int, default=100, help="evaluation episodes")
+    r.add_argument("--train-steps", type=positive_int, default=300, help="Adam steps per network")
+    add_json_flag(r)
     r.add_argument("--png", default=None, metavar="PATH", help="plot of success vs demonstrations")
     _common(r)
     r.set_defaults(func=cmd_reuse)
@@ -214,7 +181,7 @@ def _cluster(args):
 def cmd_demos(args) -> int:
     from rich.console import Console
 
-    from rlsuite.apps.hierarchy.robot import demos as D
+    from rlsuite.apps.hierarchy.robot import recording as D
 
     with _cluster(args):
         data = D.collect(
@@ -282,9 +249,7 @@ def _write(args, result: dict, plot) -> None:
 
     png = args.png or (os.path.splitext(args.json)[0] + ".png" if args.json else None)
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2, default=str)
+        write_json(args.json, result)
         Console().print(f"results -> {args.json}")
     if png:
         plot(png)
