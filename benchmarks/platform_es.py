@@ -315,9 +315,10 @@ def _ppo(budget_s: float) -> dict[str, Any]:
         )
         rows, ckpt = res.metrics, res.checkpoint
     except _Budget:
-        from rlsuite.platform.training import _read_jsonl, latest_checkpoint
+        from rlsuite.platform.checkpoints import latest_checkpoint
+        from rlsuite.platform.metrics import JSONL, read_jsonl
 
-        rows = list(_read_jsonl(os.path.join(run_dir, "metrics.jsonl")))
+        rows = list(read_jsonl(os.path.join(run_dir, JSONL)))
         ckpt = latest_checkpoint(run_dir)
     hit = _first(rows, "episode_return_mean", SOLVE_AT)
     final = _confirm(ckpt) if ckpt else math.nan

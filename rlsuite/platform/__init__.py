@@ -1,11 +1,20 @@
 """The shared RL core over Ray RLlib and Ray Tune (no domain knowledge here).
 
+A one-way stack: each module imports only those listed above it.
+
 Modules:
-    cluster      embedded local Ray or ``--address`` of a cluster; clean shutdown
-    envs         register gymnasium / PettingZoo envs by id, for RLlib and evaluation
-    optimizers   named execution plans: sync, async, replay, imitation (and es)
-    training     the training loop: checkpoints, resume, metrics (JSON/CSV/TensorBoard), PNG
-    checkpoints  load a checkpoint as a controller (weights + env + config)
-    evaluation   evaluate any controller on seeded scenarios in parallel Ray workers
-    tuning       any plan under Ray Tune with a search space and ASHA or PBT
+    cluster         embedded local Ray or ``--address`` of a cluster; clean shutdown
+    envs            register gymnasium / PettingZoo envs by id, for RLlib and evaluation
+    plans           the Plan base: frozen, documented fields; unknown keys refused; its backend
+    es              evolution strategies on Ray actors: the ``es`` plan and its backend
+    optimizers      the RLlib plans (sync, async, replay, imitation), ``to_rllib``, and
+                    the catalogue of every plan (``make_plan``)
+    checkpoints     the on-disk layout of runs and checkpoints; ``load_controller``
+    backends        the backend interface (build, train, save, restore, load a controller),
+                    its registry, and the RLlib backend
+    evaluation      evaluate any controller on seeded scenarios in parallel Ray workers
+    demonstrations  record a controller's episodes; warm-start a policy from them
+    metrics         a run's metric files (JSON lines, CSV, TensorBoard, PNG), progress bar
+    training        the run-directory loop: train, checkpoint, resume
+    tuning          any plan under Ray Tune with a search space and ASHA or PBT
 """

@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from rlsuite.platform import envs as env_registry
+from rlsuite.platform.checkpoints.loading import load_controller
 
 
 @runtime_checkable
@@ -223,8 +224,6 @@ class _Worker:
 def build_controller(controller_spec: Any) -> Any:
     """A controller from what the user gave: an object, a zero-arg factory, or a checkpoint path."""
     if isinstance(controller_spec, str | os.PathLike):
-        from rlsuite.platform.checkpoints import load_controller
-
         return load_controller(os.fspath(controller_spec))
     if hasattr(controller_spec, "act") and not isinstance(controller_spec, type):
         return controller_spec

@@ -2,9 +2,11 @@
 
 The RLlib paper's policy optimizers (synchronous sampling, asynchronous
 sampling, distributed replay, imitation) are *plans* here: a frozen, documented
-config dataclass each, turned into an RLlib ``AlgorithmConfig`` by one adapter,
-:func:`to_rllib`. RLlib does the work (EnvRunners sample, the Learner holds the
-loss); the plans only choose the algorithm and its resources.
+config dataclass each (:class:`rlsuite.platform.plans.Plan`), turned into an RLlib
+``AlgorithmConfig`` by one adapter, :func:`to_rllib`. RLlib does the work (EnvRunners
+sample, the Learner holds the loss); the plans only choose the algorithm and its
+resources. This module is also the catalogue of every plan, :data:`PLANS`
+(``make_plan``, ``plan_names``), the ``es`` plan of :mod:`rlsuite.platform.es` included.
 
 ======== ============================ ===========================================
 plan     RLlib algorithm              shape
@@ -15,7 +17,7 @@ async    APPO (IMPALA + V-trace)      runners sample continuously; the learner
 replay   DQN (double Q, dueling,      several runners feed one prioritised replay
          prioritised replay, n-step)  buffer; the learner samples from it (Ape-X)
 imitation BC                          supervised learning on recorded episodes
-es       (rlsuite.platform.es)        evolution strategies on Ray actors
+es       none (rlsuite.platform.es)   evolution strategies on Ray actors
 ======== ============================ ===========================================
 
 Example::
@@ -33,12 +35,13 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import difflib
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rlsuite.platform import envs as env_registry
+from rlsuite.platform.es.plan import ESPlan
+from rlsuite.platform.plans import Plan
+from rlsuite.platform.plans import check as _check
 
 DEFAULT_ENVS_PER_RUNNER = 32
 """Envs per runner when the plan does not say and the env allows it: batches the
@@ -47,15 +50,11 @@ policy's forward pass over several envs, the main lever on RLlib's sampling spee
 
 
 @dataclass(frozen=True)
-class Plan:
-    """Fields every plan has."""
+class RLlibPlan(Plan):
+    """Fields every plan that RLlib runs has."""
 
-    name: ClassVar[str] = ""
+    backend: ClassVar[str] = "rllib"
 
-    env: str = ""
-    """Registered env id (``rlsuite/Ring-v0``) or any gymnasium id (``CartPole-v1``)."""
-    env_config: Mapping[str, Any] = field(default_factory=dict)
-    """Keyword arguments for the env."""
     num_env_runners: int = 2
     """Remote sampling processes (Ray actors). 0 samples in the driver."""
     num_envs_per_env_runner: int | None = None
@@ -65,12 +64,6 @@ class Plan:
     simulation), which ``max_envs_per_process`` does not limit."""
     rollout_fragment_length: int | str = "auto"
     """Steps per env per sample call; ``"auto"`` fits the train batch."""
-    seed: int = 0
-    """Seeds RLlib (module init, env runners, envs)."""
-    hidden: tuple[int, ...] = (64, 64)
-    """Hidden layer sizes of the policy (and value) MLP."""
-    activation: str = "tanh"
-    """Hidden activation: ``tanh`` or ``relu``."""
     gamma: float = 0.99
     """Discount factor."""
     lr: float = 3e-4
@@ -97,9 +90,8 @@ class Plan:
     # -- validation -------------------------------------------------------------------
     def validate(self) -> None:
         """Raise ``ValueError`` on a bad value or a bad combination."""
-        if not self.env:
-            raise ValueError(f"plan {self.name!r} needs env=<id>, e.g. env='CartPole-v1'")
-        s = env_registry.spec(self.env)  # raises with the list of known ids
+        super().validate()
+        s = env_registry.spec(self.env)
         _check(self.num_env_runners >= 0, "num_env_runners must be >= 0")
         if self.num_envs_per_env_runner is not None:
             _check(self.num_envs_per_env_runner >= 1, "num_envs_per_env_runner must be >= 1")
@@ -119,14 +111,7 @@ class Plan:
             _check(self.rollout_fragment_length == "auto", "rollout_fragment_length: int or 'auto'")
         else:
             _check(self.rollout_fragment_length >= 1, "rollout_fragment_length must be >= 1")
-        _check(
-            all(int(h) >= 1 for h in self.hidden) and len(self.hidden) >= 1,
-            f"hidden must list positive layer sizes, got {self.hidden!r}",
-        )
-        _check(
-            self.activation in ("tanh", "relu"),
-            f"activation must be tanh or relu, got {self.activation!r}",
-        )
+        _check(len(self.hidden) >= 1, f"hidden must list at least one layer, got {self.hidden!r}")
         _check(0.0 < self.gamma <= 1.0, f"gamma must be in (0, 1], got {self.gamma}")
         _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
         _check(self.train_batch_size >= 1, "train_batch_size must be >= 1")
@@ -152,24 +137,14 @@ class Plan:
             return DEFAULT_ENVS_PER_RUNNER
         return min(DEFAULT_ENVS_PER_RUNNER, s.max_envs_per_process or DEFAULT_ENVS_PER_RUNNER)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["env_config"] = dict(self.env_config)
-        d["hidden"] = list(self.hidden)
-        return {"plan": self.name, **d}
-
-    def replace(self, **changes: Any) -> Plan:
-        """A copy with ``changes`` applied, checked like :func:`make_plan`."""
-        return make_plan(self.name, **{**self.to_dict(), **changes})
-
-
-def _check(ok: bool, msg: str) -> None:
-    if not ok:
-        raise ValueError(msg)
+    def placement_bundles(self) -> list[dict[str, float]]:
+        """The driver (it hosts the learner, with its GPU) and one CPU per env runner."""
+        gpu = {"GPU": float(self.num_gpus_per_learner)} if self.num_gpus_per_learner else {}
+        return [{"CPU": 1.0, **gpu}] + [{"CPU": 1.0}] * self.num_env_runners
 
 
 @dataclass(frozen=True)
-class SyncPlan(Plan):
+class SyncPlan(RLlibPlan):
     """``sync``: synchronous sampling, then SGD over the batch (PPO)."""
 
     name: ClassVar[str] = "sync"
@@ -200,8 +175,8 @@ class SyncPlan(Plan):
     dimension instead of a network output per state (as in SB3 and the PPO paper); the
     exploration noise then shrinks smoothly instead of jumping from state to state."""
     demonstrations: str = ""
-    """Parquet of recorded transitions (:func:`record_episodes`) to warm-start from:
-    before the first PPO iteration the policy is cloned from them by maximum
+    """Parquet of recorded transitions
+    (:func:`rlsuite.platform.demonstrations.record_episodes`) to warm-start from: before the first PPO iteration the policy is cloned from them by maximum
     likelihood and the critic fitted to their discounted returns; RL then goes on from
     the demonstrator (as DAPG and DQfD do). ``""``: start from random weights. A
     resumed run restores its checkpoint instead."""
@@ -222,7 +197,7 @@ class SyncPlan(Plan):
             if not os.path.exists(self.demonstrations):
                 raise ValueError(
                     f"demonstrations {self.demonstrations!r} do not exist; record them "
-                    "first with rlsuite.platform.optimizers.record_episodes"
+                    "first with rlsuite.platform.demonstrations.record_episodes"
                 )
         _check(
             1 <= self.minibatch_size <= self.train_batch_size,
@@ -234,7 +209,7 @@ class SyncPlan(Plan):
 
 
 @dataclass(frozen=True)
-class AsyncPlan(Plan):
+class AsyncPlan(RLlibPlan):
     """``async``: runners sample continuously, the learner applies V-trace-corrected
     updates as batches arrive (APPO, IMPALA's architecture with PPO's clipped loss)."""
 
@@ -280,7 +255,7 @@ class AsyncPlan(Plan):
 
 
 @dataclass(frozen=True)
-class ReplayPlan(Plan):
+class ReplayPlan(RLlibPlan):
     """``replay``: several runners feed one prioritised replay buffer; the learner
     samples it (DQN with double Q and a dueling head: the Ape-X shape)."""
 
@@ -352,13 +327,14 @@ class ReplayPlan(Plan):
 
 
 @dataclass(frozen=True)
-class ImitationPlan(Plan):
+class ImitationPlan(RLlibPlan):
     """``imitation``: behaviour cloning from recorded episodes (RLlib's BC)."""
 
     name: ClassVar[str] = "imitation"
 
     data: str = ""
-    """Path of recorded transitions (parquet, written by :func:`record_episodes`)."""
+    """Path of recorded transitions (parquet, written by
+    :func:`rlsuite.platform.demonstrations.record_episodes`)."""
     lr: float = 1e-3
     """Learning rate."""
     train_batch_size: int = 1024
@@ -377,87 +353,40 @@ class ImitationPlan(Plan):
         if not self.data:
             raise ValueError(
                 "the imitation plan needs data=<path of recorded episodes>; "
-                "record some with rlsuite.platform.optimizers.record_episodes"
+                "record some with rlsuite.platform.demonstrations.record_episodes"
             )
         if not os.path.exists(self.data):
             raise ValueError(
                 f"imitation data {self.data!r} does not exist; record episodes "
-                "first with rlsuite.platform.optimizers.record_episodes"
+                "first with rlsuite.platform.demonstrations.record_episodes"
             )
         _check(self.updates_per_iteration >= 1, "updates_per_iteration must be >= 1")
         _check(self.eval_episodes >= 1, "eval_episodes must be >= 1")
 
 
-PLANS: dict[str, type[Plan]] = {p.name: p for p in (SyncPlan, AsyncPlan, ReplayPlan, ImitationPlan)}
-
-
-# Names users bring from other libraries and older RLlib versions.
-_ALIASES = {
-    "learning_rate": "lr",
-    "batch_size": "train_batch_size",
-    "num_workers": "num_env_runners",
-    "num_rollout_workers": "num_env_runners",
-    "num_envs_per_worker": "num_envs_per_env_runner",
-    "sgd_minibatch_size": "minibatch_size",
-    "num_sgd_iter": "num_epochs",
-    "n_epochs": "num_epochs",
-    "epochs": "num_epochs",
-    "fcnet_hiddens": "hidden",
-    "net_arch": "hidden",
-    "lambda": "lambda_",
-    "gae_lambda": "lambda_",
-    "ent_coef": "entropy_coeff",
-    "vf_coef": "vf_loss_coeff",
-    "clip_range": "clip_param",
-    "max_grad_norm": "grad_clip",
-    "prioritized_replay": "prioritized",
-    "target_network_update_freq": "target_update_freq",
-    "exploration_final_eps": "final_epsilon",
+PLANS: dict[str, type[Plan]] = {
+    p.name: p for p in (SyncPlan, AsyncPlan, ReplayPlan, ImitationPlan, ESPlan)
 }
+"""Every plan by name, in the order ``--help`` lists them."""
 
 
-def plan_class(name: str) -> type:
+def plan_class(name: str) -> type[Plan]:
     """The config class of plan ``name``."""
-    if name == "es":
-        from rlsuite.platform.es import ESPlan
-
-        return ESPlan
     if name not in PLANS:
         raise ValueError(f"unknown plan {name!r}; choose one of {', '.join(plan_names())}")
     return PLANS[name]
 
 
 def plan_names() -> list[str]:
-    return [*PLANS, "es"]
+    return list(PLANS)
 
 
 def make_plan(name: str, **values: Any) -> Any:
     """Build and validate plan ``name``; unknown keys are an error, never ignored."""
-    cls = plan_class(name)
-    values = dict(values)
-    given = values.pop("plan", name)
-    if given != name:
-        raise ValueError(f"values are for plan {given!r}, not {name!r}")
-    known = {f.name for f in fields(cls)}
-    for key in values:
-        if key not in known:
-            hint = (
-                [_ALIASES[key]]
-                if _ALIASES.get(key) in known
-                else difflib.get_close_matches(key, known, n=1)
-            )
-            did = f" (did you mean {hint[0]!r}?)" if hint else ""
-            raise ValueError(
-                f"unknown key for plan {name!r}: {key!r}{did}. Known keys: {', '.join(sorted(known))}"
-            )
-    if "hidden" in values:
-        values["hidden"] = tuple(int(h) for h in values["hidden"])
-    plan = cls(**values)
-    plan.validate()
-    return plan
+    return plan_class(name).from_dict({"plan": name, **values})
 
 
-def _policy_mapping(plan: Plan) -> tuple[list[str], Any]:
+def _policy_mapping(plan: RLlibPlan) -> tuple[list[str], Any]:
     if plan.policies == "shared":
         return ["shared"], _SharedMapping()
     return list(env_registry.spaces(plan.env, plan.env_config)), _PerAgentMapping()
@@ -473,7 +402,7 @@ class _PerAgentMapping:
         return str(agent_id)
 
 
-def to_rllib(plan: Plan):
+def to_rllib(plan: RLlibPlan):
     """The one adapter: a validated plan -> RLlib ``AlgorithmConfig`` (new API stack)."""
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
@@ -619,77 +548,6 @@ def to_rllib(plan: Plan):
     else:
         config = config.rl_module(model_config=model)
     return config
-
-
-def record_episodes(
-    controller: Any,
-    env: str,
-    episodes: int,
-    path: str,
-    env_config: Mapping[str, Any] | None = None,
-    seed: int = 0,
-) -> dict[str, float]:
-    """Run ``controller`` for ``episodes`` seeded episodes and write its transitions
-    as parquet at ``path`` (the format the ``imitation`` plan reads).
-
-    Returns ``{"episodes", "transitions", "return_mean"}``.
-    """
-    import os
-
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from rlsuite.platform.evaluation import build_controller
-
-    ctrl = build_controller(controller)
-    e = env_registry.make(env, env_config)
-    cols: dict[str, list] = {
-        k: []
-        for k in (
-            "eps_id",
-            "t",
-            "obs",
-            "actions",
-            "rewards",
-            "new_obs",
-            "terminateds",
-            "truncateds",
-        )
-    }
-    returns = []
-    try:
-        for ep in range(episodes):
-            if hasattr(ctrl, "reset"):
-                ctrl.reset(seed + ep)
-            obs, _ = e.reset(seed=seed + ep)
-            total, t = 0.0, 0
-            while True:
-                a = ctrl.act(obs)
-                nobs, r, term, trunc, _ = e.step(a)
-                cols["eps_id"].append(f"{seed}-{ep}")
-                cols["t"].append(t)
-                cols["obs"].append(np.asarray(obs, dtype=np.float32).ravel().tolist())
-                cols["actions"].append(a.tolist() if isinstance(a, np.ndarray) else a)
-                cols["rewards"].append(float(r))
-                cols["new_obs"].append(np.asarray(nobs, dtype=np.float32).ravel().tolist())
-                cols["terminateds"].append(bool(term))
-                cols["truncateds"].append(bool(trunc))
-                total += float(r)
-                t += 1
-                obs = nobs
-                if term or trunc:
-                    break
-            returns.append(total)
-    finally:
-        e.close()
-    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
-    pq.write_table(pa.table(cols), path)
-    return {
-        "episodes": float(episodes),
-        "transitions": float(len(cols["t"])),
-        "return_mean": float(np.mean(returns)),
-    }
 
 
 def describe(plan: Any) -> str:

@@ -2,7 +2,7 @@
 
 The search space names plan fields (``lr``, ``num_epochs``, ``hidden``...), so
 every app's training runs under Tune the same way. Each trial is the platform's
-own trainer (an RLlib algorithm or the ES plan) inside a Tune function
+own backend (an RLlib algorithm or the ES trainer) inside a Tune function
 trainable; it reports every iteration and checkpoints so that ASHA can stop it
 and PBT can clone and perturb it.
 
@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tempfile
@@ -68,42 +67,39 @@ def _trainable(config: dict[str, Any]) -> None:
     from ray import tune as ray_tune
 
     from rlsuite.platform import cluster
+    from rlsuite.platform.backends.registry import make_backend
+    from rlsuite.platform.checkpoints.layout import metadata, write_meta
     from rlsuite.platform.optimizers import make_plan
-    from rlsuite.platform.training import META, make_trainer, write_meta
 
     cluster.configure_driver_threads()
     base = dict(config["__base__"])
     searched = {k: v for k, v in config.items() if k not in ("__base__", "__iterations__")}
     plan = make_plan(base.pop("plan"), **{**base, **searched})
-    trainer = make_trainer(plan)
+    backend = make_backend(plan)
     start, env_steps = 0, 0
     ckpt = ray_tune.get_checkpoint()
     if ckpt is not None:  # PBT cloned a better trial, or Tune restarted this one
         with ckpt.as_directory() as d:
-            trainer.restore(d)
-            with open(os.path.join(d, META)) as f:
-                meta = json.load(f)
+            backend.restore(d)
+            meta = metadata(d)
             start, env_steps = int(meta["iteration"]), int(meta["env_steps"])
     try:
         for it in range(start + 1, int(config["__iterations__"]) + 1):
-            row = trainer.train()
+            row = backend.train()
             env_steps += int(row.get("env_steps_this_iter", 0))
             metrics = {k: v for k, v in row.items() if isinstance(v, int | float)}
             metrics.update(iteration=it, env_steps=env_steps)
             with tempfile.TemporaryDirectory() as d:
-                trainer.save(d)
+                backend.save(d)
                 write_meta(d, plan, it, env_steps)
                 ray_tune.report(metrics, checkpoint=ray_tune.Checkpoint.from_directory(d))
     finally:
-        trainer.stop()
+        backend.stop()
 
 
 def placement_bundles(plan: Any) -> list[dict[str, float]]:
     """The resources one trial of ``plan`` needs, as placement-group bundles."""
-    if hasattr(plan, "placement_bundles"):
-        return plan.placement_bundles()
-    gpu = {"GPU": float(plan.num_gpus_per_learner)} if plan.num_gpus_per_learner else {}
-    return [{"CPU": 1.0, **gpu}] + [{"CPU": 1.0}] * plan.num_env_runners
+    return plan.placement_bundles()
 
 
 def tune(
@@ -143,7 +139,6 @@ def tune(
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
 
     from rlsuite.platform import cluster
-    from rlsuite.platform.optimizers import plan_class
 
     if scheduler not in SCHEDULERS:
         raise ValueError(f"unknown scheduler {scheduler!r}; choose one of {', '.join(SCHEDULERS)}")
@@ -151,7 +146,7 @@ def tune(
         raise ValueError("num_samples and iterations must be >= 1")
     if mode not in ("max", "min"):
         raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
-    known = {f for f in plan_class(plan.name).__dataclass_fields__}
+    known = {f for f in type(plan).__dataclass_fields__}
     bad = sorted(set(search_space) - known)
     if bad:
         raise ValueError(

@@ -3,7 +3,8 @@
 import pytest
 import ray
 
-from rlsuite.platform import cluster, optimizers, training
+from rlsuite.platform import cluster, optimizers
+from rlsuite.platform.backends.rllib import RLlibBackend
 
 
 def test_address_and_num_cpus_together_is_an_error():
@@ -57,7 +58,7 @@ def test_two_node_cluster_places_env_runners_on_both_nodes():
             minibatch_size=200,
             num_epochs=1,
         )
-        trainer = training.RLlibTrainer(plan)
+        trainer = RLlibBackend(plan)
         try:
             nodes = trainer.algo.env_runner_group.foreach_env_runner(
                 lambda r: ray.get_runtime_context().get_node_id(), local_env_runner=False

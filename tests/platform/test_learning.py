@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rlsuite.platform import checkpoints, envs, evaluation, optimizers, training
+from rlsuite.platform import checkpoints, demonstrations, envs, evaluation, optimizers, training
 from tests.platform._fakes import CartPolePD, RandomCartPole
 
 envs.register(
@@ -90,7 +90,7 @@ def test_replay_improves_clearly_over_random(ray_local, tmp_path):
 
 def test_imitation_clones_an_expert(ray_local, tmp_path):
     data = tmp_path / "expert.parquet"
-    stats = optimizers.record_episodes(CartPolePD(), "CartPole-v1", 10, str(data), seed=0)
+    stats = demonstrations.record_episodes(CartPolePD(), "CartPole-v1", 10, str(data), seed=0)
     assert stats["return_mean"] >= 400  # the expert is good
     plan = optimizers.make_plan("imitation", env="CartPole-v1", data=str(data), seed=0)
     res = training.train(plan, iterations=5, run_dir=str(tmp_path / "run"), progress=False)
@@ -141,7 +141,7 @@ def test_sync_warm_starts_from_demonstrations_and_runners_sample_with_the_clone(
     ray_local, tmp_path
 ):
     data = tmp_path / "expert.parquet"
-    optimizers.record_episodes(CartPolePD(), "CartPole-v1", 6, str(data), seed=0)
+    demonstrations.record_episodes(CartPolePD(), "CartPole-v1", 6, str(data), seed=0)
     plan = optimizers.make_plan(
         "sync",
         env="CartPole-v1",
@@ -175,7 +175,7 @@ class _Constant:
 def test_warm_start_maps_continuous_demonstrations_to_the_modules_action_range(ray_local, tmp_path):
     """Pendulum's torque is [-2, 2]; with normalize_actions the module acts in [-1, 1]."""
     data = tmp_path / "const.parquet"
-    optimizers.record_episodes(_Constant(), "Pendulum-v1", 2, str(data), seed=0)
+    demonstrations.record_episodes(_Constant(), "Pendulum-v1", 2, str(data), seed=0)
     plan = optimizers.make_plan(
         "sync",
         env="Pendulum-v1",

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from rlsuite.platform import optimizers, training
+from rlsuite.platform import checkpoints, optimizers, training
+from rlsuite.platform.backends.rllib import RLlibBackend
 
 
 def _two_runner_cartpole():
@@ -31,7 +32,7 @@ def _runner_pids(algo):
 @pytest.mark.slow
 def test_killed_env_runner_is_replaced_and_training_goes_on(ray_local):
     plan = _two_runner_cartpole()
-    trainer = training.RLlibTrainer(plan)
+    trainer = RLlibBackend(plan)
     try:
         trainer.train()
         pids = _runner_pids(trainer.algo)
@@ -90,8 +91,8 @@ def test_killed_run_resumes_from_its_checkpoint(ray_local, tmp_path):
     finally:
         proc.kill()  # SIGKILL: no chance to save anything on the way out
         proc.wait()
-    ckpt = training.latest_checkpoint(str(run))
-    with open(os.path.join(ckpt, training.META)) as f:
+    ckpt = checkpoints.latest_checkpoint(str(run))
+    with open(os.path.join(ckpt, checkpoints.META)) as f:
         k = json.load(f)["iteration"]
     assert k >= 4
     plan = optimizers.make_plan(
@@ -145,12 +146,12 @@ def test_resume_gives_every_env_runner_the_restored_weights_and_keeps_the_kl_coe
 
     plan = _two_runner_cartpole()
     res = training.train(plan, iterations=2, run_dir=str(tmp_path / "run"), progress=False)
-    with open(os.path.join(res.checkpoint, training.LEARNER_EXTRA)) as f:
+    with open(os.path.join(res.checkpoint, checkpoints.LEARNER_EXTRA)) as f:
         saved_kl = json.load(f)["kl_coeffs"]
     # PPO adapted its KL coefficient away from kl_coeff (0.2); RLlib's checkpoint lacks it.
     assert saved_kl and all(v != pytest.approx(plan.kl_coeff) for v in saved_kl.values())
     for busy in (True, False):
-        trainer = training.RLlibTrainer(plan)
+        trainer = RLlibBackend(plan)
         try:
             if busy:  # a weights request in flight (as RLlib leaves one after building)
                 group = trainer.algo.env_runner_group

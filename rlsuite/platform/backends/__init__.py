@@ -1,0 +1,9 @@
+"""Backends: what runs a plan. One interface, one implementation per family of plans.
+
+    base      the Backend interface: build, train one iteration, save, restore,
+              load a controller, stop
+    registry  backend key -> class; a plan names its key in ``Plan.backend``
+    rllib     RLlibBackend: the RLlib plans (sync, async, replay, imitation)
+
+The ``es`` backend is :class:`rlsuite.platform.es.trainer.ESTrainer`.
+"""

@@ -1,0 +1,217 @@
+"""The ``rllib`` backend: the RLlib plans' ``Algorithm`` and their checkpoints' controller.
+
+:class:`RLlibBackend` builds the algorithm from a plan (:func:`rlsuite.platform.optimizers.to_rllib`),
+runs one ``train()`` per iteration (a flat row: :func:`flatten_result`), and saves and
+restores it with what RLlib's own checkpoint leaves out (the spaces, PPO's adaptive KL
+coefficient). :class:`RLModuleController` acts with the RLModule(s) of such a checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from rlsuite.platform import envs as env_registry
+from rlsuite.platform.checkpoints.layout import LEARNER_EXTRA, SPACES
+from rlsuite.platform.optimizers import RLlibPlan, to_rllib
+
+
+class RLlibBackend:
+    """The ``rllib`` backend: a plan's RLlib ``Algorithm`` behind the
+    :class:`~rlsuite.platform.backends.base.Backend` interface."""
+
+    def __init__(self, plan: RLlibPlan):
+        self.plan = plan
+        self.algo = to_rllib(plan).build_algo()
+        self._steps_offset = 0
+
+    def train(self) -> dict[str, Any]:
+        row = flatten_result(self.algo.train())
+        group = self.algo.env_runner_group
+        if group is not None and self.plan.num_env_runners > 0:
+            row["num_env_runners_healthy"] = group.num_healthy_remote_workers()
+            row["num_env_runner_restarts"] = group.num_remote_worker_restarts()
+        return row
+
+    def save(self, path: str) -> None:
+        self.algo.save_to_path(os.path.abspath(path))
+        with open(os.path.join(path, SPACES), "wb") as f:
+            pickle.dump(env_registry.spaces(self.plan.env, self.plan.env_config), f)
+        with open(os.path.join(path, LEARNER_EXTRA), "w") as f:
+            json.dump({"kl_coeffs": self._kl_coeffs()}, f)
+
+    def restore(self, path: str) -> None:
+        # RLlib's restore sends the restored weights to the remote env runners
+        # fire-and-forget, and its actor manager drops that request for a runner that
+        # still has one in flight (max_requests_in_flight_per_env_runner, default 1),
+        # as every runner has right after the algorithm is built (its own weights
+        # sync). Such a runner sampled the first iteration after a resume with its
+        # *initial* weights (in one ring run 4 of 8 resumes; KL jumps at resumes
+        # reached 3: benchmarks/RESULTS.md). Waiting for those requests first lets the
+        # sync land, ahead of any sampling request.
+        if self.algo.env_runner_group is not None:
+            self.algo.env_runner_group.fetch_ready_async_reqs(timeout_seconds=None)
+        self.algo.restore_from_path(os.path.abspath(path))
+        extra = os.path.join(path, LEARNER_EXTRA)
+        if os.path.exists(extra):
+            with open(extra) as f:
+                self._set_kl_coeffs(json.load(f).get("kl_coeffs", {}))
+
+    def _kl_coeffs(self) -> dict[str, float]:
+        """PPO's adaptive KL coefficient per module, which RLlib's checkpoint leaves out
+        (a resumed run would restart it at ``kl_coeff``)."""
+        res = self.algo.learner_group.foreach_learner(
+            lambda learner: {
+                str(m): float(v)
+                for m, v in getattr(learner, "curr_kl_coeffs_per_module", {}).items()
+            }
+        )
+        return next((r.get() for r in res if r.ok), {})
+
+    def _set_kl_coeffs(self, coeffs: dict[str, float]) -> None:
+        def put(learner: Any) -> None:
+            if hasattr(learner, "curr_kl_coeffs_per_module"):
+                for m, v in coeffs.items():
+                    learner.curr_kl_coeffs_per_module[m].data.fill_(v)
+
+        if coeffs:
+            for r in self.algo.learner_group.foreach_learner(put):
+                r.get()  # raises what failed on a learner
+
+    def stop(self) -> None:
+        self.algo.stop()
+
+    @classmethod
+    def load_controller(cls, path: str, meta: Mapping[str, Any]) -> RLModuleController:
+        """The RLModule(s) saved in checkpoint ``path``, acting deterministically."""
+        return RLModuleController(path, dict(meta))
+
+
+def flatten_result(r: dict[str, Any]) -> dict[str, Any]:
+    """The numbers worth keeping from an RLlib result dict, flat."""
+    er = r.get("env_runners", {}) or {}
+    ev = (r.get("evaluation", {}) or {}).get("env_runners", {}) or {}
+    row: dict[str, Any] = {
+        "episode_return_mean": _num(er.get("episode_return_mean")),
+        "episode_len_mean": _num(er.get("episode_len_mean")),
+        "env_steps_this_iter": int(_num(er.get("num_env_steps_sampled"), 0)),
+        "time_this_iter_s": _num(r.get("time_this_iter_s")),
+    }
+    if ev:
+        row["eval_return_mean"] = _num(ev.get("episode_return_mean"))
+        if math.isnan(row["episode_return_mean"]):
+            row["episode_return_mean"] = row["eval_return_mean"]
+    for mid, stats in (r.get("learners", {}) or {}).items():
+        if mid == "__all_modules__" or not isinstance(stats, dict):
+            continue
+        for k in (
+            "total_loss",
+            "policy_loss",
+            "vf_loss",
+            "entropy",
+            "mean_kl_loss",
+            "qf_loss",
+            "curr_entropy_coeff",
+            "curr_kl_coeff",
+        ):
+            if k in stats:
+                row[f"learner/{mid}/{k}"] = _num(stats[k])
+    return row
+
+
+def _num(v: Any, default: float = math.nan) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return default
+    return f
+
+
+class RLModuleController:
+    """Acts with the RLModule(s) saved in an RLlib checkpoint."""
+
+    def __init__(self, ckpt: str, meta: dict[str, Any]):
+        import torch
+        from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
+
+        torch.set_num_threads(1)
+        self.meta = meta
+        self.name = f"{meta['plan']}@{meta['iteration']}"
+        self.multi_agent = bool(meta.get("multi_agent"))
+        self.policies = meta.get("policies", "shared")
+        module_dir = os.path.join(ckpt, "learner_group", "learner", "rl_module")
+        if not os.path.isdir(module_dir):
+            raise FileNotFoundError(f"{ckpt} has no saved RLModule ({module_dir})")
+        self.modules = MultiRLModule.from_checkpoint(module_dir)
+        with open(os.path.join(ckpt, SPACES), "rb") as f:
+            self.spaces = pickle.load(f)
+        cfg = meta.get("plan_config", {})
+        self.normalize_actions = cfg.get("normalize_actions", True)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Nothing to reset: the modules are memoryless MLPs."""
+
+    def module_id(self, agent_id: Any) -> str:
+        if not self.multi_agent:
+            return next(iter(self.modules.keys()))
+        return "shared" if self.policies == "shared" else str(agent_id)
+
+    def act(self, observation: Any) -> Any:
+        if self.multi_agent:
+            return {a: self._act_one(o, self.module_id(a), a) for a, o in observation.items()}
+        return self._act_one(observation, self.module_id(None), None)
+
+    def action_values(self, observation: Any, agent_id: Any = None) -> np.ndarray:
+        """How much the policy prefers each action of a discrete action space, greedy = argmax.
+
+        Q-values for value-based modules (the ``replay`` plan's DQN: dueling and
+        double-Q included), the action-distribution logits for policy-gradient ones.
+        Lets a caller choose the best *allowed* action (e.g. mask rules that do not
+        apply) instead of only the greedy one.
+        """
+        import torch
+        from ray.rllib.core.columns import Columns
+
+        space = self.spaces.get(agent_id, next(iter(self.spaces.values())))[1]
+        if not hasattr(space, "n"):
+            raise TypeError(
+                f"action_values needs a discrete action space, this policy acts in {space}"
+            )
+        module = self.modules[self.module_id(agent_id)]
+        batch = {Columns.OBS: torch.as_tensor(np.asarray(observation, dtype=np.float32)[None])}
+        with torch.no_grad():
+            if hasattr(module, "compute_q_values"):
+                out = module.compute_q_values(batch)["qf_preds"]
+            else:
+                out = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+        return out[0].cpu().numpy().astype(np.float64)
+
+    def _act_one(self, obs: Any, module_id: str, agent_id: Any) -> Any:
+        import torch
+        from ray.rllib.core.columns import Columns
+        from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
+
+        module = self.modules[module_id]
+        batch = torch.as_tensor(np.asarray(obs, dtype=np.float32)[None])
+        with torch.no_grad():
+            out = module.forward_inference({Columns.OBS: batch})
+        if Columns.ACTIONS in out:
+            action = out[Columns.ACTIONS]
+        else:
+            dist_cls = module.get_inference_action_dist_cls()
+            action = (
+                dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS]).to_deterministic().sample()
+            )
+        a = action[0].cpu().numpy()
+        space = self.spaces.get(agent_id, next(iter(self.spaces.values())))[1]
+        if a.shape == () and np.issubdtype(a.dtype, np.integer):
+            return int(a)
+        if self.normalize_actions:
+            return unsquash_action(a, space)
+        return clip_action(a, space)

@@ -1,0 +1,48 @@
+"""The ES policy and its numerics: centred ranks, actions per space, the torch twin."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlsuite.platform.es import ESPolicy, centered_ranks
+
+
+def test_centered_ranks_are_ranks_in_half_interval():
+    x = np.array([[10.0, -3.0], [7.0, 7.0]])
+    r = centered_ranks(x)
+    np.testing.assert_allclose(r, [[0.5, -0.5], [-1 / 6, 1 / 6]])
+    assert centered_ranks(np.array([1e9, 1.0])).tolist() == [0.5, -0.5]  # scale-free
+
+
+@pytest.mark.parametrize(
+    "action_space",
+    [
+        gym.spaces.Discrete(3, start=1),
+        gym.spaces.Box(-2.0, 2.0, (2,), np.float32),
+        gym.spaces.MultiDiscrete([2, 3]),
+        gym.spaces.MultiBinary(3),
+    ],
+    ids=["discrete", "box", "multidiscrete", "multibinary"],
+)
+def test_policy_actions_are_valid_and_match_torch(action_space):
+    import torch
+
+    obs_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    pol = ESPolicy(obs_space, action_space, (8, 5), "tanh")
+    theta = pol.init_params(np.random.default_rng(0)) + np.float32(0.3)
+    pol.set_params(theta)
+    net = pol.to_torch(theta)
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        x = rng.uniform(-1, 1, 4).astype(np.float32)
+        out = pol.forward(x)
+        with torch.no_grad():
+            ref = net(torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+        assert action_space.contains(pol.action(out))
+    assert pol.num_params == sum(p.numel() for p in net.parameters())
+
+
+def test_unsupported_action_space_is_a_clear_error():
+    with pytest.raises(ValueError, match="supports Discrete, Box, MultiDiscrete and MultiBinary"):
+        ESPolicy(gym.spaces.Box(-1, 1, (2,)), gym.spaces.Tuple([gym.spaces.Discrete(2)]), (4,))
