@@ -1,4 +1,5 @@
-"""Long-hand addition on a scratch pad, as NPI (Reed & de Freitas, 2016) and PHP (Fox et al., 2018)."""
+"""The long-hand addition env (``rlsuite/Addition-v0``): add two numbers digit by digit on a
+scratch pad, as NPI (Reed & de Freitas, 2016) and PHP (Fox et al., 2018)."""
 
 from __future__ import annotations
 
