@@ -1,9 +1,9 @@
 """The ``rllib`` backend: the RLlib plans' ``Algorithm`` and their checkpoints' controller.
 
-:class:`RLlibBackend` builds the algorithm from a plan (:func:`rlsuite.platform.optimizers.to_rllib`),
-runs one ``train()`` per iteration (a flat row: :func:`flatten_result`), and saves and
-restores it with what RLlib's own checkpoint leaves out (the spaces, PPO's adaptive KL
-coefficient). :class:`RLModuleController` acts with the RLModule(s) of such a checkpoint.
+:class:`RLlibBackend` builds the algorithm from a plan
+(:func:`rlsuite.platform.optimizers.to_rllib`), runs one ``train()`` per iteration (a
+flat row: :func:`flatten_result`), and saves and restores it with what RLlib's own
+checkpoint leaves out (the spaces, PPO's adaptive KL coefficient). :class:`RLModuleController` acts with the RLModule(s) of such a checkpoint.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ class RLlibBackend:
     def __init__(self, plan: RLlibPlan):
         self.plan = plan
         self.algo = to_rllib(plan).build_algo()
-        self._steps_offset = 0
 
     def train(self) -> dict[str, Any]:
+        """One ``Algorithm.train()``, flattened, with the env runners' health."""
         row = flatten_result(self.algo.train())
         group = self.algo.env_runner_group
         if group is not None and self.plan.num_env_runners > 0:
@@ -40,6 +40,7 @@ class RLlibBackend:
         return row
 
     def save(self, path: str) -> None:
+        """RLlib's checkpoint, the spaces and the learner state RLlib leaves out."""
         self.algo.save_to_path(os.path.abspath(path))
         with open(os.path.join(path, SPACES), "wb") as f:
             pickle.dump(env_registry.spaces(self.plan.env, self.plan.env_config), f)
@@ -47,6 +48,7 @@ class RLlibBackend:
             json.dump({"kl_coeffs": self._kl_coeffs()}, f)
 
     def restore(self, path: str) -> None:
+        """The algorithm, its runners' weights and PPO's KL coefficient from ``path``."""
         # RLlib's restore sends the restored weights to the remote env runners
         # fire-and-forget, and its actor manager drops that request for a runner that
         # still has one in flight (max_requests_in_flight_per_env_runner, default 1),
