@@ -34,6 +34,7 @@ from rlsuite.cli_common import (
     dist_version,
     parse_search,
     parse_sets,
+    ray_cluster,
     write_json,
 )
 
@@ -72,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--episodes", type=int, default=10)
     e.add_argument("--seed", type=int, default=1000, help="first scenario seed")
     add_json_flag(e, "per-episode rows and the summary")
-    add_cluster_flags(e, workers="parallel workers (default: CPUs)")
+    add_cluster_flags(e, workers="parallel workers (default: CPUs; 0: in this process, no Ray)")
 
     u = sub.add_parser("tune", help="search plan fields under Tune with ASHA or PBT")
     u.add_argument("--plan", required=True)
@@ -103,12 +104,12 @@ def main(argv: list[str] | None = None) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from rlsuite.platform import cluster, optimizers, training
+    from rlsuite.platform import optimizers, training
 
     plan = optimizers.make_plan(
         args.plan, env=args.env, env_config=args.env_config, **parse_sets(args.set)
     )
-    with cluster.local_cluster(num_cpus=args.num_cpus, address=args.address):
+    with ray_cluster(args):
         res = training.train(
             plan,
             args.iterations,
@@ -128,13 +129,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from rlsuite.platform import checkpoints, cluster, evaluation
+    from rlsuite.platform import checkpoints, evaluation
 
     meta = checkpoints.metadata(args.controller)
     env_id = args.env or meta["env"]
     env_config = meta.get("env_config", {}) if args.env_config is None else args.env_config
     scen = evaluation.scenarios(env_id, range(args.seed, args.seed + args.episodes), env_config)
-    with cluster.local_cluster(num_cpus=args.num_cpus, address=args.address):
+    with ray_cluster(args):
         res = evaluation.evaluate(args.controller, scen, num_workers=args.workers, progress=True)
     Console().print(res.table())
     if args.json:
@@ -145,13 +146,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_tune(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from rlsuite.platform import cluster, optimizers, tuning
+    from rlsuite.platform import optimizers, tuning
 
     plan = optimizers.make_plan(
         args.plan, env=args.env, env_config=args.env_config, **parse_sets(args.set)
     )
     space = parse_search(args.search)
-    with cluster.local_cluster(num_cpus=args.num_cpus, address=args.address):
+    with ray_cluster(args):
         res = tuning.tune(
             plan,
             space,

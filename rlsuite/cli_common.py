@@ -27,11 +27,11 @@ Search spaces: ``--search KEY=SPEC``
     two strings and ``choice:[64,64],[128,128]`` two lists (``choice:[[64,64]]``
     offers the single list ``[64,64]``).
 
-Cluster flags: :func:`add_cluster_flags`
+Cluster flags: :func:`add_cluster_flags`, :func:`ray_cluster`
     ``--address HOST:PORT`` joins a running Ray cluster instead of starting an
     embedded one, ``--num-cpus N`` sizes the embedded one, ``--workers N`` sets
-    how many parallel workers a command uses (0: in this process, where a
-    command allows it).
+    how many parallel workers a command uses (0: in this process, without Ray,
+    where a command allows it).
 
 Also here: the count types :func:`nonneg_int`, :func:`positive_int` and
 :func:`positive_ints` for argparse; :func:`add_json_flag` and :func:`write_json`
@@ -50,13 +50,15 @@ Example::
     >>> search_spec("loguniform:1e-4:1e-2")
     SearchSpec(kind='loguniform', values=(0.0001, 0.01))
 
-This module imports no app and nothing outside the standard library at import
-time (Ray Tune is imported only to build a search space).
+This module imports no app, and nothing outside the standard library at import
+time (Ray Tune only to build a search space, the platform's cluster only to start
+one).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -341,6 +343,20 @@ def add_cluster_flags(
             "--workers", type=nonneg_int, default=workers_default, metavar="N", help=workers
         )
     return g
+
+
+def ray_cluster(args: argparse.Namespace) -> contextlib.AbstractContextManager:
+    """The Ray the cluster flags ask for, as a context manager: none at all with
+    ``--workers 0`` (the work runs in this process), else the cluster at ``--address``
+    or an embedded local Ray of ``--num-cpus`` CPUs, shut down on exit if this call
+    started it."""
+    if getattr(args, "workers", None) == 0:
+        return contextlib.nullcontext()
+    from rlsuite.platform import cluster
+
+    return cluster.local_cluster(
+        num_cpus=getattr(args, "num_cpus", None), address=getattr(args, "address", None)
+    )
 
 
 # --------------------------------------------------------------------------- JSON

@@ -158,6 +158,13 @@ def test_cluster_flags(capsys):
     assert vars(p.parse_args([])) == {"address": None}
 
 
+def test_no_workers_means_no_ray():
+    import contextlib
+
+    cm = C.ray_cluster(_parser().parse_args(["--workers", "0"]))
+    assert isinstance(cm, contextlib.nullcontext)  # nothing is started
+
+
 def test_write_json_makes_folders_and_plain_numbers(tmp_path):
     path = tmp_path / "a" / "b" / "r.json"
     data = {"x": np.float32(0.5), "v": np.arange(3), "p": tmp_path, "n": 1}

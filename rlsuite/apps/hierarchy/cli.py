@@ -12,6 +12,7 @@ from rlsuite.cli_common import (
     nonneg_int,
     positive_int,
     positive_ints,
+    ray_cluster,
     write_json,
 )
 
@@ -195,16 +196,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _cluster(args):
-    import contextlib
-
-    from rlsuite.platform import cluster
-
-    if args.workers == 0:
-        return contextlib.nullcontext()
-    return cluster.local_cluster(num_cpus=args.num_cpus, address=args.address)
-
-
 def cmd_synthesis(args) -> int:
     from rlsuite.apps.hierarchy.synthesis.experiment import SynthesisConfig, run_synthesis
 
@@ -221,7 +212,7 @@ def cmd_synthesis(args) -> int:
         out_dir=args.out_dir,
         num_workers=args.workers,
     ).validate()
-    with _cluster(args):
+    with ray_cluster(args):
         result = run_synthesis(cfg)
     if args.json:
         write_json(args.json, result)
@@ -239,7 +230,7 @@ def cmd_evaluate(args) -> int:
 
     kind = load_model(args.model)  # fails early, with a clear message
     name = getattr(kind, "kind", "php")
-    with _cluster(args):
+    with ray_cluster(args):
         ev = evaluate_saved(
             args.model, name, args.lengths, args.problems, args.workers, progress=True
         )

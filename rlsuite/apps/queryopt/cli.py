@@ -35,7 +35,7 @@ from collections.abc import Iterator
 
 from rich.console import Console
 
-from rlsuite.cli_common import add_cluster_flags, add_json_flag, write_json
+from rlsuite.cli_common import add_cluster_flags, add_json_flag, ray_cluster, write_json
 
 console = Console()
 
@@ -213,7 +213,6 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from rlsuite.apps.queryopt import train as T
-    from rlsuite.platform import cluster
 
     w = _workload(args)
     wcfg = {k: getattr(w, k) for k in ("udf_cost", "scale") if hasattr(w, k)}
@@ -232,7 +231,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
         cfg.validate()
-        with cluster.local_cluster(address=args.address):
+        with ray_cluster(args):
             res = T.train(cfg, args.run_dir, resume=args.resume, progress=True)
     console.print(
         f"checkpoint: {res.checkpoint}\nfinal return {res.final_return:.4f} after "

@@ -20,6 +20,7 @@ from rlsuite.cli_common import (
     nonneg_int,
     positive_int,
     positive_ints,
+    ray_cluster,
     write_json,
 )
 
@@ -168,14 +169,10 @@ def register(subparsers: Any) -> None:
 
 
 def _cluster(args):
-    import contextlib
-
     from rlsuite.platform import cluster
 
     cluster.configure_driver_threads()
-    if args.workers == 0:
-        return contextlib.nullcontext()
-    return cluster.local_cluster(num_cpus=args.num_cpus, address=args.address)
+    return ray_cluster(args)
 
 
 def cmd_demos(args) -> int:
