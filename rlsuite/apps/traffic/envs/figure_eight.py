@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
+from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
 from rlsuite.apps.traffic.envs.ring import GAP_SCALE, SPEED_SCALE, RingSimulation
 from rlsuite.apps.traffic.rewards import desired_velocity_reward
 
@@ -19,8 +20,10 @@ FULL_SPEED_SCALE = 30.0
 
 
 @dataclass(frozen=True)
-class FigureEightConfig:
+class FigureEightConfig(EnvConfig):
     """The figure-eight env's keyword arguments (Flow's ``figure_eight`` benchmark defaults)."""
+
+    KIND: ClassVar[str] = "figure_eight"
 
     radius: float = 30.0
     """Radius of the two rings (m); the loop is 4r + 3*pi*r long (403 m at 30 m)."""
@@ -58,21 +61,8 @@ class FigureEightConfig:
     """Human drivers' IDM parameters (Flow's)."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.human_type, dict):
-            object.__setattr__(
-                self, "human_type", networks.VehicleType(**{"id": "human", **self.human_type})
-            )
+        object.__setattr__(self, "human_type", vehicle_type(self.human_type))
         self.validate()
-
-    @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> FigureEightConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(kwargs) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown figure_eight option(s) {unknown}; valid options: {sorted(known)}"
-            )
-        return cls(**kwargs)
 
     @property
     def loop_length(self) -> float:

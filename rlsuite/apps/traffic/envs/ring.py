@@ -13,12 +13,13 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
+from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
 from rlsuite.apps.traffic.rewards import ring_reward
 
 SPEED_SCALE = 15.0
@@ -66,8 +67,10 @@ def equilibrium_speed(
 
 
 @dataclass(frozen=True)
-class RingConfig:
+class RingConfig(EnvConfig):
     """Everything that defines a ring episode (the env's keyword arguments)."""
+
+    KIND: ClassVar[str] = "ring"
 
     ring_length: float | tuple[float, float] = 230.0
     """Ring length in metres, or ``(low, high)``: drawn uniformly (whole metres) at each reset."""
@@ -117,19 +120,8 @@ class RingConfig:
             if len(rl) != 2:
                 raise ValueError(f"ring_length range must be (low, high), got {rl!r}")
             object.__setattr__(self, "ring_length", (float(rl[0]), float(rl[1])))
-        if isinstance(self.human_type, dict):
-            object.__setattr__(
-                self, "human_type", networks.VehicleType(**{"id": "human", **self.human_type})
-            )
+        object.__setattr__(self, "human_type", vehicle_type(self.human_type))
         self.validate()
-
-    @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> RingConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(kwargs) - known)
-        if unknown:
-            raise ValueError(f"unknown ring option(s) {unknown}; valid options: {sorted(known)}")
-        return cls(**kwargs)
 
     @property
     def length_range(self) -> tuple[float, float]:

@@ -6,12 +6,13 @@ import os
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pettingzoo import ParallelEnv
 
 from rlsuite.apps.traffic import kernel
+from rlsuite.apps.traffic.envs.config import EnvConfig
 
 NETWORKS = {
     "single": ("single-intersection/single-intersection.net.xml",
@@ -25,8 +26,10 @@ PROGRAMS = ("rl", "fixed", "actuated", "maxpressure")
 
 
 @dataclass(frozen=True)
-class SignalsConfig:
+class SignalsConfig(EnvConfig):
     """The signals env's keyword arguments."""
+
+    KIND: ClassVar[str] = "signals"
 
     network: str = "single"
     """``single`` (sumo-rl's single intersection), ``grid2x2`` or ``grid4x4``."""
@@ -51,14 +54,6 @@ class SignalsConfig:
 
     def __post_init__(self) -> None:
         self.validate()
-
-    @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> SignalsConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(kwargs) - known)
-        if unknown:
-            raise ValueError(f"unknown signals option(s) {unknown}; valid options: {sorted(known)}")
-        return cls(**kwargs)
 
     def validate(self) -> None:
         if self.network not in NETWORKS:

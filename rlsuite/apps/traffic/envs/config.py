@@ -1,0 +1,42 @@
+"""What the traffic envs' config dataclasses share: construction from keyword arguments.
+
+Each env's config (``RingConfig``, ``FigureEightConfig``, ``SignalsConfig``) is a
+frozen dataclass deriving from :class:`EnvConfig`; its ``from_kwargs`` rejects
+unknown keys, naming the valid ones, and :func:`vehicle_type` turns a
+``human_type`` given as a dict (from the CLI or a JSON config) into a vType.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any, ClassVar, TypeVar
+
+from rlsuite.apps.traffic import networks
+
+C = TypeVar("C", bound="EnvConfig")
+
+
+class EnvConfig:
+    """Base of the traffic envs' frozen config dataclasses."""
+
+    KIND: ClassVar[str] = ""
+    """The env's name in error messages (``unknown ring option(s) ...``)."""
+
+    @classmethod
+    def from_kwargs(cls: type[C], **kwargs: Any) -> C:
+        """The config of these keyword arguments; unknown keys raise with the valid ones."""
+        known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown {cls.KIND} option(s) {unknown}; valid options: {sorted(known)}"
+            )
+        return cls(**kwargs)
+
+
+def vehicle_type(value: networks.VehicleType | dict) -> networks.VehicleType:
+    """``value`` as a :class:`~rlsuite.apps.traffic.networks.VehicleType` (a dict's ``id``
+    defaults to ``human``)."""
+    if isinstance(value, dict):
+        return networks.VehicleType(**{"id": "human", **value})
+    return value
