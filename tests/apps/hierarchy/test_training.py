@@ -17,14 +17,6 @@ from rlsuite.apps.hierarchy.synthesis.experiment import load_model, save_model
 from rlsuite.apps.hierarchy.synthesis.program import SPEC, make_traces, rollout
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _accuracy(policy, length, n, seed0=5000):
     env = AdditionEnv(length=length)
     return np.mean(

@@ -1,4 +1,4 @@
-"""Fixtures of the procedure-model tests."""
+"""Fixtures of the hierarchy tests."""
 
 from __future__ import annotations
 
