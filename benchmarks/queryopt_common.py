@@ -145,6 +145,16 @@ def write_json(name: str, payload: dict) -> str:
     return path
 
 
+def save_comparison(name: str, payload: dict, bench, plot_title: str, console) -> str:
+    """Write ``results/<name>.json`` (``payload`` followed by the comparison's summary and
+    rows) and ``<name>.png`` (its :func:`speedup_plot`); returns the JSON's path."""
+    queries = bench.to_dict()
+    path = write_json(name, {**payload, **queries})
+    speedup_plot(queries["queries"], os.path.join(RESULTS, f"{name}.png"), plot_title)
+    console.print(f"wrote {path}")
+    return path
+
+
 def speedup_plot(rows: list[dict], path: str, title: str) -> None:
     """Per-query PostgreSQL vs rewritten time (log scale)."""
     import matplotlib

@@ -13,23 +13,13 @@ Writes benchmarks/results/queryopt_joins.json and queryopt_joins.png.
 
 from __future__ import annotations
 
-import os
-
-from queryopt_common import (
-    RESULTS,
-    database,
-    speedup_plot,
-    train_and_compare,
-    train_summary,
-    training_parser,
-    write_json,
-)
+import queryopt_common as common
 from rich.console import Console
 from rich.table import Table
 
 
 def main() -> int:
-    ap = training_parser(
+    ap = common.training_parser(
         "queryopt_joins",
         __doc__,
         iterations=6,
@@ -47,9 +37,9 @@ def main() -> int:
 
     console = Console()
     w = get("joins")
-    with database(args.dsn) as db:
+    with common.database(args.dsn) as db:
         w.ensure(db)
-        res, train_s, b = train_and_compare(
+        res, train_s, b = common.train_and_compare(
             db,
             w,
             [SEED_QUERY] + w.queries("test", args.test_queries - 1),
@@ -87,21 +77,20 @@ def main() -> int:
         "passed": passed,
         "criterion": "held-out geo-mean speed-up >= 100x and 0 wrong results",
         "args": vars(args),
-        "train": train_summary(res, train_s),
+        "train": common.train_summary(res, train_s),
         "seed_query": {
             "postgres_s": seed_row.postgres_s,
             "learned_s": seed_row.rewritten_s,
             "rewrites": seed_row.rewrites,
         },
-        **b.to_dict(),
     }
-    path = write_json("queryopt_joins", payload)
-    speedup_plot(
-        b.to_dict()["queries"],
-        os.path.join(RESULTS, "queryopt_joins.png"),
+    common.save_comparison(
+        "queryopt_joins",
+        payload,
+        b,
         f"joins: geo-mean speed-up {s['geomean_speedup']:.0f}x",
+        console,
     )
-    console.print(f"wrote {path}")
     return 0 if passed else 1
 
 

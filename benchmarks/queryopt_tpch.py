@@ -17,24 +17,15 @@ Writes benchmarks/results/queryopt_tpch.json and queryopt_tpch.png.
 
 from __future__ import annotations
 
-import os
 import time
 
-from queryopt_common import (
-    RESULTS,
-    database,
-    speedup_plot,
-    train_and_compare,
-    train_summary,
-    training_parser,
-    write_json,
-)
+import queryopt_common as common
 from rich.console import Console
 from rich.table import Table
 
 
 def main() -> int:
-    ap = training_parser(
+    ap = common.training_parser(
         "queryopt_tpch",
         __doc__,
         iterations=8,
@@ -52,13 +43,13 @@ def main() -> int:
 
     console = Console()
     w = get("tpch", scale=args.scale)
-    with database(args.dsn) as db:
+    with common.database(args.dsn) as db:
         if not w.is_loaded(db):
             with console.status(f"generating TPC-H SF {args.scale} and loading it"):
                 t = time.time()
                 counts = w.setup(db)
             console.print(f"loaded {counts} in {time.time() - t:.0f} s")
-        res, train_s, b = train_and_compare(
+        res, train_s, b = common.train_and_compare(
             db,
             w,
             w.queries("test", 22),
@@ -97,23 +88,19 @@ def main() -> int:
     t.add_row("training", f"{res.iterations} it, {res.env_steps} steps, {train_s:.0f} s", "")
     t.caption = "PASS" if passed else "FAIL"
     console.print(t)
-    path = write_json(
+    common.save_comparison(
         args.out_name,
         {
             "benchmark": "queryopt_tpch",
             "passed": passed,
             "criterion": "total >= 5x lower, 0 queries > 10% slower, 0 wrong results",
             "args": vars(args),
-            "train": train_summary(res, train_s),
-            **b.to_dict(),
+            "train": common.train_summary(res, train_s),
         },
-    )
-    speedup_plot(
-        b.to_dict()["queries"],
-        os.path.join(RESULTS, f"{args.out_name}.png"),
+        b,
         f"TPC-H SF {args.scale}: total {s['total_speedup']:.1f}x",
+        console,
     )
-    console.print(f"wrote {path}")
     return 0 if passed else 1
 
 

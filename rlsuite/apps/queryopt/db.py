@@ -15,9 +15,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,6 +166,25 @@ class Database:
         except Exception:  # noqa: BLE001 - only for the message
             return []
 
+    @contextlib.contextmanager
+    def _transaction(
+        self, sql: str, schema: str, timeout_ms: int, settings: Mapping[str, str] | None
+    ) -> Iterator[Any]:
+        """A cursor in a read-only transaction set up for ``sql`` (schema, timeout, settings),
+        always rolled back; PostgreSQL's errors become :class:`DatabaseError`."""
+        conn = self.conn
+        cur = conn.cursor()
+        try:
+            self._begin(cur, schema, timeout_ms, dict(settings or {}))
+            yield cur
+        except psycopg2.Error as e:
+            conn.rollback()
+            raise self._translate(e, sql) from e
+        finally:
+            if not conn.closed:
+                conn.rollback()
+            cur.close()
+
     def run(
         self,
         sql: str,
@@ -174,27 +194,17 @@ class Database:
         fetch: bool = True,
     ) -> RunResult:
         """Run ``sql`` read-only and time it; a timeout returns ``timed_out=True``, not an error."""
-        conn = self.conn
-        cur = conn.cursor()
-        try:
-            self._begin(cur, schema, timeout_ms, dict(settings or {}))
+        with self._transaction(sql, schema, timeout_ms, settings) as cur:
             t0 = time.perf_counter()
             try:
                 cur.execute(sql)
                 rows = cur.fetchall() if (fetch and cur.description) else None
             except psycopg2.errors.QueryCanceled:
-                conn.rollback()
+                cur.connection.rollback()
                 return RunResult(None, timeout_ms / 1000.0, True)
             dt = time.perf_counter() - t0
             cols = [d[0] for d in cur.description] if cur.description else []
             return RunResult(rows, dt, False, cols)
-        except psycopg2.Error as e:
-            conn.rollback()
-            raise self._translate(e, sql) from e
-        finally:
-            if not conn.closed:
-                conn.rollback()
-            cur.close()
 
     def explain(
         self,
@@ -205,27 +215,18 @@ class Database:
         timeout_ms: int = 60_000,
     ) -> dict:
         """``EXPLAIN (FORMAT JSON)`` of ``sql``: the top plan dict (with ``Plan`` inside)."""
-        conn = self.conn
-        cur = conn.cursor()
-        try:
-            self._begin(cur, schema, timeout_ms, dict(settings or {}))
+        with self._transaction(sql, schema, timeout_ms, settings) as cur:
             opts = "ANALYZE, TIMING OFF, " if analyze else ""
-            cur.execute(f"EXPLAIN ({opts}FORMAT JSON) {sql}")
+            try:
+                cur.execute(f"EXPLAIN ({opts}FORMAT JSON) {sql}")
+            except psycopg2.errors.QueryCanceled as e:
+                raise QueryTimeout(f"EXPLAIN ran past {timeout_ms} ms: {sql}") from e
             plan = cur.fetchone()[0]
             if isinstance(plan, str):
                 import json
 
                 plan = json.loads(plan)
             return plan[0]
-        except psycopg2.errors.QueryCanceled as e:
-            raise QueryTimeout(f"EXPLAIN ran past {timeout_ms} ms: {sql}") from e
-        except psycopg2.Error as e:
-            conn.rollback()
-            raise self._translate(e, sql) from e
-        finally:
-            if not conn.closed:
-                conn.rollback()
-            cur.close()
 
     # ----------------------------------------------------------- catalog
     def schema_exists(self, schema: str) -> bool:

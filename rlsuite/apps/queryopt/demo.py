@@ -56,39 +56,21 @@ def run(train_queries: int = 10, test_queries: int = 4, iterations: int = 3) -> 
         s = b.summary()
         task = f"joins, {len(queries)} held-out queries"
         ctrl = f"DQN ({res.iterations} it, {res.wall_time_s:.0f} s)"
+
+        def row(controller: str, metric: str, value: float, reference: str) -> dict:
+            return dict(app="queryopt", task=task, controller=controller, metric=metric,
+                        value=float(value), reference=reference)  # fmt: skip
+
         return [
-            dict(
-                app="queryopt",
-                task=task,
-                controller="PostgreSQL",
-                metric="total time s",
-                value=float(s["total_postgres_s"]),
-                reference="seed: 18.3 s (one query)",
+            row("PostgreSQL", "total time s", s["total_postgres_s"], "seed: 18.3 s (one query)"),
+            row(ctrl, "total time s", s["total_rewritten_s"], "seed: 3.9 s (one query)"),
+            row(
+                ctrl,
+                "geo-mean speed-up",
+                s["geomean_speedup"],
+                "seed 4.7x; benchmark: 243x on 20 queries (target >= 100x)",
             ),
-            dict(
-                app="queryopt",
-                task=task,
-                controller=ctrl,
-                metric="total time s",
-                value=float(s["total_rewritten_s"]),
-                reference="seed: 3.9 s (one query)",
-            ),
-            dict(
-                app="queryopt",
-                task=task,
-                controller=ctrl,
-                metric="geo-mean speed-up",
-                value=float(s["geomean_speedup"]),
-                reference="seed 4.7x; benchmark: 243x on 20 queries (target >= 100x)",
-            ),
-            dict(
-                app="queryopt",
-                task=task,
-                controller=ctrl,
-                metric="wrong results",
-                value=float(s["wrong_results"]),
-                reference="0",
-            ),
+            row(ctrl, "wrong results", s["wrong_results"], "0"),
         ]
     finally:
         if srv.started_here:
