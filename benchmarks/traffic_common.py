@@ -16,17 +16,28 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 MACHINE = "2-core CPU, no GPU, shared"
 
 
-def training_parser(name: str, doc: str) -> argparse.ArgumentParser:
+def training_parser(
+    name: str,
+    doc: str,
+    minutes: float = 10.0,
+    chunk: int = 5,
+    chunk_help: str = "iterations between progress reports",
+) -> argparse.ArgumentParser:
     """The flags every training benchmark takes: --minutes, --workers, --chunk and --run-dir
     (default ``runs/benchmarks/<name>``); the benchmark adds its own."""
     p = argparse.ArgumentParser(
         description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--minutes", type=float, default=10.0, help="training wall-clock budget")
+    p.add_argument("--minutes", type=float, default=minutes, help="training wall-clock budget")
     p.add_argument("--workers", type=int, default=2, help="env runners")
-    p.add_argument("--chunk", type=int, default=5, help="iterations between progress reports")
+    p.add_argument("--chunk", type=int, default=chunk, help=chunk_help)
     p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", name))
     return p
+
+
+def add_demonstrations_flag(p: argparse.ArgumentParser, help: str) -> None:
+    """``--demonstrations EPISODES`` (default 0): recorded PI episodes to warm-start from."""
+    p.add_argument("--demonstrations", type=int, default=0, metavar="EPISODES", help=help)
 
 
 def evaluate_controllers(

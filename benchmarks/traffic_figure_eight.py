@@ -19,7 +19,13 @@ from __future__ import annotations
 
 import os
 
-from traffic_common import evaluate_controllers, finish, train_for_minutes, training_parser
+from traffic_common import (
+    add_demonstrations_flag,
+    evaluate_controllers,
+    finish,
+    train_for_minutes,
+    training_parser,
+)
 
 ENV_ID = "rlsuite/FigureEight-v0"
 BASELINES = ("idm", "followerstopper", "pi")
@@ -34,12 +40,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = training_parser("traffic_figure_eight", __doc__)
     p.add_argument("--episodes", type=int, default=2, help="seeded evaluation episodes")
-    p.add_argument(
-        "--demonstrations",
-        type=int,
-        default=0,
-        metavar="EPISODES",
-        help="warm-start PPO from this many recorded PI episodes (0: random weights)",
+    add_demonstrations_flag(
+        p, "warm-start PPO from this many recorded PI episodes (0: random weights)"
     )
     args = p.parse_args(argv)
     console = Console(width=140)

@@ -23,16 +23,14 @@ and the run (checkpoints, metrics, learning curve) under runs/benchmarks/traffic
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from traffic_common import RESULTS, add_demonstrations_flag, training_parser
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 ENV_ID = "rlsuite/Ring-v0"
 LENGTHS = (220, 230, 260, 270)
 
@@ -45,17 +43,18 @@ def main(argv: list[str] | None = None) -> int:
     from rlsuite.apps.traffic.envs.ring import FLOW_V_EQ, equilibrium_speed
     from rlsuite.platform import cluster, demonstrations, envs, evaluation, optimizers, training
 
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    p = training_parser(
+        "traffic_train",
+        __doc__,
+        minutes=30.0,
+        chunk=10,
+        chunk_help="iterations between evaluations",
     )
-    p.add_argument("--minutes", type=float, default=30.0, help="training wall-clock budget")
     p.add_argument(
         "--until",
         default=None,
         help="also stop training at this UTC wall-clock time (HH:MM), leaving time to evaluate",
     )
-    p.add_argument("--chunk", type=int, default=10, help="iterations between evaluations")
-    p.add_argument("--workers", type=int, default=2, help="env runners")
     p.add_argument(
         "--rings",
         type=int,
@@ -91,15 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--eval-horizon", type=int, default=3000, help="controlled steps per evaluation episode"
     )
-    p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", "traffic_train"))
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     p.add_argument("--plan-set", action="append", default=[], metavar="KEY=JSON")
-    p.add_argument(
-        "--demonstrations",
-        type=int,
-        default=0,
-        metavar="EPISODES",
-        help="warm-start PPO from this many recorded PI episodes on the training rings "
+    add_demonstrations_flag(
+        p,
+        "warm-start PPO from this many recorded PI episodes on the training rings "
         "(the sync plan's demonstrations); 0 starts from random weights",
     )
     args = p.parse_args(argv)
