@@ -144,7 +144,44 @@ class RLlibPlan(Plan):
 
 
 @dataclass(frozen=True)
-class SyncPlan(RLlibPlan):
+class RecurrentCapablePlan(RLlibPlan):
+    """RLlib plans that can train a recurrent policy (``recurrent="lstm"``): their
+    env runners carry the LSTM's state from step to step and their learner trains on
+    sequences of ``max_seq_len`` steps."""
+
+    supports_recurrent: ClassVar[bool] = True
+
+    cell_size: int = 64
+    """Size of the LSTM's cell and hidden state (with ``recurrent="lstm"``)."""
+    max_seq_len: int = 20
+    """Steps per training sequence of a recurrent policy: how far back through time
+    the gradient flows (its state is carried over the whole episode when it acts)."""
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.cell_size >= 1, f"cell_size must be >= 1, got {self.cell_size}")
+        _check(self.max_seq_len >= 1, f"max_seq_len must be >= 1, got {self.max_seq_len}")
+
+    def model_config(self, **extra: Any) -> Any:
+        """RLlib's ``DefaultModelConfig`` for this plan: its MLP, and the LSTM if any."""
+        from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+        lstm = (
+            dict(use_lstm=True, lstm_cell_size=self.cell_size, max_seq_len=self.max_seq_len)
+            if self.recurrent == "lstm"
+            else {}
+        )
+        return DefaultModelConfig(
+            fcnet_hiddens=list(self.hidden),
+            fcnet_activation=self.activation,
+            vf_share_layers=False,
+            **lstm,
+            **extra,
+        )
+
+
+@dataclass(frozen=True)
+class SyncPlan(RecurrentCapablePlan):
     """``sync``: synchronous sampling, then SGD over the batch (PPO)."""
 
     name: ClassVar[str] = "sync"
@@ -194,6 +231,11 @@ class SyncPlan(RLlibPlan):
                 not env_registry.spec(self.env).multi_agent,
                 "the demonstrations warm start is for single-agent envs",
             )
+            _check(
+                not self.recurrent,
+                "the demonstrations warm start clones a feed-forward policy step by step; "
+                "drop recurrent= or demonstrations=",
+            )
             if not os.path.exists(self.demonstrations):
                 raise ValueError(
                     f"demonstrations {self.demonstrations!r} do not exist; record them "
@@ -209,7 +251,7 @@ class SyncPlan(RLlibPlan):
 
 
 @dataclass(frozen=True)
-class AsyncPlan(RLlibPlan):
+class AsyncPlan(RecurrentCapablePlan):
     """``async``: runners sample continuously, the learner applies V-trace-corrected
     updates as batches arrive (APPO, IMPALA's architecture with PPO's clipped loss)."""
 
@@ -428,9 +470,7 @@ def to_rllib(plan: RLlibPlan):
             use_kl_loss=plan.kl_coeff > 0,
             grad_clip=plan.grad_clip,
         )
-        model = DefaultModelConfig(
-            **common_model, vf_share_layers=False, free_log_std=plan.free_log_std
-        )
+        model = plan.model_config(free_log_std=plan.free_log_std)
     elif isinstance(plan, AsyncPlan):
         from ray.rllib.algorithms.appo import APPOConfig
 
@@ -451,7 +491,7 @@ def to_rllib(plan: RLlibPlan):
             )
             .reporting(min_time_s_per_iteration=plan.min_time_s_per_iteration)
         )
-        model = DefaultModelConfig(**common_model, vf_share_layers=False)
+        model = plan.model_config()
     elif isinstance(plan, ReplayPlan):
         from ray.rllib.algorithms.dqn import DQNConfig
 

@@ -71,6 +71,14 @@ class Plan:
     """Hidden layer sizes of the policy (and value) MLP."""
     activation: str = "tanh"
     """Hidden activation: ``tanh`` or ``relu``."""
+    recurrent: str = ""
+    """``""``: a feed-forward policy. ``"lstm"``: an LSTM over the MLP's features, so the
+    policy acts on the episode's history, not only on the last observation (RLlib's
+    ``use_lstm``; its size is the plan's ``cell_size``). Only plans whose class sets
+    ``supports_recurrent`` can carry one; the others refuse it and name those that can."""
+
+    supports_recurrent: ClassVar[bool] = False
+    """Whether this plan's backend can train a recurrent policy."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "env_config", dict(self.env_config or {}))
@@ -94,6 +102,18 @@ class Plan:
             self.activation in ("tanh", "relu"),
             f"activation must be 'tanh' or 'relu', got {self.activation!r}",
         )
+        if self.recurrent:
+            able = recurrent_plan_names()
+            check(
+                self.supports_recurrent,
+                f"plan {self.name!r} cannot carry a recurrent policy (recurrent="
+                f"{self.recurrent!r}); the plans that can: {', '.join(able)}",
+            )
+            check(
+                self.recurrent in RECURRENT_CELLS,
+                f"recurrent must be one of {', '.join(map(repr, RECURRENT_CELLS))} "
+                f"(or '' for a feed-forward policy), got {self.recurrent!r}",
+            )
 
     # -- conversions ------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -137,6 +157,21 @@ class Plan:
         """The resources one run of this plan needs, as Ray placement-group bundles:
         the driver's first, then one per actor the run starts."""
         raise NotImplementedError(f"{type(self).__name__} does not say what it needs")
+
+
+RECURRENT_CELLS = ("lstm",)
+"""The recurrent cells a plan can ask for: RLlib's default model offers an LSTM."""
+
+
+def recurrent_plan_names() -> list[str]:
+    """Names of the plan classes defined so far that can carry a recurrent policy."""
+    out, todo = [], list(Plan.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.supports_recurrent and cls.name and cls.name not in out:
+            out.append(cls.name)
+    return sorted(out)
 
 
 def check(ok: bool, msg: str) -> None:

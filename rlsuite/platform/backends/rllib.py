@@ -136,7 +136,12 @@ def _num(v: Any, default: float = math.nan) -> float:
 
 
 class RLModuleController:
-    """Acts with the RLModule(s) saved in an RLlib checkpoint."""
+    """Acts with the RLModule(s) saved in an RLlib checkpoint.
+
+    A recurrent module (a plan with ``recurrent="lstm"``) carries its state from one
+    :meth:`act` to the next, one state per agent, and starts every episode from the
+    module's initial state: call :meth:`reset` at each episode start (evaluation does).
+    """
 
     def __init__(self, ckpt: str, meta: dict[str, Any]):
         import torch
@@ -155,9 +160,13 @@ class RLModuleController:
             self.spaces = pickle.load(f)
         cfg = meta.get("plan_config", {})
         self.normalize_actions = cfg.get("normalize_actions", True)
+        self.recurrent = any(m.is_stateful() for m in self.modules.values())
+        """Whether the policy carries state between steps (an LSTM)."""
+        self._state: dict[Any, Any] = {}
 
     def reset(self, seed: int | None = None) -> None:
-        """Nothing to reset: the modules are memoryless MLPs."""
+        """Start an episode: every agent's recurrent state back to the initial one."""
+        self._state.clear()
 
     def module_id(self, agent_id: Any) -> str:
         if not self.multi_agent:
@@ -169,49 +178,93 @@ class RLModuleController:
             return {a: self._act_one(o, self.module_id(a), a) for a, o in observation.items()}
         return self._act_one(observation, self.module_id(None), None)
 
+    def _space(self, agent_id: Any, which: int) -> Any:
+        return self.spaces.get(agent_id, next(iter(self.spaces.values())))[which]
+
+    def _obs(self, observation: Any, agent_id: Any) -> np.ndarray:
+        """The observation as the module's input, after checking it is what the policy
+        was trained on (a clear error, not a shape traceback deep in torch)."""
+        obs = np.asarray(observation, dtype=np.float32)
+        space = self._space(agent_id, 0)
+        shape = getattr(space, "shape", None)
+        if shape is not None and obs.shape != tuple(shape):
+            raise ValueError(
+                f"observation of shape {obs.shape} given to policy {self.name}, which was "
+                f"trained on observations of shape {tuple(shape)} from env "
+                f"{self.meta.get('env')!r} with env_config {self.meta.get('env_config', {})}; "
+                "evaluate it on an env that observes the same (its checkpoint's rlsuite.json "
+                "records the training env config)"
+            )
+        return obs
+
     def action_values(self, observation: Any, agent_id: Any = None) -> np.ndarray:
         """How much the policy prefers each action of a discrete action space, greedy = argmax.
 
         Q-values for value-based modules (the ``replay`` plan's DQN: dueling and
         double-Q included), the action-distribution logits for policy-gradient ones.
         Lets a caller choose the best *allowed* action (e.g. mask rules that do not
-        apply) instead of only the greedy one.
+        apply) instead of only the greedy one. A recurrent policy's values are read
+        with its current state, which they do not advance (only :meth:`act` does).
         """
         import torch
         from ray.rllib.core.columns import Columns
 
-        space = self.spaces.get(agent_id, next(iter(self.spaces.values())))[1]
+        space = self._space(agent_id, 1)
         if not hasattr(space, "n"):
             raise TypeError(
                 f"action_values needs a discrete action space, this policy acts in {space}"
             )
-        module = self.modules[self.module_id(agent_id)]
-        batch = {Columns.OBS: torch.as_tensor(np.asarray(observation, dtype=np.float32)[None])}
+        module_id = self.module_id(agent_id)
+        module = self.modules[module_id]
+        obs = self._obs(observation, agent_id)
         with torch.no_grad():
             if hasattr(module, "compute_q_values"):
-                out = module.compute_q_values(batch)["qf_preds"]
+                out = module.compute_q_values({Columns.OBS: torch.as_tensor(obs[None])})["qf_preds"]
             else:
-                out = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
-        return out[0].cpu().numpy().astype(np.float64)
+                out = self._forward(module, obs, agent_id)[0][Columns.ACTION_DIST_INPUTS]
+        return out.reshape(-1, out.shape[-1])[0].cpu().numpy().astype(np.float64)
 
-    def _act_one(self, obs: Any, module_id: str, agent_id: Any) -> Any:
+    def _forward(self, module: Any, obs: np.ndarray, agent_id: Any) -> tuple[dict, Any]:
+        """``forward_inference`` on one observation: a batch of one (and, for a recurrent
+        module, one time step with the agent's current state). Returns the output and the
+        state after this step (None for a feed-forward module)."""
+        import torch
+        from ray.rllib.core.columns import Columns
+        from ray.rllib.utils import tree
+
+        if not module.is_stateful():
+            return module.forward_inference({Columns.OBS: torch.as_tensor(obs[None])}), None
+        state = self._state.get(agent_id)
+        if state is None:
+            state = tree.map_structure(
+                lambda s: torch.as_tensor(np.asarray(s))[None], module.get_initial_state()
+            )
+        out = module.forward_inference(
+            {Columns.OBS: torch.as_tensor(obs[None, None]), Columns.STATE_IN: state}
+        )
+        return out, out[Columns.STATE_OUT]
+
+    def _act_one(self, observation: Any, module_id: str, agent_id: Any) -> Any:
         import torch
         from ray.rllib.core.columns import Columns
         from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
 
         module = self.modules[module_id]
-        batch = torch.as_tensor(np.asarray(obs, dtype=np.float32)[None])
+        obs = self._obs(observation, agent_id)
         with torch.no_grad():
-            out = module.forward_inference({Columns.OBS: batch})
+            out, state = self._forward(module, obs, agent_id)
+        if state is not None:
+            self._state[agent_id] = state
+        # a recurrent module's outputs have a time axis: [batch, time, ...]
+        first = (lambda t: t[:, 0]) if state is not None else (lambda t: t)
         if Columns.ACTIONS in out:
-            action = out[Columns.ACTIONS]
+            action = first(out[Columns.ACTIONS])
         else:
             dist_cls = module.get_inference_action_dist_cls()
-            action = (
-                dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS]).to_deterministic().sample()
-            )
+            logits = first(out[Columns.ACTION_DIST_INPUTS])
+            action = dist_cls.from_logits(logits).to_deterministic().sample()
         a = action[0].cpu().numpy()
-        space = self.spaces.get(agent_id, next(iter(self.spaces.values())))[1]
+        space = self._space(agent_id, 1)
         if a.shape == () and np.issubdtype(a.dtype, np.integer):
             return int(a)
         if self.normalize_actions:

@@ -93,6 +93,7 @@ def write_meta(path: str, plan: Any, iteration: int, env_steps: int) -> None:
         "env_config": dict(plan.env_config),
         "multi_agent": env_registry.spec(plan.env).multi_agent,
         "policies": getattr(plan, "policies", "shared"),
+        "recurrent": plan.recurrent,
         "iteration": iteration,
         "env_steps": env_steps,
         "time": time.time(),

@@ -80,6 +80,13 @@ class ESController:
 
     def _act_one(self, obs: Any) -> Any:
         x = self.policy.flat_obs(obs)
+        if x.shape != (self.policy.obs_dim,):
+            raise ValueError(
+                f"observation with {x.size} values given to policy {self.name}, which was "
+                f"trained on {self.policy.observation_space} ({self.policy.obs_dim} values); "
+                "evaluate it on an env that observes the same (its checkpoint's rlsuite.json "
+                "records the training env config)"
+            )
         if self.filter_obs:
             x = np.clip((x - self.obs_mean) / self.obs_std, -OBS_CLIP, OBS_CLIP)
         return self.policy.action(self.policy.forward(x))
