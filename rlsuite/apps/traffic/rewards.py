@@ -34,6 +34,9 @@ def ring_reward(
     actions (m/s^2), each along the last axis: ``(vehicles,)`` and ``(avs,)`` for one
     ring, ``(rings, vehicles)`` and ``(rings, avs)`` for a batch of rings (one reward
     per ring). Flow's weights are 4/20 and 4 (:class:`~rlsuite.apps.traffic.envs.ring.RingConfig`).
+    As in Flow, ``accels`` are the actions as the policy sent them, before they are
+    clipped to the bounds: asking for more than the car can do is charged too, so a
+    policy pinned at a bound still feels the penalty's gradient.
     """
     v = np.asarray(speeds, dtype=float)
     a = np.abs(np.asarray(accels, dtype=float))

@@ -36,6 +36,34 @@ def test_train_then_evaluate_the_checkpoint(ray_local, tmp_path):
 
 
 @pytest.mark.slow
+def test_recurrent_ring_policy_trains_and_evaluates_through_the_cli(ray_local, tmp_path, capsys):
+    """An LSTM policy (the sync plan's recurrent field) on the ring: its checkpoint says it
+    is recurrent, and traffic-train evaluate drives with it, carrying its state."""
+    from rlsuite.platform import checkpoints
+
+    run = tmp_path / "run"
+    rc = cli.main(["train", "--scenario", "ring", "--plan", "sync", "--workers", "1",
+                   "--iterations", "1", "--run-dir", str(run), "--eval-episodes", "1",
+                   "--plan-set", "recurrent=lstm", "--plan-set", "cell_size=8",
+                   "--plan-set", "max_seq_len=10", *TINY_ENV, *TINY_PLAN])  # fmt: skip
+    assert rc == 0
+    ckpt = json.loads((run / "traffic_train.json").read_text())["checkpoint"]
+    assert checkpoints.metadata(ckpt)["recurrent"] == "lstm"
+    assert checkpoints.load_controller(ckpt).recurrent
+    js = tmp_path / "lstm.json"
+    rc = cli.main(["evaluate", "--scenario", "ring", "--controller", ckpt, "--episodes", "2",
+                   "--workers", "0", "--json", str(js), *TINY_ENV])  # fmt: skip
+    assert rc == 0
+    summary = json.loads(js.read_text())["summary"]
+    assert summary["length"]["mean"] == 100 and summary["mean_speed"]["mean"] > 0
+    # a plan that cannot carry a recurrent policy is refused before anything runs
+    assert cli.main(["train", "--scenario", "ring", "--plan", "replay", "--run-dir",
+                     str(tmp_path / "r"), "--plan-set", "recurrent=lstm", *TINY_ENV]) == 2  # fmt: skip
+    said = capsys.readouterr()
+    assert "cannot carry a recurrent policy" in " ".join((said.out + said.err).split())
+
+
+@pytest.mark.slow
 def test_tune_smoke(ray_local, tmp_path):
     rc = cli.main(["tune", "--scenario", "ring", "--plan", "sync", "--workers", "0",
                    "--samples", "2", "--iterations", "1", "--run-dir", str(tmp_path / "tune"),
@@ -76,8 +104,8 @@ def test_train_warm_started_from_pi_demonstrations_drives_like_pi(ray_local, tmp
     """--demonstrations pi:4 records PI on the training ring and clones it before PPO;
     the clone (RUN_DIR/clone) keeps the ring moving as PI does, unlike human driving."""
     run = tmp_path / "run"
-    env = ["--ring-length", "230", "--horizon", "2000", "--warmup", "0",
-           "--env-set", "memory_s=38", "--env-set", "measure_after=750"]  # fmt: skip
+    env = ["--ring-length", "230", "--horizon", "2000", "--warmup", "0", "--env-set",
+           "memory_s=38", "--env-set", "measure_after=750", "--env-set", "bunching=20"]  # fmt: skip
     rc = cli.main(["train", "--scenario", "ring", "--workers", "0", "--iterations", "1",
                    "--run-dir", str(run), "--demonstrations", "pi:4", *env,
                    "--plan-set", "demo_epochs=150", "--plan-set", "train_batch_size=400",

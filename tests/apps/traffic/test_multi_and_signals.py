@@ -16,7 +16,7 @@ def test_ring_multi_passes_parallel_api_test():
 
 
 def test_ring_multi_pi_avs_beat_all_human():
-    cfg = dict(num_avs=3, warmup_steps=0, horizon=2000, measure_after=750)
+    cfg = dict(num_avs=3, warmup_steps=0, horizon=2000, measure_after=750, bunching=20.0)
     rows = {}
     for name, factory in (("idm", IDMController), ("pi", PISaturation)):
         res = evaluate(PerAgent(factory), [Scenario("rlsuite/RingMulti-v0", cfg, 0)], num_workers=0)

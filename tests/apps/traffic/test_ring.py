@@ -66,8 +66,9 @@ def test_episode_shape_and_metrics():
 
 
 def test_all_human_ring_forms_a_stop_and_go_wave():
-    """Flow's IDM humans with noise on 230 m: the issue measured ~2.4 m/s, ~half stopped."""
-    env = RingEnv(ring_length=230, horizon=1500)
+    """Flow's IDM humans with noise on 230 m, started bunched (the formed-wave protocol):
+    ~2.4 m/s, ~half stopped."""
+    env = RingEnv(ring_length=230, horizon=1500, bunching=20.0)
     try:
         row = _run(env, IDMController(), seed=0)
     finally:
@@ -97,8 +98,9 @@ def test_uniform_flow_settles_at_the_computed_equilibrium_speed(length):
 
 
 def test_pi_with_saturation_raises_mean_speed():
-    """PI controlling from the start (Flow's baseline setup) keeps the 230 m ring moving."""
-    cfg = dict(ring_length=230, warmup_steps=0, horizon=2000, measure_after=750)
+    """PI controlling from the start (Flow's baseline setup, bunched by 20 m as in Flow's
+    non-RL ring example) keeps the 230 m ring moving."""
+    cfg = dict(ring_length=230, warmup_steps=0, horizon=2000, measure_after=750, bunching=20.0)
     rows = {}
     for name, ctrl in (("idm", IDMController()), ("pi", PISaturation())):
         env = RingEnv(**cfg)

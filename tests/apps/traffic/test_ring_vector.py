@@ -84,8 +84,8 @@ def test_ring_i_is_the_scalar_ring_with_seed_plus_i(memory_s):
 
 
 def test_every_ring_forms_a_stop_and_go_wave():
-    """All-human rings (the AV driven by the IDM): a wave in every one of them."""
-    env = RingVectorEnv(num_envs=4, ring_length=230, horizon=600)
+    """All-human rings (the AV driven by the IDM), started bunched: a wave in every one."""
+    env = RingVectorEnv(num_envs=4, ring_length=230, horizon=600, bunching=20.0)
     ctrls = [IDMController() for _ in range(4)]
     try:
         obs, _ = env.reset(seed=0)

@@ -81,11 +81,18 @@ class RingConfig(EnvConfig):
     sim_step: float = 0.1
     """Simulation step (s); one env step is one simulation step."""
     warmup_steps: int = 750
-    """Steps simulated at reset with every vehicle human-driven, so the wave has formed."""
+    """Steps simulated at reset with every vehicle human-driven (Flow's ``warmup_steps``):
+    from the even start the humans' noise has grown into speed differences, not yet into
+    a standing wave, which forms during the controlled part if nobody damps it."""
     horizon: int = 3000
     """Controlled steps per episode (the episode is truncated after this many)."""
-    bunching: float = 20.0
-    """Metres of the ring left empty at the start (Flow's ``bunching``): seeds the wave."""
+    bunching: float = 0.0
+    """Metres of the ring left empty at the start (Flow's ``bunching``). 0, evenly spaced,
+    is what Flow's ring trains on: its ``WaveAttenuationEnv.reset`` asks for 50, but
+    Flow's ``Env`` places vehicles with the config frozen at construction (the example's
+    ``InitialConfig()``, bunching 0), and its shipped trained ring policy records 0. A
+    positive value (e.g. 20) starts a standing wave before control begins: after the
+    750 warm-up steps cars stand in it (the *formed-wave* protocol of benchmarks/)."""
     measure_after: int = 0
     """Controlled steps before the episode metrics start counting (e.g. 750 with no warm-up)."""
     accel_noise: float = 0.2
@@ -457,8 +464,9 @@ class RingEnv(gym.Env):
         [-1, 1]); applied as a commanded speed ``v + a * dt`` that SUMO keeps
         collision-free.
     Rewards:
-        ``speed_reward * mean speed of all vehicles - accel_penalty * |a|`` per step
-        (Flow's: 4/20 and 4; :func:`~rlsuite.apps.traffic.rewards.ring_reward`).
+        ``speed_reward * mean speed of all vehicles - accel_penalty * |a|`` per step,
+        with ``a`` the action as sent, before clipping (Flow's: 4/20 and 4;
+        :func:`~rlsuite.apps.traffic.rewards.ring_reward`).
     Termination:
         Terminated on a collision (not expected: SUMO keeps the AV safe); truncated
         after ``horizon`` controlled steps (default 3000 = 300 s), which follow
@@ -512,8 +520,7 @@ class RingEnv(gym.Env):
         a = float(np.asarray(action, dtype=float).reshape(-1)[0])
         if not math.isfinite(a):
             raise ValueError(f"action must be a finite acceleration, got {action!r}")
-        a = float(np.clip(a, -self.cfg.max_decel, self.cfg.max_accel))
-        self.core.control({self.av: a})
+        self.core.control({self.av: a})  # applies it clipped to the bounds
         self._t += 1
         reward = ring_reward(self.core.v, [a], self.cfg.speed_reward, self.cfg.accel_penalty)
         terminated = self.core.collisions > 0

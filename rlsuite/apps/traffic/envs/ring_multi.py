@@ -25,7 +25,7 @@ class RingMultiEnv(ParallelEnv):
         per agent ``Box(1)``: its acceleration in [-max_decel, max_accel] m/s^2.
     Rewards:
         shared by all agents: ``speed_reward * mean speed of all vehicles -
-        accel_penalty * mean |a| over the AVs``
+        accel_penalty * mean |a| over the AVs``, actions as sent, before clipping
         (:func:`~rlsuite.apps.traffic.rewards.ring_reward`).
     Termination:
         every agent is terminated on a collision and truncated after ``horizon``
@@ -82,10 +82,7 @@ class RingMultiEnv(ParallelEnv):
         if missing:
             raise ValueError(f"no action for agent(s) {sorted(missing)}: give one per AV")
         acc = {a: float(np.asarray(actions[a], dtype=float).reshape(-1)[0]) for a in self.agents}
-        acc = {
-            a: float(np.clip(v, -self.cfg.max_decel, self.cfg.max_accel)) for a, v in acc.items()
-        }
-        self.core.control(acc)
+        self.core.control(acc)  # applies them clipped to the bounds
         self._t += 1
         r = ring_reward(
             self.core.v, list(acc.values()), self.cfg.speed_reward, self.cfg.accel_penalty

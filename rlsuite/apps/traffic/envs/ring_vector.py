@@ -47,7 +47,8 @@ class RingVectorEnv(gym.vector.VectorEnv):
     Actions:
         ``Box(num_envs, 1)``: per ring, the AV's acceleration in [-max_decel, max_accel].
     Rewards:
-        per ring, ``speed_reward * mean speed of the ring's vehicles - accel_penalty * |a|``
+        per ring, ``speed_reward * mean speed of the ring's vehicles - accel_penalty * |a|``,
+        ``a`` as sent, before clipping
         (:func:`~rlsuite.apps.traffic.rewards.ring_reward`, batched over the rings).
     Termination:
         All rings share one clock, so their episodes end together: truncated after
@@ -310,8 +311,8 @@ class RingVectorEnv(gym.vector.VectorEnv):
         a = np.asarray(actions, dtype=float).reshape(self.num_envs, -1)[:, 0]
         if not np.all(np.isfinite(a)):
             raise ValueError(f"actions must be finite accelerations, got {actions!r}")
-        a = np.clip(a, -cfg.max_decel, cfg.max_accel)
-        target = np.maximum(0.0, self.v[:, self.av_slot] + a * cfg.sim_step)
+        applied = np.clip(a, -cfg.max_decel, cfg.max_accel)
+        target = np.maximum(0.0, self.v[:, self.av_slot] + applied * cfg.sim_step)
         for vid, speed in zip(self.av_ids, target, strict=True):
             self.sim.set_speed(vid, float(speed))
         self.controlled = True
