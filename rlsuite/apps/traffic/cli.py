@@ -56,7 +56,12 @@ DESCRIPTION
 SCENARIOS
     ring          Sugiyama ring, 22 vehicles, 1 AV (rlsuite/Ring-v0); --ring-length 230 or 220:270
     ring_multi    the ring with --avs k AVs, one agent each (rlsuite/RingMulti-v0)
-    figure_eight  Flow's loopy intersection, 13 humans + 1 AV (rlsuite/FigureEight-v0)
+    figure_eight  Flow's loopy intersection, 13 humans + 1 AV (rlsuite/FigureEight-v0);
+                  --avs 7 or 14 for Flow's other two, still one centralised policy
+    figure_eight_multi
+                  the figure-eight with --avs k AVs (default 7), one agent each, one
+                  shared policy (rlsuite/FigureEightMulti-v0); baseline snake leads a
+                  platoon with one AV
     signals       sumo-rl intersection(s), one agent per light (rlsuite/Signals-v0);
                   --network single|grid2x2|grid4x4; baselines fixed, actuated, maxpressure
 
@@ -98,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--scenario",
             default="ring",
-            help="ring, ring_multi, figure_eight or signals (default ring)",
+            help="ring, ring_multi, figure_eight, figure_eight_multi or signals (default ring)",
         )
         sp.add_argument(
             "--ring-length",
@@ -110,7 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             help="signals network: single, grid2x2 or grid4x4 (default single)",
         )
-        sp.add_argument("--avs", type=int, default=None, help="AVs on the ring (ring_multi)")
+        sp.add_argument(
+            "--avs",
+            type=int,
+            default=None,
+            help="AVs (ring_multi, figure_eight, figure_eight_multi)",
+        )
         sp.add_argument(
             "--horizon",
             type=int,
@@ -219,14 +229,17 @@ def env_config(args: argparse.Namespace, scen: Any) -> dict[str, Any]:
             raise ValueError(f"--network applies to --scenario signals, not {scen.name!r}")
         cfg["network"] = args.network
     if args.avs is not None:
-        if scen.name != "ring_multi":
-            raise ValueError("--avs applies to --scenario ring_multi (ring has exactly one AV)")
+        if not scen.has_avs:
+            raise ValueError(
+                "--avs applies to --scenario ring_multi, figure_eight or figure_eight_multi "
+                f"(not {scen.name!r}; ring has exactly one AV)"
+            )
         cfg["num_avs"] = args.avs
     if args.horizon is not None:
         cfg["num_seconds" if scen.name == "signals" else "horizon"] = args.horizon
     if args.warmup is not None:
         if scen.name == "signals":
-            raise ValueError("--warmup applies to ring scenarios and figure_eight")
+            raise ValueError("--warmup applies to ring and figure-eight scenarios")
         cfg["warmup_steps"] = args.warmup
     cfg.update(dict(args.env_set))
     return cfg
@@ -338,9 +351,11 @@ def _plan(args: argparse.Namespace, scen: Any, cfg: dict[str, Any]):
         # The ring clips its own action to its bounds, so RLlib's per-env rescaling is
         # not needed (~15% of sampling time); --plan-set normalize_actions=true restores it.
         fields["normalize_actions"] = False
-    if scen.name in ("ring", "ring_multi") and args.plan == "sync":
-        # Ring returns are ~800 per episode; RLlib's default clamps the squared value
-        # error at 10, which leaves the critic without gradient (benchmarks/RESULTS.md).
+    long_returns = ("ring", "ring_multi", "figure_eight", "figure_eight_multi")
+    if scen.name in long_returns and args.plan == "sync":
+        # Ring returns are ~800 per episode (figure-eight 250-500); RLlib's default clamps
+        # the squared value error at 10, which leaves the critic without gradient
+        # (benchmarks/RESULTS.md).
         fields["vf_clip_param"] = 1e6
     fields.update(dict(args.plan_set))
     return optimizers.make_plan(args.plan, **fields)

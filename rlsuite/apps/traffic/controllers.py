@@ -13,6 +13,8 @@ actions out).
 * :class:`PISaturation`: Stern et al. (2018)'s proportional-integral controller
   with saturation: tracks the AV's own 38 s average speed, falls back to the
   leader's speed at short gaps.
+* :class:`Snake`: the figure-eight's platoon rule for one AV: stand still until
+  the humans have queued behind it, then lead them round at a steady speed.
 """
 
 from __future__ import annotations
@@ -169,6 +171,44 @@ class PISaturation:
         )
 
 
+@dataclass
+class Snake:
+    """The figure-eight's platoon rule for ONE AV: stand still for ``wait_s``, then cruise.
+
+    While the AV stands, the humans behind it queue up and those ahead drive on round
+    the loop to the back of the queue, so one compact platoon ("snake") forms behind
+    it; then it leads the platoon at ``v_cruise``, short enough to clear the crossing
+    before its own tail gets there. With Flow's humans (figure-eight ``human_model="flow"``)
+    and the defaults it keeps 6.6 m/s over Flow's 1500 steps against 4.1 all-human.
+    Several AVs each running it stop the whole loop for ``wait_s``; for those, only
+    one AV should lead (the others driving the IDM).
+    """
+
+    wait_s: float = 20.0
+    """Seconds at a standstill before cruising (s)."""
+    v_cruise: float = 7.0
+    """Speed the platoon is led at (m/s)."""
+    sim_step: float = 0.1
+    """Simulation step (s)."""
+    max_accel: float = 3.0
+    """Action bound (the figure-eight's max_accel)."""
+    max_decel: float = 3.0
+    """Action bound (the figure-eight's max_decel)."""
+    name: str = "snake"
+
+    def __post_init__(self) -> None:
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> None:
+        self.t = 0
+
+    def act(self, obs: Any) -> np.ndarray:
+        v, _, _ = decode_observation(obs)
+        v_cmd = 0.0 if self.t * self.sim_step < self.wait_s else self.v_cruise
+        self.t += 1
+        return _accel_to(v_cmd, v, self.sim_step, self.max_decel, self.max_accel)
+
+
 class PerAgent:
     """One copy of a single-AV controller per agent, for the multi-AV envs."""
 
@@ -249,12 +289,13 @@ BASELINES = {
     "idm": IDMController,
     "followerstopper": FollowerStopper,
     "pi": PISaturation,
+    "snake": Snake,
 }
 """Baseline controllers by CLI name."""
 
 
 def make_baseline(name: str, **kwargs: Any) -> Any:
-    """A baseline by name (``idm``, ``followerstopper``, ``pi``); kwargs override its fields."""
+    """A baseline by name (``idm``, ``followerstopper``, ``pi``, ``snake``); kwargs override its fields."""
     try:
         cls = BASELINES[name]
     except KeyError:

@@ -364,6 +364,28 @@ class Simulation:
         except self._errs as e:
             raise self._fail("vehicle.setPreviousSpeed", e) from e
 
+    def set_speeds(self, ids: Sequence[str], speeds: Sequence[float]) -> None:
+        """:meth:`set_speed` for many vehicles at once (same order), through libsumo's
+        compiled call directly when libsumo is the backend."""
+        conn = self._need()
+        fn = conn.vehicle.setSpeed
+        if self.backend == "libsumo":
+            fn = getattr(getattr(conn, "_libsumo", None), "vehicle_setSpeed", fn)
+        try:
+            for vid, v in zip(ids, speeds, strict=True):
+                fn(vid, float(v))
+        except self._errs as e:
+            raise self._fail("vehicle.setSpeed", e) from e
+
+    def set_speed_modes(self, ids: Iterable[str], mode: int) -> None:
+        """:meth:`set_speed_mode` with the same ``mode`` for many vehicles."""
+        conn = self._need()
+        try:
+            for vid in ids:
+                conn.vehicle.setSpeedMode(vid, int(mode))
+        except self._errs as e:
+            raise self._fail("vehicle.setSpeedMode", e) from e
+
     def loop_offsets(self, edges: Sequence[str]) -> tuple[list[float], float]:
         """Start of each edge along a closed loop of ``edges`` (lane 0) and the loop's length,
         counting the junctions' internal lanes between consecutive edges."""

@@ -28,6 +28,8 @@ class TrafficScenario:
     """Records trajectories for a space-time diagram."""
     description: str = ""
     """One line for --help."""
+    has_avs: bool = False
+    """Takes ``--avs`` (the number of AVs)."""
 
 
 SCENARIOS: dict[str, TrafficScenario] = {
@@ -50,15 +52,27 @@ SCENARIOS: dict[str, TrafficScenario] = {
             True,
             True,
             "ring with k AVs (PettingZoo parallel, one agent per AV)",
+            has_avs=True,
         ),
         TrafficScenario(
             "figure_eight",
             "rlsuite/FigureEight-v0",
             False,
-            ("idm", "followerstopper", "pi"),
+            ("idm", "followerstopper", "pi", "snake"),
             False,
             True,
-            "Flow's figure-eight (loopy intersection), 13 humans + 1 AV",
+            "Flow's figure-eight (loopy intersection), 13 humans + 1 AV, one centralised policy",
+            has_avs=True,
+        ),
+        TrafficScenario(
+            "figure_eight_multi",
+            "rlsuite/FigureEightMulti-v0",
+            True,
+            ("idm", "followerstopper", "pi", "snake"),
+            False,
+            True,
+            "figure-eight with k AVs (default 7), one agent per AV (PettingZoo parallel)",
+            has_avs=True,
         ),
         TrafficScenario(
             "signals",
@@ -117,12 +131,14 @@ def controller_for(
         if name in controllers.SIGNAL_PROGRAMS:
             return functools.partial(controllers.SignalProgram, name), {"program": name}
         factory = functools.partial(controllers.make_baseline, name)
-        if scenario.name == "figure_eight":
+        if scenario.name in ("figure_eight", "figure_eight_multi"):
             from rlsuite.apps.traffic.envs.figure_eight import FigureEightConfig
 
             cfg = FigureEightConfig.from_kwargs(**dict(env_config or {}))
             bounds = dict(max_accel=cfg.max_accel, max_decel=cfg.max_decel)
             factory = functools.partial(controllers.make_baseline, name, **bounds)
+            if scenario.multi_agent:
+                return functools.partial(controllers.PerAgent, factory, f"{name} (per AV)"), {}
             return functools.partial(controllers.Stacked, factory, cfg.num_avs, name), {}
         if scenario.multi_agent:
             return functools.partial(controllers.PerAgent, factory, f"{name} (per AV)"), {}

@@ -39,3 +39,12 @@ _envs.register(
     max_envs_per_process=1,
     description="Flow's figure-eight (loopy intersection), 13 humans + 1 AV by default",
 )
+
+_envs.register(
+    "rlsuite/FigureEightMulti-v0",
+    "rlsuite.apps.traffic.envs.figure_eight_multi:FigureEightMultiEnv",
+    multi_agent=True,
+    default_config={"num_avs": 7},
+    max_envs_per_process=1,
+    description="Flow's figure-eight with k AVs (default 7 of 14), one agent each (PettingZoo parallel)",
+)

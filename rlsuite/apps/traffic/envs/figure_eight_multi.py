@@ -1,0 +1,148 @@
+"""Flow's figure-eight with k autonomous vehicles, one agent each (a PettingZoo parallel env).
+
+Flow's figureeight1 (7 AVs interleaved with 7 humans) and figureeight2 (14 AVs) train
+one centralised policy on a 28-number state; here every AV is an agent acting on its own
+view of that state, and all agents can share one policy (RLlib multi-agent).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from pettingzoo import ParallelEnv
+
+from rlsuite.apps.traffic.envs.figure_eight import (
+    FULL_SPEED_SCALE,
+    FigureEightConfig,
+    FigureEightSimulation,
+)
+from rlsuite.apps.traffic.rewards import desired_velocity_reward
+
+LOCAL_FEATURES = 3
+"""The ring-style features at the front of each agent's observation."""
+
+
+class FigureEightMultiEnv(ParallelEnv):
+    """The figure-eight with k AVs, each an agent (default 7 of 14 vehicles: Flow's
+    figureeight1; 1 and 14 are figureeight0 and figureeight2).
+
+    States:
+        per agent ``Box(4 + 2n)``: its speed / 15, (leader speed - its speed) / 15 and gap
+        to its leader / 270 (as on the ring); its position along the loop / loop length
+        (where the crossing is); then Flow's full state seen from the agent: the n
+        vehicles' speeds / 30 and their distances ahead of it along the loop / loop
+        length, in loop order starting with the agent itself (so the first distance is
+        0). Every agent sees the same state rotated to itself, so one shared policy can
+        tell them apart; the AVs' slots in that order are fixed by ``num_avs`` (Flow's
+        placement, :func:`~rlsuite.apps.traffic.envs.figure_eight.vehicle_ids`).
+    Actions:
+        per agent ``Box(1)``: its acceleration in [-max_decel, max_accel] (default +-3 m/s^2).
+    Rewards:
+        shared by all agents: Flow's desired-velocity reward over all vehicles' speeds
+        (:func:`~rlsuite.apps.traffic.rewards.desired_velocity_reward`, target 20 m/s).
+    Termination:
+        every agent is terminated on a collision and truncated after ``horizon`` steps
+        (1500 = 150 s).
+
+    Keyword arguments are the fields of
+    :class:`~rlsuite.apps.traffic.envs.figure_eight.FigureEightConfig` (``num_avs``
+    defaults to 7 here); the humans drive as Flow's (``human_model="flow"``).
+    """
+
+    metadata = {
+        "render_modes": [],
+        "name": "rlsuite_figure_eight_multi_v0",
+        "is_parallelizable": True,
+    }
+
+    def __init__(self, **kwargs: Any):
+        kwargs.setdefault("num_avs", 7)
+        self.cfg = FigureEightConfig.from_kwargs(**kwargs)
+        if self.cfg.num_avs < 1:
+            raise ValueError("FigureEightMultiEnv needs num_avs >= 1 (agents are the AVs)")
+        self.core = FigureEightSimulation(self.cfg, name="rlsuite/FigureEightMulti-v0")
+        self.possible_agents = list(self.core.av_ids)
+        self.agents: list[str] = []
+        self._slot = {a: self.core.ids.index(a) for a in self.possible_agents}
+        self._t = 0
+        self.render_mode = None
+
+    @functools.cache  # noqa: B019 - PettingZoo wants the same object each call
+    def observation_space(self, agent: str) -> gym.spaces.Box:
+        n = self.cfg.num_vehicles
+        low = np.concatenate([[0.0, -2.0, 0.0, 0.0], np.zeros(2 * n)])
+        high = np.concatenate([[2.0, 2.0, 8.0, 1.0], np.full(n, 2.0), np.ones(n)])
+        return gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+
+    @functools.cache  # noqa: B019
+    def action_space(self, agent: str) -> gym.spaces.Box:
+        return gym.spaces.Box(-self.cfg.max_decel, self.cfg.max_accel, shape=(1,), dtype=np.float32)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        core = self.core
+        sp = self.observation_space(self.possible_agents[0])
+        out = {}
+        for a in self.agents:
+            i = self._slot[a]
+            ahead = (np.roll(core.x, -i) - core.x[i]) % core.length
+            o = np.concatenate(
+                [
+                    core.observe(a),
+                    [core.x[i] / core.length],
+                    np.roll(core.v, -i) / FULL_SPEED_SCALE,
+                    ahead / core.length,
+                ]
+            )
+            out[a] = np.clip(o, sp.low, sp.high).astype(np.float32)
+        return out
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None or not hasattr(self, "_rng"):
+            self._rng = np.random.default_rng(seed)
+        self.core.start(self._rng)
+        self.agents = list(self.possible_agents)
+        self._t = 0
+        return self._obs(), {a: {"loop_length": self.core.length} for a in self.agents}
+
+    def step(self, actions: dict[str, Any]):
+        missing = set(self.agents) - set(actions)
+        if missing:
+            raise ValueError(f"no action for agent(s) {sorted(missing)}: give one per AV")
+        acc = {a: float(np.asarray(actions[a], dtype=float).reshape(-1)[0]) for a in self.agents}
+        if not all(np.isfinite(list(acc.values()))):
+            raise ValueError(f"actions must be finite accelerations, got {acc!r}")
+        self.core.control(acc)  # applies them clipped to the bounds
+        self._t += 1
+        r = desired_velocity_reward(self.core.v, self.cfg.target_velocity)
+        term = self.core.collisions > 0
+        trunc = self._t >= self.cfg.horizon
+        obs = self._obs()
+        agents = list(self.agents)
+        if term or trunc:
+            self.agents = []
+        return (
+            obs,
+            {a: float(r) for a in agents},
+            {a: bool(term) for a in agents},
+            {a: bool(trunc) for a in agents},
+            {a: {} for a in agents},
+        )
+
+    def episode_metrics(self) -> dict[str, float]:
+        return self.core.metrics()
+
+    def trajectories(self) -> dict[str, np.ndarray]:
+        return self.core.trajectories()
+
+    def render(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self.core.close()
+
+
+CONFIG = FigureEightConfig
+"""The config class behind the env's keyword arguments (the CLI validates with it)."""
