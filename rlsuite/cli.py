@@ -4,6 +4,7 @@
     rlsuite train --plan sync --env CartPole-v1 --iterations 20 --run-dir runs/cp [--resume]
     rlsuite evaluate --controller runs/cp --env CartPole-v1 --episodes 10 [--json out.json]
     rlsuite tune --plan sync --env CartPole-v1 --search lr=loguniform:1e-4:1e-2 --samples 4
+    rlsuite export --controller runs/cp --out policies/cartpole   a small policy-only copy to ship
 
 Plan fields are set with repeated ``--set key=value`` (values are parsed as JSON
 when they can be: ``--set hidden=[128,128] --set lr=1e-3``). A search space is
@@ -86,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_set_flag(u)
     u.add_argument("--env-config", type=json.loads, default={})
     add_cluster_flags(u)
+
+    x = sub.add_parser(
+        "export", help="copy a checkpoint's policy (no optimiser or runner state) to ship it"
+    )
+    x.add_argument("--controller", required=True, help="checkpoint or run directory")
+    x.add_argument("--out", required=True, help="new directory for the policy")
+    x.add_argument("--note", default="", help="kept in its rlsuite.json (e.g. how it was trained)")
     return p
 
 
@@ -93,9 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return {"info": cmd_info, "train": cmd_train, "evaluate": cmd_evaluate, "tune": cmd_tune}[
-            args.command
-        ](args)
+        commands = dict(
+            info=cmd_info, train=cmd_train, evaluate=cmd_evaluate, tune=cmd_tune, export=cmd_export
+        )
+        return commands[args.command](args)
     except (ValueError, FileNotFoundError, FileExistsError, ConnectionError) as e:
         print(f"rlsuite {args.command}: error: {e}", file=sys.stderr)
         return 2
@@ -140,6 +149,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     Console().print(res.table())
     if args.json:
         write_json(args.json, res.to_dict())
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from rlsuite.platform import checkpoints
+    from rlsuite.platform.checkpoints.export import size_bytes
+
+    out = checkpoints.export_policy(args.controller, args.out, note=args.note)
+    meta = checkpoints.metadata(out)
+    print(
+        f"exported {meta['plan']}@{meta['iteration']} on {meta['env']} to {out} "
+        f"({size_bytes(out) / 1e6:.2f} MB); load it with checkpoints.load_controller"
+    )
     return 0
 
 

@@ -102,3 +102,23 @@ def test_train_then_evaluate_tiny(capsys, tmp_path):
     assert rc == 0
     data = json.loads(out.read_text())
     assert len(data["episodes"]) == 2 and data["episodes"][0]["length"] > 0
+    # export: a policy-only copy that acts exactly as the checkpoint, and is small
+    pol = tmp_path / "policy"
+    assert cli.main(["export", "--controller", str(run), "--out", str(pol), "--note", "tiny"]) == 0
+    from rlsuite.platform import checkpoints, envs
+    from rlsuite.platform.checkpoints.export import size_bytes
+
+    assert not (pol / "algorithm_state.pkl").exists()
+    assert size_bytes(str(pol)) < size_bytes(checkpoints.latest_checkpoint(str(run)))
+    assert checkpoints.metadata(str(pol))["note"] == "tiny"
+    full, small = checkpoints.load_controller(str(run)), checkpoints.load_controller(str(pol))
+    env = envs.make("CartPole-v1")
+    obs, _ = env.reset(seed=3)
+    for _ in range(20):
+        a = full.act(obs)
+        assert small.act(obs) == a
+        obs, *_ = env.step(a)
+    # exporting over an existing directory is refused, and it is left as it was
+    assert cli.main(["export", "--controller", str(run), "--out", str(pol)]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert checkpoints.metadata(str(pol))["note"] == "tiny"

@@ -52,6 +52,13 @@ class Backend(Protocol):
         ...
 
     @classmethod
+    def policy_files(cls) -> list[str]:
+        """The files and folders of a checkpoint, relative to it, that
+        :meth:`load_controller` reads (besides ``rlsuite.json``): what a policy-only
+        export keeps (:func:`rlsuite.platform.checkpoints.export.export_policy`)."""
+        ...
+
+    @classmethod
     def load_controller(cls, path: str, meta: Mapping[str, Any]) -> Controller:
         """A controller from checkpoint ``path`` (``meta``: its ``rlsuite.json``),
         without Ray and without the run."""

@@ -21,6 +21,9 @@ from rlsuite.platform import envs as env_registry
 from rlsuite.platform.checkpoints.layout import LEARNER_EXTRA, SPACES
 from rlsuite.platform.optimizers import RLlibPlan, to_rllib
 
+RL_MODULE_DIR = os.path.join("learner_group", "learner", "rl_module")
+"""Where RLlib's checkpoint keeps the RLModule(s), relative to the checkpoint."""
+
 
 class RLlibBackend:
     """The ``rllib`` backend: a plan's RLlib ``Algorithm`` behind the
@@ -90,6 +93,11 @@ class RLlibBackend:
         self.algo.stop()
 
     @classmethod
+    def policy_files(cls) -> list[str]:
+        """The RLModule(s) and the spaces; not the optimiser, runners or learner state."""
+        return [RL_MODULE_DIR, SPACES]
+
+    @classmethod
     def load_controller(cls, path: str, meta: Mapping[str, Any]) -> RLModuleController:
         """The RLModule(s) saved in checkpoint ``path``, acting deterministically."""
         return RLModuleController(path, dict(meta))
@@ -152,7 +160,7 @@ class RLModuleController:
         self.name = f"{meta['plan']}@{meta['iteration']}"
         self.multi_agent = bool(meta.get("multi_agent"))
         self.policies = meta.get("policies", "shared")
-        module_dir = os.path.join(ckpt, "learner_group", "learner", "rl_module")
+        module_dir = os.path.join(ckpt, RL_MODULE_DIR)
         if not os.path.isdir(module_dir):
             raise FileNotFoundError(f"{ckpt} has no saved RLModule ({module_dir})")
         self.modules = MultiRLModule.from_checkpoint(module_dir)

@@ -2,6 +2,7 @@
 
     layout    file names, the ``latest`` pointer, ``rlsuite.json`` (written and read)
     loading   ``load_controller``: a checkpoint or run directory -> a controller
+    export    ``export_policy``: a small policy-only copy of a checkpoint, to ship
 
 Example::
 
@@ -11,6 +12,7 @@ Example::
     'sync'
 """
 
+from rlsuite.platform.checkpoints.export import export_policy
 from rlsuite.platform.checkpoints.layout import (
     LEARNER_EXTRA,
     META,
@@ -26,6 +28,7 @@ from rlsuite.platform.checkpoints.loading import load_controller
 __all__ = [
     "LEARNER_EXTRA",
     "META",
+    "export_policy",
     "SPACES",
     "latest_checkpoint",
     "load_controller",

@@ -399,6 +399,12 @@ class ESTrainer:
         self.worker_restarts_total = int(state["worker_restarts_total"])
 
     @classmethod
+    def policy_files(cls) -> list[str]:
+        """The parameters, the observation filter (in the arrays), the architecture and
+        the spaces: everything :meth:`load_controller` reads."""
+        return [ES_STATE, ES_PARAMS, ES_ARRAYS, SPACES]
+
+    @classmethod
     def load_controller(cls, path: str, meta: Mapping[str, Any] | None = None) -> ESController:
         """The backend's loader: the central policy saved in checkpoint ``path``."""
         return load_es_controller(path)
