@@ -45,7 +45,8 @@ def test_recurrent_ring_policy_trains_and_evaluates_through_the_cli(ray_local, t
     rc = cli.main(["train", "--scenario", "ring", "--plan", "sync", "--workers", "1",
                    "--iterations", "1", "--run-dir", str(run), "--eval-episodes", "1",
                    "--plan-set", "recurrent=lstm", "--plan-set", "cell_size=8",
-                   "--plan-set", "max_seq_len=10", *TINY_ENV, *TINY_PLAN])  # fmt: skip
+                   "--plan-set", "max_seq_len=10", "--env-set", "memory_s=1",
+                   *TINY_ENV, *TINY_PLAN])  # fmt: skip
     assert rc == 0
     ckpt = json.loads((run / "traffic_train.json").read_text())["checkpoint"]
     assert checkpoints.metadata(ckpt)["recurrent"] == "lstm"
@@ -54,8 +55,14 @@ def test_recurrent_ring_policy_trains_and_evaluates_through_the_cli(ray_local, t
     rc = cli.main(["evaluate", "--scenario", "ring", "--controller", ckpt, "--episodes", "2",
                    "--workers", "0", "--json", str(js), *TINY_ENV])  # fmt: skip
     assert rc == 0
-    summary = json.loads(js.read_text())["summary"]
-    assert summary["length"]["mean"] == 100 and summary["mean_speed"]["mean"] > 0
+    out = json.loads(js.read_text())
+    assert out["summary"]["length"]["mean"] == 100 and out["summary"]["mean_speed"]["mean"] > 0
+    assert out["env_config"]["memory_s"] == 1  # what the policy observes, as it was trained
+    # asked to observe otherwise, the checkpoint says what it was trained on
+    assert cli.main(["evaluate", "--scenario", "ring", "--controller", ckpt, "--episodes", "1",
+                     "--workers", "0", "--no-png", "--env-set", "memory_s=0", *TINY_ENV]) == 2  # fmt: skip
+    said = capsys.readouterr()
+    assert "trained on observations of shape (5,)" in " ".join((said.out + said.err).split())
     # a plan that cannot carry a recurrent policy is refused before anything runs
     assert cli.main(["train", "--scenario", "ring", "--plan", "replay", "--run-dir",
                      str(tmp_path / "r"), "--plan-set", "recurrent=lstm", *TINY_ENV]) == 2  # fmt: skip

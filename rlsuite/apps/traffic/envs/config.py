@@ -21,6 +21,10 @@ class EnvConfig:
 
     KIND: ClassVar[str] = ""
     """The env's name in error messages (``unknown ring option(s) ...``)."""
+    POLICY_FIELDS: ClassVar[tuple[str, ...]] = ()
+    """Options that shape what a policy observes or how its actions act: a trained policy
+    is evaluated with its training values of these (``traffic-train evaluate``), while
+    the episode's own options (length, horizon, warm-up, start) may differ."""
 
     @classmethod
     def from_kwargs(cls: type[C], **kwargs: Any) -> C:

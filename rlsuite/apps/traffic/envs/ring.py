@@ -70,6 +70,8 @@ def equilibrium_speed(
 class RingConfig(EnvConfig):
     """Everything that defines a ring episode (the env's keyword arguments)."""
 
+    POLICY_FIELDS: ClassVar[tuple[str, ...]] = ("memory_s", "max_accel", "max_decel", "num_avs")
+
     KIND: ClassVar[str] = "ring"
 
     ring_length: float | tuple[float, float] = 230.0
