@@ -88,11 +88,12 @@ def test_cli_avs_only_where_the_scenario_has_avs(capsys):
 
 
 def test_train_one_shared_policy_for_every_av_then_evaluate(ray_local, tmp_path):
-    """RLlib multi-agent through the CLI: the 7 AVs share one module."""
+    """RLlib multi-agent through the CLI: the 14 AVs share one module, and the checkpoint
+    is evaluated with the number of AVs it was trained with."""
     from rlsuite.platform import checkpoints
 
     run = tmp_path / "run"
-    rc = cli.main(["train", "--scenario", "figure_eight_multi", "--avs", "7", "--plan", "sync",
+    rc = cli.main(["train", "--scenario", "figure_eight_multi", "--avs", "14", "--plan", "sync",
                    "--workers", "1", "--iterations", "1", "--horizon", "100",
                    "--run-dir", str(run), "--eval-episodes", "1",
                    "--plan-set", "train_batch_size=200", "--plan-set", "minibatch_size=100",
@@ -105,8 +106,10 @@ def test_train_one_shared_policy_for_every_av_then_evaluate(ray_local, tmp_path)
     assert list(checkpoints.load_controller(out["checkpoint"]).modules.keys()) == ["shared"]
     assert out["evaluation"]["summary"]["mean_speed"]["mean"] > 0
     js = tmp_path / "learned.json"
-    rc = cli.main(["evaluate", "--scenario", "figure_eight_multi", "--avs", "7",
+    rc = cli.main(["evaluate", "--scenario", "figure_eight_multi",
                    "--controller", out["checkpoint"], "--episodes", "1", "--workers", "0",
                    "--horizon", "100", "--json", str(js), "--no-png"])  # fmt: skip
     assert rc == 0
-    assert json.loads(js.read_text())["summary"]["length"]["mean"] == 100
+    data = json.loads(js.read_text())
+    assert data["env_config"]["num_avs"] == 14  # not the scenario's default 7
+    assert data["summary"]["length"]["mean"] == 100

@@ -35,6 +35,12 @@ class FigureEightConfig(EnvConfig):
     """The figure-eight env's keyword arguments (Flow's ``figure_eight`` benchmark defaults)."""
 
     KIND: ClassVar[str] = "figure_eight"
+    POLICY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "num_avs",
+        "num_vehicles",
+        "max_accel",
+        "max_decel",
+    )
 
     radius: float = 30.0
     """Radius of the two rings (m); the loop is 4r + 3*pi*r long (403 m at 30 m)."""
