@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -37,8 +38,9 @@ DESCRIPTION
     ring and figure-eight also draw a space-time diagram PNG.
 
     train learns an AV policy with one of the platform's execution plans (sync = PPO,
-    async = APPO, replay = DQN-style) on RLlib env runners; tune runs that under Ray
-    Tune with a search space and the ASHA or PBT scheduler.
+    async = APPO, replay = DQN-style on RLlib env runners; es = evolution strategies on
+    worker actors); --plan-set recurrent=lstm gives sync and async an LSTM policy. tune
+    runs that under Ray Tune with a search space and the ASHA or PBT scheduler.
 
     Ring training steps several rings per env runner in ONE SUMO simulation (libsumo
     allows one per process): --plan-set num_envs_per_env_runner=N (default 32) rings,
@@ -162,9 +164,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     env_args(tr)
     tr.add_argument(
-        "--plan", default="sync", help="sync (PPO), async (APPO), replay (DQN) (default sync)"
+        "--plan",
+        default="sync",
+        help="sync (PPO), async (APPO), replay (DQN), es (evolution strategies) (default sync)",
     )
-    add_cluster_flags(tr, num_cpus=False, workers="env runners (default 2)", workers_default=2)
+    add_cluster_flags(
+        tr, num_cpus=False, workers="env runners, or es workers (default 2)", workers_default=2
+    )
     tr.add_argument("--iterations", type=int, default=20, help="training iterations (default 20)")
     tr.add_argument(
         "--run-dir",
@@ -365,13 +371,16 @@ def _plan(args: argparse.Namespace, scen: Any, cfg: dict[str, Any]):
     from rlsuite.platform import envs, optimizers
 
     envs.rllib_env(scen.env_id)
-    fields = dict(env=scen.env_id, env_config=cfg, num_env_runners=args.workers, seed=args.seed)
-    if scen.name == "ring":
+    known = {f.name for f in dataclasses.fields(optimizers.plan_class(args.plan))}
+    # RLlib plans sample on env runners, the es plan on its worker actors
+    workers = "num_env_runners" if "num_env_runners" in known else "num_workers"
+    fields = dict(env=scen.env_id, env_config=cfg, seed=args.seed, **{workers: args.workers})
+    if scen.name == "ring" and "normalize_actions" in known:
         # The ring clips its own action to its bounds, so RLlib's per-env rescaling is
         # not needed (~15% of sampling time); --plan-set normalize_actions=true restores it.
         fields["normalize_actions"] = False
     long_returns = ("ring", "ring_multi", "figure_eight", "figure_eight_multi")
-    if scen.name in long_returns and args.plan == "sync":
+    if scen.name in long_returns and "vf_clip_param" in known:
         # Ring returns are ~800 per episode (figure-eight 250-500); RLlib's default clamps
         # the squared value error at 10, which leaves the critic without gradient
         # (benchmarks/RESULTS.md).

@@ -71,6 +71,20 @@ def test_recurrent_ring_policy_trains_and_evaluates_through_the_cli(ray_local, t
 
 
 @pytest.mark.slow
+def test_es_plan_trains_the_ring_through_the_cli(ray_local, tmp_path):
+    """traffic-train train --plan es: evolution strategies on worker actors, no RLlib."""
+    run = tmp_path / "es"
+    rc = cli.main(["train", "--scenario", "ring", "--plan", "es", "--workers", "2",
+                   "--iterations", "2", "--run-dir", str(run), "--eval-episodes", "1",
+                   "--plan-set", "population_size=4", "--plan-set", "hidden=[8]",
+                   *TINY_ENV])  # fmt: skip
+    assert rc == 0
+    out = json.loads((run / "traffic_train.json").read_text())
+    assert out["iterations"] == 2 and out["env_steps"] >= 2 * 4 * 100
+    assert out["evaluation"]["summary"]["mean_speed"]["mean"] > 0
+
+
+@pytest.mark.slow
 def test_tune_smoke(ray_local, tmp_path):
     rc = cli.main(["tune", "--scenario", "ring", "--plan", "sync", "--workers", "0",
                    "--samples", "2", "--iterations", "1", "--run-dir", str(tmp_path / "tune"),
