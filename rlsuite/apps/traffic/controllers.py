@@ -14,7 +14,8 @@ actions out).
   with saturation: tracks the AV's own 38 s average speed, falls back to the
   leader's speed at short gaps.
 * :class:`Snake`: the figure-eight's platoon rule for one AV: stand still until
-  the humans have queued behind it, then lead them round at a steady speed.
+  the humans have queued behind it, then lead them round at a steady speed;
+  :class:`LeadSnake` has one AV of several do it and the others follow.
 """
 
 from __future__ import annotations
@@ -173,18 +174,15 @@ class PISaturation:
 
 @dataclass
 class Snake:
-    """The figure-eight's platoon rule for ONE AV: stand still for ``wait_s``, then cruise.
+    """The figure-eight's platoon rule for one AV: stand still for ``wait_s``, then cruise.
 
     While the AV stands, the humans behind it queue up and those ahead drive on round
     the loop to the back of the queue, so one compact platoon ("snake") forms behind
     it; then it leads the platoon at ``v_cruise``, short enough to clear the crossing
-    before its own tail gets there. With Flow's humans (figure-eight ``human_model="flow"``)
-    and the defaults it keeps 6.6 m/s over Flow's 1500 steps against 4.1 all-human.
-    Several AVs each running it stop the whole loop for ``wait_s``; for those, only
-    one AV should lead (the others driving the IDM).
+    before its own tail gets there. :class:`LeadSnake` runs it for one AV of several.
     """
 
-    wait_s: float = 20.0
+    wait_s: float = 25.0
     """Seconds at a standstill before cruising (s)."""
     v_cruise: float = 7.0
     """Speed the platoon is led at (m/s)."""
@@ -207,6 +205,39 @@ class Snake:
         v_cmd = 0.0 if self.t * self.sim_step < self.wait_s else self.v_cruise
         self.t += 1
         return _accel_to(v_cmd, v, self.sim_step, self.max_decel, self.max_accel)
+
+
+class LeadSnake:
+    """The figure-eight's "snake" for k AVs: one AV leads (:class:`Snake`), the others
+    follow with the IDM without noise, so that all 14 vehicles form one platoon.
+
+    The leader is the AV in the last start slot (Flow's lone AV of figureeight0). With
+    Flow's humans (figure-eight ``human_model="flow"``) and the defaults it keeps
+    6.37 m/s over Flow's 1500 steps with 1, 7 or 14 AVs, 7.0 once the platoon has
+    formed, against 4.20 all-human. Acts on the multi-agent figure-eight's dict of
+    observations (agents ``av_0``... in loop order) or on the centralised one's
+    stacked observation (3 numbers per AV first).
+    """
+
+    def __init__(self, num_avs: int = 1, name: str = "snake", **kwargs: Any):
+        self.num_avs = num_avs
+        self.name = name
+        self.kwargs = kwargs  # bounds (max_accel, max_decel) and sim_step, for all the AVs
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> None:
+        self.lead = Snake(**self.kwargs)
+        self.follow = IDMController(noise=0.0, **self.kwargs)
+
+    def act(self, obs: Any) -> Any:
+        if isinstance(obs, dict):
+            lead = max(obs, key=lambda a: int(str(a).rsplit("_", 1)[-1]))
+            return {a: (self.lead if a == lead else self.follow).act(o) for a, o in obs.items()}
+        o = np.asarray(obs, dtype=np.float32).reshape(-1)
+        k = self.num_avs
+        acts = [self.follow.act(o[3 * i : 3 * i + 3]) for i in range(k - 1)]
+        acts.append(self.lead.act(o[3 * (k - 1) : 3 * k]))
+        return np.concatenate(acts).astype(np.float32)
 
 
 class PerAgent:
@@ -285,17 +316,19 @@ class SignalProgram:
 SIGNAL_PROGRAMS = ("fixed", "actuated", "maxpressure")
 """Signal baselines (run by the signals env itself)."""
 
+TEAM_BASELINES = {"snake": LeadSnake}
+"""Baselines that drive all of an env's AVs together (``cls(num_avs, **bounds)``), by CLI name."""
+
 BASELINES = {
     "idm": IDMController,
     "followerstopper": FollowerStopper,
     "pi": PISaturation,
-    "snake": Snake,
 }
 """Baseline controllers by CLI name."""
 
 
 def make_baseline(name: str, **kwargs: Any) -> Any:
-    """A baseline by name (``idm``, ``followerstopper``, ``pi``, ``snake``); kwargs override its fields."""
+    """A baseline by name (``idm``, ``followerstopper``, ``pi``); kwargs override its fields."""
     try:
         cls = BASELINES[name]
     except KeyError:

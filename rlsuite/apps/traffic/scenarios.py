@@ -120,9 +120,11 @@ def controller_for(
     """A picklable controller (factory or checkpoint path) for ``name``, and env options it needs.
 
     Signal baselines (``fixed``, ``actuated``, ``maxpressure``) run inside the signals
-    env, so they come with ``{"program": name}``.
+    env, so they come with ``{"program": name}``. Team baselines (the figure-eight's
+    ``snake``) drive all the AVs at once; the others get one copy per AV.
     """
-    if name in controllers.BASELINES or name in controllers.SIGNAL_PROGRAMS:
+    known = (controllers.BASELINES, controllers.SIGNAL_PROGRAMS, controllers.TEAM_BASELINES)
+    if any(name in k for k in known):
         if name not in scenario.baselines:
             raise ValueError(
                 f"controller {name!r} does not apply to scenario {scenario.name!r}: use one of "
@@ -136,6 +138,9 @@ def controller_for(
 
             cfg = FigureEightConfig.from_kwargs(**dict(env_config or {}))
             bounds = dict(max_accel=cfg.max_accel, max_decel=cfg.max_decel)
+            if name in controllers.TEAM_BASELINES:
+                team = controllers.TEAM_BASELINES[name]
+                return functools.partial(team, cfg.num_avs, name, **bounds), {}
             factory = functools.partial(controllers.make_baseline, name, **bounds)
             if scenario.multi_agent:
                 return functools.partial(controllers.PerAgent, factory, f"{name} (per AV)"), {}

@@ -193,6 +193,6 @@ def test_snake_platoon_beats_all_human_with_flows_humans_only():
     it and then leads them round at 7 m/s beats all-human driving by far, as in Flow.
     With SUMO's own humans, who stop at the crossing, the same rule gains nothing."""
     flow = snake_and_all_human_speeds({})
-    assert flow["snake"] >= 1.2 * flow["idm"], flow  # measured 6.60 vs 4.14
+    assert flow["snake"] >= 1.2 * flow["idm"], flow  # measured 6.37 vs 4.14
     sumo = snake_and_all_human_speeds({"human_model": "sumo", "av_speed_mode": 25})
     assert sumo["snake"] < 1.05 * sumo["idm"], sumo  # measured 4.66 vs 4.77

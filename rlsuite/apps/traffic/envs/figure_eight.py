@@ -80,7 +80,7 @@ class FigureEightConfig(EnvConfig):
     humans do not yield to cars still approaching the crossing, so they keep moving
     through it: all-human 4.20 m/s here (3 seeds), Flow's paper 4.18. One AV that first
     gathers them into one platoon behind it and then leads it round (the ``snake``
-    controller) keeps 6.6 m/s, 7.0 once formed: the headroom Flow's learned AV used.
+    controller) keeps 6.4 m/s, 7.0 once formed: the headroom Flow's learned AV used.
     ``sumo``: SUMO's own IDM with the same parameters and SUMO's full right-of-way
     rules (the env before it followed Flow): humans queue at the crossing, all-human
     4.78 m/s, and no AV behaviour found beats that by much. For comparison only."""
