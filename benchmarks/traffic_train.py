@@ -1,4 +1,4 @@
-"""Learn the ring AV with the platform's ``sync`` plan (PPO) on randomised ring lengths.
+"""Learn the ring AV with the platform's ``sync`` plan (PPO) or ``es`` plan on randomised ring lengths.
 
 Trains one policy on rings drawn per reset from [220, 270] m (Flow's training
 protocol by default: vehicles evenly spaced, 750 human-driven warm-up steps in every
@@ -96,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     p.add_argument("--out", default="traffic_train", help="name of the results JSON and PNG")
     p.add_argument(
+        "--plan", choices=("sync", "es"), default="sync",
+        help="sync: PPO on 2 x --rings rings per iteration; es: evolution strategies, one "
+        "ring per worker, one generation per iteration",
+    )  # fmt: skip
+    p.add_argument(
         "--memory-s",
         type=float,
         default=0.0,
@@ -134,20 +139,27 @@ def main(argv: list[str] | None = None) -> int:
     eval_cfg = {**base_eval, **PROTOCOLS[args.protocol]}
     # One iteration = one episode of every ring (all rings of a runner end together).
     batch = max(args.workers, 1) * args.rings * args.train_horizon
-    fields = dict(
-        env=ENV_ID,
-        env_config=train_cfg,
-        num_env_runners=args.workers,
-        seed=0,
-        num_envs_per_env_runner=args.rings,
-        normalize_actions=False,
-        train_batch_size=batch,
-        minibatch_size=min(batch, 4000),
-        num_epochs=6,
-        gamma=0.995,
-        lr=3e-4,
-        hidden=(64, 64),
-        vf_clip_param=1e6,
+    es = dict(  # evolution strategies: whole deterministic episodes, no action noise
+        env=ENV_ID, env_config=train_cfg, num_workers=args.workers, seed=0, hidden=(32, 32),
+    )  # fmt: skip
+    fields = (
+        es
+        if args.plan == "es"
+        else dict(
+            env=ENV_ID,
+            env_config=train_cfg,
+            num_env_runners=args.workers,
+            seed=0,
+            num_envs_per_env_runner=args.rings,
+            normalize_actions=False,
+            train_batch_size=batch,
+            minibatch_size=min(batch, 4000),
+            num_epochs=6,
+            gamma=0.995,
+            lr=3e-4,
+            hidden=(64, 64),
+            vf_clip_param=1e6,
+        )
     )  # fmt: skip  (RLlib's 10 starves the critic: RESULTS.md)
     for kv in args.plan_set:
         k, v = kv.split("=", 1)
@@ -169,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         demo_s = time.time() - t_rec
     if args.demonstrations:
         fields["demonstrations"] = demos
-    plan = optimizers.make_plan("sync", **fields)
+    plan = optimizers.make_plan(args.plan, **fields)
     v_ring = {L: equilibrium_speed(L) for L in LENGTHS}
 
     def evaluate(ckpt: Any, length: int, protocol: str | None = None) -> float:
@@ -273,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
     }
     t = Table(
-        title=f"learned AV (sync/PPO, {res.iterations} it, {res.env_steps} steps, {wall / 60:.0f} min)"
+        title=f"learned AV ({plan.name}, {res.iterations} it, {res.env_steps} steps, {wall / 60:.0f} min)"
     )
     cols = ["length", "Flow v_eq", "ring eq.", "last checkpoint", "% of eq.",
             f"best (it {best[1]})", "% of eq. ", "% of Flow v_eq"]  # fmt: skip
