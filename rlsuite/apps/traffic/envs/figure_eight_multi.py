@@ -12,8 +12,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from pettingzoo import ParallelEnv
 
+from rlsuite.apps.traffic.envs.av_agents import AVAgentsEnv
 from rlsuite.apps.traffic.envs.figure_eight import (
     FULL_SPEED_SCALE,
     FigureEightConfig,
@@ -25,7 +25,7 @@ LOCAL_FEATURES = 3
 """The ring-style features at the front of each agent's observation."""
 
 
-class FigureEightMultiEnv(ParallelEnv):
+class FigureEightMultiEnv(AVAgentsEnv):
     """The figure-eight with k AVs, each an agent (default 7 of 14 vehicles: Flow's
     figureeight1; 1 and 14 are figureeight0 and figureeight2).
 
@@ -64,11 +64,8 @@ class FigureEightMultiEnv(ParallelEnv):
         if self.cfg.num_avs < 1:
             raise ValueError("FigureEightMultiEnv needs num_avs >= 1 (agents are the AVs)")
         self.core = FigureEightSimulation(self.cfg, name="rlsuite/FigureEightMulti-v0")
-        self.possible_agents = list(self.core.av_ids)
-        self.agents: list[str] = []
+        self._init_agents()
         self._slot = {a: self.core.ids.index(a) for a in self.possible_agents}
-        self._t = 0
-        self.render_mode = None
 
     @functools.cache  # noqa: B019 - PettingZoo wants the same object each call
     def observation_space(self, agent: str) -> gym.spaces.Box:
@@ -76,10 +73,6 @@ class FigureEightMultiEnv(ParallelEnv):
         low = np.concatenate([[0.0, -2.0, 0.0, 0.0], np.zeros(2 * n)])
         high = np.concatenate([[2.0, 2.0, 8.0, 1.0], np.full(n, 2.0), np.ones(n)])
         return gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
-
-    @functools.cache  # noqa: B019
-    def action_space(self, agent: str) -> gym.spaces.Box:
-        return gym.spaces.Box(-self.cfg.max_decel, self.cfg.max_accel, shape=(1,), dtype=np.float32)
 
     def _obs(self) -> dict[str, np.ndarray]:
         core = self.core
@@ -99,49 +92,10 @@ class FigureEightMultiEnv(ParallelEnv):
             out[a] = np.clip(o, sp.low, sp.high).astype(np.float32)
         return out
 
-    def reset(self, seed: int | None = None, options: dict | None = None):
-        if seed is not None or not hasattr(self, "_rng"):
-            self._rng = np.random.default_rng(seed)
-        self.core.start(self._rng)
-        self.agents = list(self.possible_agents)
-        self._t = 0
-        return self._obs(), {a: {"loop_length": self.core.length} for a in self.agents}
+    reset_info_key = "loop_length"
 
-    def step(self, actions: dict[str, Any]):
-        missing = set(self.agents) - set(actions)
-        if missing:
-            raise ValueError(f"no action for agent(s) {sorted(missing)}: give one per AV")
-        acc = {a: float(np.asarray(actions[a], dtype=float).reshape(-1)[0]) for a in self.agents}
-        if not all(np.isfinite(list(acc.values()))):
-            raise ValueError(f"actions must be finite accelerations, got {acc!r}")
-        self.core.control(acc)  # applies them clipped to the bounds
-        self._t += 1
-        r = desired_velocity_reward(self.core.v, self.cfg.target_velocity)
-        term = self.core.collisions > 0
-        trunc = self._t >= self.cfg.horizon
-        obs = self._obs()
-        agents = list(self.agents)
-        if term or trunc:
-            self.agents = []
-        return (
-            obs,
-            {a: float(r) for a in agents},
-            {a: bool(term) for a in agents},
-            {a: bool(trunc) for a in agents},
-            {a: {} for a in agents},
-        )
-
-    def episode_metrics(self) -> dict[str, float]:
-        return self.core.metrics()
-
-    def trajectories(self) -> dict[str, np.ndarray]:
-        return self.core.trajectories()
-
-    def render(self) -> None:
-        return None
-
-    def close(self) -> None:
-        self.core.close()
+    def _reward(self, accels: dict[str, float]) -> float:
+        return desired_velocity_reward(self.core.v, self.cfg.target_velocity)
 
 
 CONFIG = FigureEightConfig

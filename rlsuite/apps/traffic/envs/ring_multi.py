@@ -7,15 +7,15 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from pettingzoo import ParallelEnv
 
+from rlsuite.apps.traffic.envs.av_agents import AVAgentsEnv
 from rlsuite.apps.traffic.envs.ring import MAX_RING, RingConfig, RingSimulation
 from rlsuite.apps.traffic.rewards import ring_reward
 
 GAP_HIGH = MAX_RING / 270.0
 
 
-class RingMultiEnv(ParallelEnv):
+class RingMultiEnv(AVAgentsEnv):
     """k AVs spaced evenly among the humans of the ring (default 22 vehicles, 3 AVs).
 
     States:
@@ -48,10 +48,7 @@ class RingMultiEnv(ParallelEnv):
         if self.cfg.num_avs < 1:
             raise ValueError("RingMultiEnv needs num_avs >= 1 (agents are the AVs)")
         self.core = RingSimulation(self.cfg, name="rlsuite/RingMulti-v0")
-        self.possible_agents = list(self.core.av_ids)
-        self.agents: list[str] = []
-        self._t = 0
-        self.render_mode = None
+        self._init_agents()
 
     @functools.cache  # noqa: B019 - PettingZoo wants the same object each call
     def observation_space(self, agent: str) -> gym.spaces.Box:
@@ -61,57 +58,14 @@ class RingMultiEnv(ParallelEnv):
             dtype=np.float32,
         )
 
-    @functools.cache  # noqa: B019
-    def action_space(self, agent: str) -> gym.spaces.Box:
-        return gym.spaces.Box(-self.cfg.max_decel, self.cfg.max_accel, shape=(1,), dtype=np.float32)
-
     def _obs(self) -> dict[str, np.ndarray]:
         sp = self.observation_space(self.possible_agents[0])
         return {a: np.clip(self.core.observe(a), sp.low, sp.high) for a in self.agents}
 
-    def reset(self, seed: int | None = None, options: dict | None = None):
-        if seed is not None or not hasattr(self, "_rng"):
-            self._rng = np.random.default_rng(seed)
-        self.core.start(self._rng)
-        self.agents = list(self.possible_agents)
-        self._t = 0
-        return self._obs(), {a: {"ring_length": self.core.length} for a in self.agents}
-
-    def step(self, actions: dict[str, Any]):
-        missing = set(self.agents) - set(actions)
-        if missing:
-            raise ValueError(f"no action for agent(s) {sorted(missing)}: give one per AV")
-        acc = {a: float(np.asarray(actions[a], dtype=float).reshape(-1)[0]) for a in self.agents}
-        self.core.control(acc)  # applies them clipped to the bounds
-        self._t += 1
-        r = ring_reward(
-            self.core.v, list(acc.values()), self.cfg.speed_reward, self.cfg.accel_penalty
+    def _reward(self, accels: dict[str, float]) -> float:
+        return ring_reward(
+            self.core.v, list(accels.values()), self.cfg.speed_reward, self.cfg.accel_penalty
         )
-        term = self.core.collisions > 0
-        trunc = self._t >= self.cfg.horizon
-        obs = self._obs()
-        agents = list(self.agents)
-        if term or trunc:
-            self.agents = []
-        return (
-            obs,
-            {a: float(r) for a in agents},
-            {a: bool(term) for a in agents},
-            {a: bool(trunc) for a in agents},
-            {a: {} for a in agents},
-        )
-
-    def episode_metrics(self) -> dict[str, float]:
-        return self.core.metrics()
-
-    def trajectories(self) -> dict[str, np.ndarray]:
-        return self.core.trajectories()
-
-    def render(self) -> None:
-        return None
-
-    def close(self) -> None:
-        self.core.close()
 
 
 CONFIG = RingConfig
