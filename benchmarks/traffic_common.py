@@ -66,7 +66,8 @@ def evaluate_controllers(
 
 def finish(
     name: str, argv: list[str] | None, plan, cfg: dict, res, curve: list[dict], rows: list[dict],
-    train_s: float, checks: Mapping[str, bool], console, **plot: str,
+    train_s: float, checks: Mapping[str, bool], console, bars: list[dict] | None = None,
+    **plot: str,
 ) -> int:  # fmt: skip
     """Print each check's PASS/FAIL, save the result (:func:`save_training_result` with
     ``plot``'s labels) and return the exit status (0 when every check passed)."""
@@ -77,16 +78,17 @@ def finish(
                checks=dict(checks),
                command=f"flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/{name}.py "
                + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
-    save_training_result(name, out, **plot)
+    save_training_result(name, out, bars=bars, **plot)
     return 0 if all(checks.values()) else 1
 
 
 def save_training_result(
     name: str, out: dict, metric: str, curve_label: str, curve_title: str, bar_label: str,
-    bar_title: str,
+    bar_title: str, bars: list[dict] | None = None,
 ) -> str:  # fmt: skip
     """Write ``results/<name>.json`` and ``<name>.png``: the learning curve (episode return
-    against wall-clock) beside a bar per controller of ``metric`` (the learned one first)."""
+    against wall-clock) beside a bar per controller of ``metric`` (the learned one first):
+    one per row of ``out["rows"]``, or of ``bars`` when given."""
     os.makedirs(RESULTS, exist_ok=True)
     path = os.path.join(RESULTS, f"{name}.json")
     with open(path, "w") as f:
@@ -103,8 +105,9 @@ def save_training_result(
     a.set_xlabel("training wall-clock (min)")
     a.set_ylabel(curve_label)
     a.set_title(curve_title)
-    names = [r["controller"] for r in out["rows"]]
-    b.bar(names, [r[metric] for r in out["rows"]],
+    bars = out["rows"] if bars is None else bars
+    names = [r["controller"] for r in bars]
+    b.bar(names, [r[metric] for r in bars],
           color=["tab:green"] + ["grey"] * (len(names) - 1))  # fmt: skip
     b.set_ylabel(bar_label)
     b.set_title(bar_title)
