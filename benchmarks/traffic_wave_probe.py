@@ -86,7 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     for length in LENGTHS:
         for name, ctl, extra in cases(length):
-            cfg = {**dict(ring_length=length, warmup_steps=750, horizon=3000), **extra}
+            cfg = {
+                **dict(ring_length=length, warmup_steps=750, horizon=3000, bunching=20.0),
+                **extra,
+            }  # fmt: skip  (bunched: the wave has formed when control starts)
             speeds = []
             for seed in range(args.episodes):
                 env = RingEnv(backend="libsumo", **cfg)
