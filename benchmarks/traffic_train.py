@@ -115,6 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         default="flow-env",
         help="evaluation protocol during training (the final table shows all three)",
     )
+    p.add_argument(
+        "--select", choices=("230", "all"), default="230",
+        help="which checkpoint to keep: the best at 230 m, or (all) the one whose worst "
+        "length of 220/230/260/270 m is best (evaluates every length at every chunk)",
+    )  # fmt: skip
     p.add_argument("--eval-episodes", type=int, default=2)
     p.add_argument(
         "--eval-horizon", type=int, default=3000, help="controlled steps per evaluation episode"
@@ -194,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
 
     curve = []
     reached_s = None
-    best = (-1.0, None)  # (230 m speed, copy of that checkpoint): PPO's runs oscillate
-    best_dir = os.path.join(args.run_dir, "best_230")
+    best = (-1.0, None)  # (selection score, its iteration): the runs oscillate
+    best_dir = os.path.join(args.run_dir, "best_230" if args.select == "230" else "best_all")
     t0 = time.time() - demo_s
     budget_s = args.minutes * 60
     if args.until:
@@ -219,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
                 curve = json.load(f).get("curve", [])
             t0 -= curve[-1]["wall_s"] if curve else 0.0
             if curve and os.path.isdir(best_dir):
-                top = max(curve, key=lambda c: c["mean_speed_230"])
-                best = (top["mean_speed_230"], top["iteration"])
+                top = max(curve, key=lambda c: c.get("score", c["mean_speed_230"]))
+                best = (top.get("score", top["mean_speed_230"]), top["iteration"])
             budget_s += curve[-1]["wall_s"] if curve else 0.0
     start_iterations = iterations
     with cluster.local_cluster(num_cpus=args.workers):
@@ -231,25 +236,37 @@ def main(argv: list[str] | None = None) -> int:
                                  checkpoint_every=args.chunk)  # fmt: skip
             iterations = res.iterations
             train_s = time.time() - t0
-            v = evaluate(res.checkpoint, 230)
+            speeds = {
+                L: evaluate(res.checkpoint, L)
+                for L in (LENGTHS if args.select == "all" else (230,))
+            }
+            v = speeds[230]
+            fracs = {L: speeds[L] / v_ring[L] for L in speeds}
+            score = v if args.select == "230" else min(fracs.values())
             curve.append(dict(iteration=res.iterations, env_steps=res.env_steps, wall_s=train_s,
                               mean_speed_230=v, frac_v_eq_230=v / FLOW_V_EQ[230],
-                              frac_ring_eq_230=v / v_ring[230],
+                              frac_ring_eq_230=v / v_ring[230], score=score,
+                              frac_ring_eq_by_length={str(L): f for L, f in fracs.items()},
                               episode_return_mean=res.final_return))  # fmt: skip
+            others = (
+                " (" + ", ".join(f"{L} m {f:.0%}" for L, f in fracs.items()) + ")"
+                if len(fracs) > 1 else ""
+            )  # fmt: skip
             console.print(
                 f"[bold]it {res.iterations}[/] {res.env_steps} steps, {train_s / 60:.1f} min: "
                 f"230 m mean speed {v:.2f} m/s = {v / FLOW_V_EQ[230]:.0%} of Flow's v_eq, "
-                f"{v / v_ring[230]:.0%} of the ring's equilibrium"
+                f"{v / v_ring[230]:.0%} of the ring's equilibrium{others}"
             )
             if reached_s is None and v >= 0.95 * v_ring[230]:
                 reached_s = train_s
-            if v > best[0]:
+            if score > best[0]:
                 shutil.rmtree(best_dir, ignore_errors=True)
                 shutil.copytree(res.checkpoint, best_dir)
-                best = (v, res.iterations)
+                best = (score, res.iterations)
         final = {L: evaluate(res.checkpoint, L) for L in LENGTHS}
-        # The policy kept from the run: the checkpoint with the best 230 m evaluation
-        # (model selection on the 230 m evaluation seeds, which the table below reuses).
+        # The policy kept from the run: the checkpoint with the best 230 m evaluation, or
+        # with --select all the best worst length (model selection on the evaluation
+        # seeds, which the table below reuses).
         final_best = {L: evaluate(best_dir, L) for L in LENGTHS}
         clone_dir = os.path.join(args.run_dir, "clone")  # the warm start, before any RL
         clone = {L: evaluate(clone_dir, L) for L in LENGTHS} if os.path.isdir(clone_dir) else {}

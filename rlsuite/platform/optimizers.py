@@ -150,6 +150,7 @@ class RecurrentCapablePlan(RLlibPlan):
     sequences of ``max_seq_len`` steps."""
 
     supports_recurrent: ClassVar[bool] = True
+    recurrent_cells: ClassVar[tuple[str, ...]] = ("lstm",)
 
     cell_size: int = 64
     """Size of the LSTM's cell and hidden state (with ``recurrent="lstm"``)."""

@@ -74,11 +74,14 @@ class Plan:
     recurrent: str = ""
     """``""``: a feed-forward policy. ``"lstm"``: an LSTM over the MLP's features, so the
     policy acts on the episode's history, not only on the last observation (RLlib's
-    ``use_lstm``; its size is the plan's ``cell_size``). Only plans whose class sets
-    ``supports_recurrent`` can carry one; the others refuse it and name those that can."""
+    ``use_lstm``; its size is the plan's ``cell_size``); ``"gru"``: a GRU, on the ``es``
+    plan. Only plans whose class sets ``supports_recurrent`` can carry one; the others
+    refuse it and name those that can."""
 
     supports_recurrent: ClassVar[bool] = False
     """Whether this plan's backend can train a recurrent policy."""
+    recurrent_cells: ClassVar[tuple[str, ...]] = ()
+    """The cells ``recurrent`` may name on this plan (RLlib's plans: ``lstm``; ``es``: ``gru``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "env_config", dict(self.env_config or {}))
@@ -110,9 +113,10 @@ class Plan:
                 f"{self.recurrent!r}); the plans that can: {', '.join(able)}",
             )
             check(
-                self.recurrent in RECURRENT_CELLS,
-                f"recurrent must be one of {', '.join(map(repr, RECURRENT_CELLS))} "
-                f"(or '' for a feed-forward policy), got {self.recurrent!r}",
+                self.recurrent in self.recurrent_cells,
+                f"recurrent must be one of {', '.join(map(repr, self.recurrent_cells))} "
+                f"on plan {self.name!r} (or '' for a feed-forward policy), got "
+                f"{self.recurrent!r}",
             )
 
     # -- conversions ------------------------------------------------------------------
@@ -159,8 +163,9 @@ class Plan:
         raise NotImplementedError(f"{type(self).__name__} does not say what it needs")
 
 
-RECURRENT_CELLS = ("lstm",)
-"""The recurrent cells a plan can ask for: RLlib's default model offers an LSTM."""
+RECURRENT_CELLS = ("lstm", "gru")
+"""Every recurrent cell some plan offers: RLlib's default model has an LSTM (``sync``,
+``async``), the ``es`` plan's numpy policy a GRU."""
 
 
 def recurrent_plan_names() -> list[str]:

@@ -39,7 +39,8 @@ DESCRIPTION
 
     train learns an AV policy with one of the platform's execution plans (sync = PPO,
     async = APPO, replay = DQN-style on RLlib env runners; es = evolution strategies on
-    worker actors); --plan-set recurrent=lstm gives sync and async an LSTM policy. tune
+    worker actors); --plan-set recurrent=lstm gives sync and async an LSTM policy,
+    --plan-set recurrent=gru gives es a GRU policy. tune
     runs that under Ray Tune with a search space and the ASHA or PBT scheduler.
 
     Ring training steps several rings per env runner in ONE SUMO simulation (libsumo

@@ -58,6 +58,13 @@ class ESController:
         self.filter_obs = filter_obs
         self.multi_agent = multi_agent
         self.name = name
+        self._state: dict[Any, Any] = {}
+        """Each agent's recurrent state in the running episode (empty: feed-forward)."""
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether the policy carries a state from step to step (cleared by :meth:`reset`)."""
+        return bool(self.policy.recurrent)
 
     def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -66,6 +73,8 @@ class ESController:
             self.policy.action_space,
             self.policy.hidden,
             self.policy.activation,
+            self.policy.recurrent,
+            self.policy.cell_size,
         )
         return d
 
@@ -76,9 +85,10 @@ class ESController:
         self.policy.set_params(self.theta)
 
     def reset(self, seed: int | None = None) -> None:
-        """Nothing to reset: the policy is memoryless."""
+        """Start an episode: clear the recurrent state (nothing to do when feed-forward)."""
+        self._state = {}
 
-    def _act_one(self, obs: Any) -> Any:
+    def _act_one(self, obs: Any, agent: Any = None) -> Any:
         x = self.policy.flat_obs(obs)
         if x.shape != (self.policy.obs_dim,):
             raise ValueError(
@@ -89,15 +99,22 @@ class ESController:
             )
         if self.filter_obs:
             x = np.clip((x - self.obs_mean) / self.obs_std, -OBS_CLIP, OBS_CLIP)
-        return self.policy.action(self.policy.forward(x))
+        if not self.policy.recurrent:
+            return self.policy.action(self.policy.forward(x))
+        h = self._state.get(agent)
+        out, self._state[agent] = self.policy.step(
+            x, self.policy.initial_state() if h is None else h
+        )
+        return self.policy.action(out)
 
     def act(self, observation: Any) -> Any:
         if self.multi_agent:
-            return {agent: self._act_one(o) for agent, o in observation.items()}
+            return {agent: self._act_one(o, agent) for agent, o in observation.items()}
         return self._act_one(observation)
 
     def to_torch(self):
-        """The network (raw outputs, before the action head) as a torch module."""
+        """The network (raw outputs, before the action head) as a torch module; with a GRU
+        its ``forward(x, h)`` returns ``(out, h)``."""
         return self.policy.to_torch(self.theta)
 
 
@@ -107,7 +124,14 @@ def load_controller(path: str) -> ESController:
     with open(os.path.join(path, SPACES), "rb") as f:
         obs_space, act_space = pickle.load(f)["default_policy"]
     arch = state["policy"]
-    policy = ESPolicy(obs_space, act_space, arch["hidden"], arch["activation"])
+    policy = ESPolicy(
+        obs_space,
+        act_space,
+        arch["hidden"],
+        arch["activation"],
+        arch.get("recurrent", ""),
+        arch.get("cell_size", 16),
+    )
     theta = np.load(os.path.join(path, ES_PARAMS))
     stat = RunningStat(policy.obs_dim)
     with np.load(os.path.join(path, ES_ARRAYS)) as arr:

@@ -19,11 +19,16 @@ class ESPlan(Plan):
 
     name: ClassVar[str] = "es"
     backend: ClassVar[str] = "es"
+    supports_recurrent: ClassVar[bool] = True
+    recurrent_cells: ClassVar[tuple[str, ...]] = ("gru",)
 
     seed: int = 0
     """Seeds the initial parameters, the noise offsets and the env seeds: same seed, same run."""
     hidden: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the policy MLP; ``()`` is a linear policy."""
+    cell_size: int = 16
+    """Size of the GRU's hidden state (with ``recurrent="gru"``): the GRU reads each
+    normalised observation, and the MLP acts on the observation and the GRU's state."""
     num_workers: int = 2
     """Ray actors evaluating perturbations; each holds one env."""
     cpus_per_worker: float = 1.0
@@ -43,6 +48,10 @@ class ESPlan(Plan):
     episodes_per_eval: int = 1
     """Episodes per perturbed policy (its fitness is their mean return); both members
     of an antithetic pair run the same env seeds."""
+    common_env_seeds: bool = False
+    """Every perturbation of a generation runs the same env seeds (common random
+    numbers), so the ranks compare policies rather than env draws (a random ring length,
+    say); ``False``: each antithetic pair draws its own."""
     max_episode_steps: int | None = None
     """Cut episodes after this many env steps; ``None``: the env's own horizon."""
     eval_episodes: int = 2
@@ -75,6 +84,10 @@ class ESPlan(Plan):
             raise ValueError(
                 f"population_size must be an even int >= 2 (antithetic pairs), got {p!r}{hint}"
             )
+        _check(
+            isinstance(self.cell_size, int) and self.cell_size >= 1,
+            f"cell_size must be an int >= 1, got {self.cell_size!r}",
+        )
         _check(self.sigma > 0, f"sigma must be > 0, got {self.sigma}")
         _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
         _check(

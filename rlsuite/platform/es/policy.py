@@ -1,4 +1,5 @@
-"""The ES policy and its numerics: an MLP over a flat parameter vector, in numpy.
+"""The ES policy and its numerics: an MLP (optionally behind a GRU) over a flat parameter
+vector, in numpy.
 
 The policy is evaluated in numpy during rollouts (2.7 us per forward against 21 us
 for the same torch module at batch size 1, which would triple the cost of an env
@@ -27,6 +28,13 @@ class ESPolicy:
     ``MultiDiscrete`` -> argmax per sub-action, ``MultiBinary`` -> ``logit > 0``.
     The flat layout follows ``torch.nn.Linear``: per layer, weight ``(out, in)``
     then bias.
+
+    With ``recurrent="gru"`` a GRU cell of ``cell_size`` reads each normalised
+    observation first, and the MLP acts on the observation and the GRU's new state
+    side by side, so the memory adds to the feed-forward path rather than replacing
+    it. The GRU's parameters come first in the flat vector, laid out as
+    ``torch.nn.GRUCell``'s (``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``; gates
+    r, z, n). :meth:`step` carries the state; :meth:`initial_state` starts an episode.
     """
 
     def __init__(
@@ -35,13 +43,21 @@ class ESPolicy:
         action_space: Any,
         hidden: Sequence[int],
         activation: str = "tanh",
+        recurrent: str = "",
+        cell_size: int = 16,
     ):
         import gymnasium as gym
 
+        if recurrent not in ("", "gru"):
+            raise ValueError(
+                f"the es policy's recurrent cell must be 'gru' or '' (none), got {recurrent!r}"
+            )
         self.observation_space = observation_space
         self.action_space = action_space
         self.hidden = tuple(int(h) for h in hidden)
         self.activation = activation
+        self.recurrent = recurrent
+        self.cell_size = int(cell_size) if recurrent else 0
         try:
             self.obs_dim = int(gym.spaces.flatdim(observation_space))
         except Exception as e:  # noqa: BLE001 - re-raised with what to do
@@ -68,14 +84,17 @@ class ESPolicy:
                 f"the es plan supports Discrete, Box, MultiDiscrete and MultiBinary actions, "
                 f"not {a}; wrap the env to flatten its action space"
             )
-        sizes = [self.obs_dim, *self.hidden, self.out_dim]
+        c = self.cell_size
+        self.gru_params = 3 * c * (self.obs_dim + c + 2) if recurrent else 0
+        sizes = [self.obs_dim + c, *self.hidden, self.out_dim]
         self.layer_shapes = [(sizes[i + 1], sizes[i]) for i in range(len(sizes) - 1)]
-        self.num_params = int(sum(o * i + o for o, i in self.layer_shapes))
+        self.num_params = self.gru_params + int(sum(o * i + o for o, i in self.layer_shapes))
         self._layers: list[tuple[np.ndarray, np.ndarray]] = []
+        self._gru: tuple[np.ndarray, ...] = ()
 
     def architecture(self) -> dict[str, Any]:
         """What identifies the parameter layout (checked on restore)."""
-        return {
+        arch = {
             "obs_dim": self.obs_dim,
             "hidden": list(self.hidden),
             "out_dim": self.out_dim,
@@ -83,10 +102,20 @@ class ESPolicy:
             "activation": self.activation,
             "num_params": self.num_params,
         }
+        if self.recurrent:  # absent for feed-forward: older checkpoints stay valid
+            arch.update(recurrent=self.recurrent, cell_size=self.cell_size)
+        return arch
 
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
-        """Normalised-column init (std 1 for hidden layers, 0.01 for the output), zero biases."""
+        """Normalised-column init (std 1 for hidden layers, 0.01 for the output), zero biases;
+        the GRU's weights uniform in +-1/sqrt(cell_size) (torch's), its biases zero."""
         parts = []
+        if self.recurrent:
+            c, bound = self.cell_size, 1.0 / np.sqrt(self.cell_size)
+            parts += [
+                rng.uniform(-bound, bound, 3 * c * (self.obs_dim + c)),
+                np.zeros(6 * c),
+            ]
         for li, (o, i) in enumerate(self.layer_shapes):
             std = 0.01 if li == len(self.layer_shapes) - 1 else 1.0
             w = rng.standard_normal((o, i))
@@ -98,6 +127,14 @@ class ESPolicy:
         if flat.shape != (self.num_params,):
             raise ValueError(f"expected {self.num_params} parameters, got shape {flat.shape}")
         layers, k = [], 0
+        if self.recurrent:
+            c, d = self.cell_size, self.obs_dim
+            w_ih = flat[: 3 * c * d].reshape(3 * c, d)
+            k = 3 * c * d
+            w_hh = flat[k : k + 3 * c * c].reshape(3 * c, c)
+            k += 3 * c * c
+            self._gru = (w_ih, w_hh, flat[k : k + 3 * c], flat[k + 3 * c : k + 6 * c])
+            k += 6 * c
         for o, i in self.layer_shapes:
             w = flat[k : k + o * i].reshape(o, i)
             k += o * i
@@ -112,8 +149,26 @@ class ESPolicy:
 
         return np.asarray(gym.spaces.flatten(self.observation_space, obs), dtype=np.float32)
 
+    def initial_state(self) -> np.ndarray | None:
+        """The recurrent state at an episode's start (zeros), or ``None`` if feed-forward."""
+        return np.zeros(self.cell_size, dtype=np.float32) if self.recurrent else None
+
+    def step(self, x: np.ndarray, h: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Raw output and next state for one normalised flat observation and state ``h``."""
+        if not self.recurrent:
+            return self.forward(x), None
+        w_ih, w_hh, b_ih, b_hh = self._gru
+        c = self.cell_size
+        gi, gh = w_ih @ x + b_ih, w_hh @ h + b_hh
+        r = _sigmoid(gi[:c] + gh[:c])
+        z = _sigmoid(gi[c : 2 * c] + gh[c : 2 * c])
+        n = np.tanh(gi[2 * c :] + r * gh[2 * c :])
+        h = ((1.0 - z) * n + z * h).astype(np.float32)
+        return self.forward(np.concatenate([x, h])), h
+
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """Raw network output for one normalised flat observation."""
+        """Raw MLP output for one normalised flat observation (with the GRU: the
+        observation and the GRU's new state, concatenated; use :meth:`step`)."""
         act = np.tanh if self.activation == "tanh" else _relu
         last = len(self._layers) - 1
         for li, (w, b) in enumerate(self._layers):
@@ -138,11 +193,26 @@ class ESPolicy:
         return (out > 0).astype(self.action_space.dtype).reshape(self.action_space.shape)
 
     def to_torch(self, flat: np.ndarray):
-        """The same network as a ``torch.nn.Sequential`` (raw outputs; no filter, no head)."""
+        """The same network in torch (raw outputs; no filter, no head): a
+        ``torch.nn.Sequential``, or with the GRU a module whose ``forward(x, h)``
+        returns ``(out, h)``."""
         import torch
 
         mods: list[torch.nn.Module] = []
         k = 0
+        cell = None
+        if self.recurrent:
+            c, d = self.cell_size, self.obs_dim
+            cell = torch.nn.GRUCell(d, c)
+            with torch.no_grad():
+                for t, n in (
+                    (cell.weight_ih, 3 * c * d),
+                    (cell.weight_hh, 3 * c * c),
+                    (cell.bias_ih, 3 * c),
+                    (cell.bias_hh, 3 * c),
+                ):
+                    t.copy_(torch.from_numpy(np.array(flat[k : k + n])).reshape(t.shape))
+                    k += n
         for li, (o, i) in enumerate(self.layer_shapes):
             lin = torch.nn.Linear(i, o)
             with torch.no_grad():
@@ -153,7 +223,30 @@ class ESPolicy:
             mods.append(lin)
             if li < len(self.layer_shapes) - 1:
                 mods.append(torch.nn.Tanh() if self.activation == "tanh" else torch.nn.ReLU())
-        return torch.nn.Sequential(*mods)
+        mlp = torch.nn.Sequential(*mods)
+        return mlp if cell is None else _recurrent_net(cell, mlp)
+
+
+def _recurrent_net(cell: Any, mlp: Any) -> Any:
+    """Torch is imported only here, so rollouts never load it."""
+    import torch
+
+    class RecurrentNet(torch.nn.Module):
+        """A GRU cell, then the MLP on ``[x, h]``: ``forward(x, h) -> (out, h)``."""
+
+        def __init__(self, cell: torch.nn.GRUCell, mlp: torch.nn.Sequential):
+            super().__init__()
+            self.cell, self.mlp = cell, mlp
+
+        def forward(self, x, h):
+            h = self.cell(x, h)
+            return self.mlp(torch.cat([x, h], dim=-1)), h
+
+    return RecurrentNet(cell, mlp)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
 
 
 def _relu(x: np.ndarray) -> np.ndarray:

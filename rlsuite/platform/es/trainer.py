@@ -141,7 +141,9 @@ class ESTrainer:
                     f"the es workers could not build env {plan.env!r} with env_config="
                     f"{dict(plan.env_config)!r}: {e}"
                 ) from e
-            self.policy = ESPolicy(obs_space, act_space, plan.hidden, plan.activation)
+            self.policy = ESPolicy(
+                obs_space, act_space, plan.hidden, plan.activation, plan.recurrent, plan.cell_size
+            )
             if self.policy.num_params > plan.noise_table_size:
                 raise ValueError(
                     f"the policy has {self.policy.num_params} parameters but noise_table_size is "
@@ -182,6 +184,8 @@ class ESTrainer:
             self._noise_ref,
             p.hidden,
             p.activation,
+            p.recurrent,
+            p.cell_size,
             p.sigma,
             p.max_episode_steps,
             p.observation_filter == "meanstd",
@@ -246,6 +250,8 @@ class ESTrainer:
         n = self.policy.num_params
         offsets = self._rng.integers(0, p.noise_table_size - n + 1, size=pairs)
         seeds = self._rng.integers(0, 2**31 - 1, size=(pairs, p.episodes_per_eval))
+        if p.common_env_seeds:
+            seeds[:] = seeds[0]
         eval_seeds = self._rng.integers(0, 2**31 - 1, size=p.eval_episodes)
 
         tasks: list[tuple] = [("pair", i, int(offsets[i]), seeds[i].tolist()) for i in range(pairs)]

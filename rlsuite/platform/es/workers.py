@@ -43,6 +43,8 @@ class Worker:
         noise: np.ndarray,
         hidden: Sequence[int],
         activation: str,
+        recurrent: str,
+        cell_size: int,
         sigma: float,
         max_episode_steps: int | None,
         filter_obs: bool,
@@ -53,7 +55,9 @@ class Worker:
         make = env_registry._resolve(env_spec.entry_point)
         self.env = make(**{**env_spec.default_config, **dict(env_config)})
         obs_space, act_space = env_spaces(self.env, self.env_id, self.multi)
-        self.policy = ESPolicy(obs_space, act_space, hidden, activation)
+        self.policy = ESPolicy(obs_space, act_space, hidden, activation, recurrent, cell_size)
+        self._state: dict[Any, Any] = {}
+        """Each agent's recurrent state in the running episode (empty: feed-forward)."""
         self.noise = noise
         self.sigma = np.float32(sigma)
         self.max_steps = max_episode_steps
@@ -114,22 +118,36 @@ class Worker:
             steps += n
         return total / len(seeds), steps
 
-    def _act(self, obs: Any, mean: np.ndarray, std: np.ndarray, stat: RunningStat | None) -> Any:
+    def _act(
+        self,
+        obs: Any,
+        mean: np.ndarray,
+        std: np.ndarray,
+        stat: RunningStat | None,
+        agent: Any = None,
+    ) -> Any:
         x = self.policy.flat_obs(obs)
         if stat is not None:
             stat.push(x)
         if self.filter_obs:
             x = np.clip((x - mean) / std, -OBS_CLIP, OBS_CLIP)
-        return self.policy.action(self.policy.forward(x))
+        if not self.policy.recurrent:
+            return self.policy.action(self.policy.forward(x))
+        h = self._state.get(agent)
+        out, self._state[agent] = self.policy.step(
+            x, self.policy.initial_state() if h is None else h
+        )
+        return self.policy.action(out)
 
     def _episode(
         self, seed: int, mean: np.ndarray, std: np.ndarray, stat: RunningStat | None
     ) -> tuple[float, int]:
         env, total, steps = self.env, 0.0, 0
+        self._state = {}  # every episode starts from the initial recurrent state
         obs, _ = env.reset(seed=seed)
         while True:
             if self.multi:
-                actions = {a: self._act(o, mean, std, stat) for a, o in obs.items()}
+                actions = {a: self._act(o, mean, std, stat, a) for a, o in obs.items()}
                 obs, rew, term, trunc, _ = env.step(actions)
                 total += float(sum(rew.values()))
                 done = not env.agents or all(term.values()) or all(trunc.values())
