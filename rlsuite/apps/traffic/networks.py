@@ -41,13 +41,18 @@ class VehicleType:
     """Vehicle length (m)."""
     color: str = "1,1,1"
     """RGB for sumo-gui."""
+    speed_dev: float = 0.0
+    """Spread of the drivers' speed factors around 1 (SUMO ``speedDev``; Flow's default 0.1)."""
+    impatience: float = 0.0
+    """SUMO ``impatience``: willingness to force a way at a minor link after waiting (Flow: 0.5)."""
 
     def xml(self) -> str:
+        extra = f'impatience="{self.impatience}" ' if self.impatience else ""
         return (
             f'  <vType id="{self.id}" carFollowModel="IDM" accel="{self.accel}" '
             f'decel="{self.decel}" emergencyDecel="9" tau="{self.tau}" minGap="{self.min_gap}" '
             f'delta="{self.delta}" maxSpeed="{self.max_speed}" length="{self.length}" '
-            f'speedFactor="1" speedDev="0" sigma="0" color="{self.color}"/>'
+            f'speedFactor="1" speedDev="{self.speed_dev:g}" sigma="0" {extra}color="{self.color}"/>'
         )
 
 
@@ -308,6 +313,84 @@ def loop_routes(
         lines.append(
             f'  <vehicle id="{vid}" type="{vtype}" route="r_{edges[e]}" depart="0" '
             f'departPos="{pos:.4f}" departSpeed="0" departLane="0"/>'
+        )
+    lines.append("</routes>")
+    _atomic_write(path, "\n".join(lines) + "\n")
+
+
+MERGE_INFLOW_LENGTH = 100.0
+"""Length of the merge network's two inflow edges (m), as Flow's ``INFLOW_EDGE_LEN``."""
+MERGE_HIGHWAY_ROUTE = ("inflow_highway", "left", "center")
+MERGE_RAMP_ROUTE = ("inflow_merge", "bottom", "center")
+
+
+def merge_network(
+    pre_merge: float = 500.0, post_merge: float = 100.0, merge: float = 100.0, speed: float = 30.0
+) -> str:
+    """Flow's merge: a one-lane highway (a 100 m inflow edge, ``pre_merge`` m to the merge,
+    ``post_merge`` m after it) joined at 45 degrees by a one-lane on-ramp (a 100 m inflow
+    edge, then ``merge`` m), at a priority junction of 10 m radius, as netconvert builds it
+    by default (internal lanes kept). Returns the .net.xml path."""
+    for name, v in (("pre_merge", pre_merge), ("post_merge", post_merge), ("merge", merge)):
+        if not 20 <= v <= 10_000:
+            raise ValueError(f"merge network {name} length must be within [20, 10000] m, got {v}")
+    c, s, inflow = math.cos(math.pi / 4), math.sin(math.pi / 4), MERGE_INFLOW_LENGTH
+    nodes = "\n".join(
+        [
+            "<nodes>",
+            f'  <node id="inflow_highway" x="{-inflow}" y="0"/>',
+            '  <node id="left" x="0" y="0"/>',
+            f'  <node id="center" x="{pre_merge}" y="0" radius="10"/>',
+            f'  <node id="right" x="{pre_merge + post_merge}" y="0"/>',
+            f'  <node id="inflow_merge" x="{pre_merge - (merge + inflow) * c:.4f}" '
+            f'y="{-(merge + inflow) * s:.4f}"/>',
+            f'  <node id="bottom" x="{pre_merge - merge * c:.4f}" y="{-merge * s:.4f}"/>',
+            "</nodes>",
+        ]
+    )
+    edge = '  <edge id="{0}" from="{1}" to="{2}" numLanes="1" speed="{3}" length="{4}"/>'
+    edges = "\n".join(
+        [
+            "<edges>",
+            edge.format("inflow_highway", "inflow_highway", "left", speed, inflow),
+            edge.format("left", "left", "center", speed, pre_merge),
+            edge.format("inflow_merge", "inflow_merge", "bottom", speed, inflow),
+            edge.format("bottom", "bottom", "center", speed, merge),
+            edge.format("center", "center", "right", speed, post_merge),
+            "</edges>",
+        ]
+    )
+    key = f"merge_{pre_merge:g}_{post_merge:g}_{merge:g}m_{speed:g}"
+    return _compile(key, nodes, edges)
+
+
+def merge_routes(
+    path: str,
+    types: Sequence[VehicleType],
+    flows: Sequence[tuple[str, str, float, float, float]],
+    initial: Sequence[tuple[str, str, float]] = (),
+) -> None:
+    """The merge's demand: ``flows`` ``(flow id, vType, veh/h, depart speed, end s)``, each
+    on the highway unless its id starts with ``ramp``, inserted evenly spaced
+    (``vehsPerHour``, the first at t = 0), on a free lane; and ``initial`` vehicles
+    ``(id, vType, position on the highway's first 600 m)`` standing at t = 0."""
+    lines = ["<routes>", *[t.xml() for t in types]]
+    lines.append(f'  <route id="highway" edges="{" ".join(MERGE_HIGHWAY_ROUTE)}"/>')
+    lines.append(f'  <route id="ramp" edges="{" ".join(MERGE_RAMP_ROUTE)}"/>')
+    lines.append('  <route id="left" edges="left center"/>')
+    for vid, vtype, x in initial:
+        route, pos = ("highway", x) if x < MERGE_INFLOW_LENGTH else ("left", x - MERGE_INFLOW_LENGTH)
+        lines.append(
+            f'  <vehicle id="{vid}" type="{vtype}" route="{route}" depart="0" '
+            f'departPos="{pos:.2f}" departSpeed="0" departLane="0"/>'
+        )
+    for fid, vtype, rate, speed, end in flows:
+        if rate <= 0:
+            continue
+        route = "ramp" if fid.startswith("ramp") else "highway"
+        lines.append(
+            f'  <flow id="{fid}" type="{vtype}" route="{route}" begin="0" end="{end:g}" '
+            f'vehsPerHour="{rate:g}" departLane="free" departSpeed="{speed:g}"/>'
         )
     lines.append("</routes>")
     _atomic_write(path, "\n".join(lines) + "\n")

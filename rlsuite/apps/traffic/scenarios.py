@@ -75,6 +75,15 @@ SCENARIOS: dict[str, TrafficScenario] = {
             has_avs=True,
         ),
         TrafficScenario(
+            "merge",
+            "rlsuite/MergeMulti-v0",
+            True,
+            ("idm", "followerstopper", "pi"),
+            False,
+            False,
+            "Flow's merge (highway + on-ramp, --env-set av_share=0.1), one agent per AV on the road",
+        ),
+        TrafficScenario(
             "signals",
             "rlsuite/Signals-v0",
             True,
@@ -145,6 +154,11 @@ def controller_for(
             if scenario.multi_agent:
                 return functools.partial(controllers.PerAgent, factory, f"{name} (per AV)"), {}
             return functools.partial(controllers.Stacked, factory, cfg.num_avs, name), {}
+        if scenario.name == "merge":
+            from rlsuite.apps.traffic.envs.merge import baseline_options
+
+            opts = baseline_options(name, env_config)
+            factory = functools.partial(controllers.make_baseline, name, **opts)
         if scenario.multi_agent:
             return functools.partial(controllers.PerAgent, factory, f"{name} (per AV)"), {}
         return factory, {}

@@ -48,3 +48,20 @@ _envs.register(
     max_envs_per_process=1,
     description="Flow's figure-eight with k AVs (default 7 of 14), one agent each (PettingZoo parallel)",
 )
+
+_envs.register(
+    "rlsuite/MergeMulti-v0",
+    "rlsuite.apps.traffic.envs.merge:MergeMultiEnv",
+    multi_agent=True,
+    default_config={},
+    max_envs_per_process=1,
+    description="Flow's merge (highway + on-ramp, 10% AVs), one agent per AV on the road (PettingZoo parallel)",
+)
+
+_envs.register(
+    "rlsuite/Merge-v0",
+    "rlsuite.apps.traffic.envs.merge:MergeEnv",
+    default_config={},
+    max_envs_per_process=1,
+    description="Flow's merge under one centralised policy for up to num_rl AVs (Flow's MergePOEnv)",
+)

@@ -1,0 +1,265 @@
+"""Flow's merge 0/1/2: a learned AV policy against all-human and the hand-written AV rules.
+
+Flow's open merge (Vinitsky et al., CoRL 2018): a one-lane highway (100 m inflow edge, 500 m
+to the merge, 100 m after it) and a 100 m on-ramp (after its own 100 m inflow edge); 2000
+veh/h enter the highway, 10% / 25% / 33.3% of them AVs (merge 0 / 1 / 2), 100 veh/h the
+ramp; 750 env steps of 1 s (two SUMO steps of 0.5 s each, Flow's ``sims_per_step=2``, no
+warm-up: the road fills from five cars); AV accelerations in [-1.5, 1.5] m/s^2. The metric
+is Flow's: the mean speed of the vehicles on the road, over the episode.
+
+The policy (``--controller``, default the shipped ``benchmarks/policies/merge_es``) is one
+policy shared by every AV (``rlsuite/MergeMulti-v0``, an agent per AV on the road), so the
+same policy drives merge 0, 1 and 2. All-human is the same inflow with no AV at all;
+``idm`` drives the AVs as the humans drive, ``followerstopper`` and ``pi`` are Stern et
+al.'s rules on every AV.
+
+Pass criterion: on merge 0, learned / all-human mean speed >= 1.8 (Flow: 14.95 / 7.39 =
+2.02), both measured here on the same seeds. Flow's absolute speeds are printed beside ours.
+
+``--speed`` also measures sampling: env steps/s of the platform's RLlib env runner (PPO's
+module, no learning) and of the env in this process against a raw libsumo loop of the same
+network (two SUMO steps per env step and every vehicle's state read, no control).
+
+Usage:
+    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_merge.py [--controller DIR] [--episodes 3] [--speed]
+
+Writes benchmarks/results/traffic_merge.json and traffic_merge.png (mean speed over time
+on merge 0, and the mean speeds of every controller on merge 0/1/2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from traffic_common import MACHINE, RESULTS  # noqa: E402
+
+ENV_ID = "rlsuite/MergeMulti-v0"
+POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "merge_es")
+VARIANTS = {0: 0.1, 1: 0.25, 2: 0.333}
+"""merge variant -> AV share of the highway inflow."""
+FLOW = {0: (14.95, "TRPO"), 1: (17.29, "ES"), 2: (17.36, "ES")}
+"""Flow's best learned mean speed (m/s) per variant and its algorithm (CoRL 2018, Table 1)."""
+FLOW_HUMAN = 7.39
+"""Flow's all-human mean speed (m/s)."""
+RATIO = 1.8
+BASELINES = ("idm", "followerstopper", "pi")
+
+
+def evaluate(controller: str, cfg: dict, seeds: list[int]) -> dict:
+    """Mean metrics of one controller (a baseline name or a checkpoint) on ``seeds``."""
+    from rlsuite.apps.traffic import scenarios
+    from rlsuite.platform import evaluation
+
+    ctrl = controller
+    if controller in BASELINES:
+        ctrl, _ = scenarios.controller_for(scenarios.get("merge"), controller, cfg)
+    ev = evaluation.evaluate(ctrl, evaluation.scenarios(ENV_ID, seeds, cfg), num_workers=0)
+    return {k: ev.summary[k]["mean"] for k in ("mean_speed", "throughput_veh_h", "return",
+                                              "collisions", "teleports")}  # fmt: skip
+
+
+def speed_series(controller: str, cfg: dict, seed: int) -> dict[str, list[float]]:
+    """One seeded episode's mean speed and outflow per env step."""
+    from rlsuite.apps.traffic import scenarios
+    from rlsuite.platform import envs, evaluation
+
+    ctrl = controller
+    if controller in BASELINES:
+        ctrl, _ = scenarios.controller_for(scenarios.get("merge"), controller, cfg)
+    env = envs.make(ENV_ID, cfg)
+    try:
+        evaluation.run_episode(env, evaluation.build_controller(ctrl),
+                               evaluation.Scenario(ENV_ID, cfg, seed))  # fmt: skip
+        s = env.series()
+    finally:
+        env.close()
+    return {k: s[k].tolist() for k in ("t", "mean_speed", "outflow")}
+
+
+def raw_rate(env_steps: int) -> float:
+    """Env steps/s of a raw libsumo loop of merge 0 (two SUMO steps and a full state read
+    each), with the road as full as the all-human episode leaves it."""
+    from rlsuite.apps.traffic.envs.merge import MergeConfig, MergeSimulation
+
+    core = MergeSimulation(MergeConfig(horizon=10_000))
+    try:
+        core.start(np.random.default_rng(0))
+        for _ in range(300):  # fill the road
+            core.advance({})
+        sim = core.sim
+        assert sim.backend == "libsumo", sim.backend
+        t = time.perf_counter()
+        for _ in range(env_steps):
+            for _ in range(2):
+                sim.step()
+                sim.vehicle_states(sim.vehicle_ids())
+        return env_steps / (time.perf_counter() - t)
+    finally:
+        core.close()
+
+
+def env_rate(env_steps: int) -> float:
+    """Env steps/s of the multi-agent env stepped in this process (zero actions)."""
+    from rlsuite.apps.traffic.envs.merge import MergeMultiEnv
+
+    env = MergeMultiEnv(horizon=300 + env_steps)
+    try:
+        env.reset(seed=0)
+        for _ in range(300):
+            env.step({a: np.zeros(1, np.float32) for a in env.agents})
+        t = time.perf_counter()
+        for _ in range(env_steps):
+            env.step({a: np.zeros(1, np.float32) for a in env.agents})
+        return env_steps / (time.perf_counter() - t)
+    finally:
+        env.close()
+
+
+def sampler_rate(env_steps: int) -> float:
+    """Env steps/s of one RLlib env runner of the platform (the sync plan's module, no
+    learning) on the multi-agent merge, whole 750-step episodes."""
+    from rlsuite.platform import cluster, envs, optimizers
+
+    with cluster.local_cluster(num_cpus=2):
+        envs.rllib_env(ENV_ID)
+        plan = optimizers.make_plan("sync", env=ENV_ID, env_config={}, num_env_runners=1, seed=0,
+                                    hidden=(32, 32))  # fmt: skip
+        algo = optimizers.to_rllib(plan).build_algo()
+        try:
+            group = algo.env_runner_group
+
+            def sample(r):
+                return sum(len(e) for e in r.sample(num_timesteps=env_steps, random_actions=False))
+
+            group.foreach_env_runner(sample, local_env_runner=False)  # warm-up
+            t = time.perf_counter()
+            n = sum(group.foreach_env_runner(sample, local_env_runner=False))
+            return n / (time.perf_counter() - t)
+        finally:
+            algo.stop()
+
+
+def _plot(out: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.2), dpi=110)
+    colors = {"learned": "tab:green", "all-human": "black", "idm": "grey",
+              "followerstopper": "tab:orange", "pi": "tab:blue"}  # fmt: skip
+    for name, s in out["series_merge0"].items():
+        v = np.array(s["mean_speed"], float)
+        k = 10  # 10 s moving average
+        smooth = np.convolve(v, np.ones(k) / k, mode="valid")
+        a.plot(np.array(s["t"])[k - 1 :], smooth, label=name, color=colors.get(name))
+    a.set_xlabel("time (s)")
+    a.set_ylabel("mean speed on the road (m/s, 10 s mean)")
+    a.set_title(f"merge 0, seed {out['seeds'][0]}")
+    a.legend(fontsize=8)
+    names = ["learned", "all-human", *BASELINES]
+    width = 0.15
+    for j, name in enumerate(names):
+        vals = [out["variants"][str(v)]["rows"][name]["mean_speed"] for v in sorted(VARIANTS)]
+        b.bar(np.arange(3) + (j - 2) * width, vals, width, label=name, color=colors.get(name))
+    b.scatter(np.arange(3), [FLOW[v][0] for v in sorted(VARIANTS)], marker="*", s=120,
+              color="tab:red", label="Flow learned", zorder=3)  # fmt: skip
+    b.axhline(FLOW_HUMAN, color="tab:red", ls="--", lw=1, label="Flow all-human")
+    b.set_xticks(np.arange(3), [f"merge {v} ({VARIANTS[v]:.0%} AVs)" for v in sorted(VARIANTS)])
+    b.set_ylabel("mean speed (m/s)")
+    b.set_title("mean speed, ours beside Flow's")
+    b.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from rlsuite.apps.traffic.envs.merge import all_human
+
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--controller", default=POLICY, help="the learned policy (a checkpoint)")
+    p.add_argument("--episodes", type=int, default=3, help="seeded episodes per controller")
+    p.add_argument("--speed", action="store_true", help="also measure sampling speed")
+    p.add_argument("--out", default="traffic_merge")
+    args = p.parse_args(argv)
+    console = Console(width=150)
+    seeds = list(range(1000, 1000 + args.episodes))
+    out: dict = {"benchmark": "traffic_merge", "machine": MACHINE, "controller": args.controller,
+                 "seeds": seeds, "flow_all_human": FLOW_HUMAN, "variants": {},
+                 "command": "flock /tmp/rlsuite-heavy.lock .venv/bin/python "
+                 "benchmarks/traffic_merge.py " + " ".join(argv if argv is not None else sys.argv[1:])}  # fmt: skip
+    if os.path.isfile(os.path.join(args.controller, "rlsuite.json")):
+        with open(os.path.join(args.controller, "rlsuite.json")) as f:
+            out["controller_note"] = json.load(f).get("note", "")
+    t = Table(title=f"Flow's merge, {args.episodes} episodes each (750 s), mean speed (m/s)")
+    for c in ("variant", "controller", "mean speed", "/ all-human", "outflow (veh/h)",
+              "Flow (m/s)", "Flow / all-human"):  # fmt: skip
+        t.add_column(c, justify="right")
+    for v, share in VARIANTS.items():
+        cfg = {"av_share": share}
+        rows = {"learned": evaluate(args.controller, cfg, seeds)}
+        for b in BASELINES:
+            rows[b] = evaluate(b, cfg, seeds)
+        human = all_human(cfg, seeds)
+        rows["all-human"] = {
+            "mean_speed": float(np.mean([h["mean_speed"] for h in human])),
+            "throughput_veh_h": float(np.mean([h["throughput_veh_h"] for h in human])),
+        }
+        hv = rows["all-human"]["mean_speed"]
+        for name, r in rows.items():
+            r["ratio"] = r["mean_speed"] / hv
+            flow = {"learned": FLOW[v][0], "all-human": FLOW_HUMAN}.get(name)
+            t.add_row(f"merge {v} ({share:.0%})", name, f"{r['mean_speed']:.2f}",
+                      f"{r['ratio']:.2f}", f"{r['throughput_veh_h']:.0f}",
+                      "" if flow is None else f"{flow:.2f}" + (f" ({FLOW[v][1]})" if name == "learned" else ""),
+                      "" if flow is None else f"{flow / FLOW_HUMAN:.2f}")  # fmt: skip
+        out["variants"][str(v)] = {"av_share": share, "rows": rows,
+                                   "flow_learned": FLOW[v][0], "flow_algorithm": FLOW[v][1]}  # fmt: skip
+        console.print(
+            f"merge {v}: learned {rows['learned']['mean_speed']:.2f} m/s, all-human {hv:.2f}"
+        )
+    console.print(t)
+    cfg0 = {"av_share": VARIANTS[0]}
+    series = {"learned": speed_series(args.controller, cfg0, seeds[0])}
+    for b in BASELINES:
+        series[b] = speed_series(b, cfg0, seeds[0])
+    h = all_human(cfg0, seeds[:1])[0]["series"]
+    series["all-human"] = {k: h[k].tolist() for k in ("t", "mean_speed", "outflow")}
+    out["series_merge0"] = series
+    ratio = out["variants"]["0"]["rows"]["learned"]["ratio"]
+    checks = {f"merge 0: learned / all-human >= {RATIO} (Flow 2.02), measured here": ratio >= RATIO}
+    if args.speed:
+        raw, local, sampler = raw_rate(1500), env_rate(1500), sampler_rate(1500)
+        out["sampling"] = {"raw_libsumo_env_steps_per_s": raw, "env_in_process_steps_per_s": local,
+                           "rllib_runner_env_steps_per_s": sampler,
+                           "runner_vs_raw_per_core": sampler / raw}  # fmt: skip
+        console.print(f"sampling (env steps/s, 1 core each): raw libsumo loop {raw:.0f}, env in "
+                      f"process {local:.0f} ({local / raw:.0%}), RLlib env runner {sampler:.0f} "
+                      f"({sampler / raw:.0%} of raw)")  # fmt: skip
+        checks["platform sampler >= 50% of the raw libsumo loop per core"] = sampler / raw >= 0.5
+    out["checks"] = checks
+    for k, ok in checks.items():
+        console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, f"{args.out}.json"), "w") as f:
+        json.dump(out, f, indent=2, default=float)
+    _plot(out, os.path.join(RESULTS, f"{args.out}.png"))
+    console.print(f"results: {os.path.join(RESULTS, args.out)}.json and .png")
+    return 0 if all(checks.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
