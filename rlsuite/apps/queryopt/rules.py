@@ -65,10 +65,11 @@ class Query:
     """The catalog the expression was qualified against."""
 
     @staticmethod
-    def parse(sql: str, catalog: Catalog) -> Query:
-        """Parse and qualify ``sql``; raises :class:`UnsupportedQuery` with the reason."""
+    def parse(sql: str, catalog: Catalog, dialect: str = DIALECT) -> Query:
+        """Parse and qualify ``sql`` (written in ``dialect``, PostgreSQL's by default);
+        raises :class:`UnsupportedQuery` with the reason."""
         try:
-            parsed = sqlglot.parse(sql, read=DIALECT)
+            parsed = sqlglot.parse(sql, read=dialect)
         except ParseError as e:
             raise UnsupportedQuery(
                 f"sqlglot cannot parse the query: {str(e).splitlines()[0]}"
@@ -91,7 +92,7 @@ class Query:
             e = qualify(
                 e,
                 schema={k: dict(v) for k, v in catalog.columns.items()},
-                dialect=DIALECT,
+                dialect=dialect,
                 quote_identifiers=False,
                 validate_qualify_columns=True,
             )

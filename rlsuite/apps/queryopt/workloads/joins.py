@@ -65,21 +65,32 @@ class JoinsWorkload(Workload):
     def tables(self) -> tuple[str, ...]:
         return ("r", "s", "t")
 
-    def setup(self, db: Database, seed: int = 0) -> dict:
+    def columns(self, seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
+        """The generated data, ``{table: {column: int32 array}}`` (what every engine loads)."""
         rng = np.random.default_rng(seed)
-        r = np.column_stack(
-            [
-                np.arange(1, self.r_rows + 1),
-                rng.integers(0, self.distinct_b, self.r_rows),
-                rng.integers(0, self.distinct_c, self.r_rows),
-            ]
-        )
-        s = np.column_stack(
-            [rng.integers(0, self.distinct_b, self.s_rows), rng.integers(0, 1000, self.s_rows)]
-        )
-        t = np.column_stack(
-            [rng.integers(0, self.distinct_c, self.t_rows), rng.integers(0, 1000, self.t_rows)]
-        )
+        r = {
+            "a": np.arange(1, self.r_rows + 1),
+            "b": rng.integers(0, self.distinct_b, self.r_rows),
+            "c": rng.integers(0, self.distinct_c, self.r_rows),
+        }
+        s = {
+            "b": rng.integers(0, self.distinct_b, self.s_rows),
+            "d": rng.integers(0, 1000, self.s_rows),
+        }
+        t = {
+            "c": rng.integers(0, self.distinct_c, self.t_rows),
+            "e": rng.integers(0, 1000, self.t_rows),
+        }
+        return {
+            name: {k: v.astype(np.int32) for k, v in cols.items()}
+            for name, cols in (("r", r), ("s", s), ("t", t))
+        }
+
+    def setup(self, db: Database, seed: int = 0) -> dict:
+        data = {
+            name: np.column_stack(list(cols.values())) for name, cols in self.columns(seed).items()
+        }
+        r, s, t = data["r"], data["s"], data["t"]
 
         def tsv(a: np.ndarray) -> io.StringIO:
             return io.StringIO("\n".join("\t".join(str(int(x)) for x in row) for row in a) + "\n")

@@ -54,15 +54,18 @@ class UdfWorkload(Workload):
     def settings(self) -> dict[str, str]:
         return {"qopt.udf_cost": str(self.udf_cost)}
 
-    def setup(self, db: Database, seed: int = 0) -> dict:
+    def columns(self, seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
+        """The generated data, ``{table: {column: int32 array}}`` (what every engine loads)."""
         rng = np.random.default_rng(seed)
-        r = np.column_stack(
-            [
-                np.arange(1, self.r_rows + 1),
-                rng.integers(0, self.distinct_b, self.r_rows),
-                rng.integers(0, 10, self.r_rows),
-            ]
-        )
+        r = {
+            "a": np.arange(1, self.r_rows + 1),
+            "b": rng.integers(0, self.distinct_b, self.r_rows),
+            "c": rng.integers(0, 10, self.r_rows),
+        }
+        return {"r": {k: v.astype(np.int32) for k, v in r.items()}}
+
+    def setup(self, db: Database, seed: int = 0) -> dict:
+        r = np.column_stack(list(self.columns(seed)["r"].values()))
         buf = io.StringIO("\n".join("\t".join(str(int(x)) for x in row) for row in r) + "\n")
         db.load(
             self.schema,
@@ -86,3 +89,11 @@ class UdfWorkload(Workload):
         rng.shuffle(where)
         sel = f"R.b, {agg}" if rng.random() < 0.5 else str(agg)
         return f"SELECT {sel} FROM R WHERE {' AND '.join(where)} GROUP BY R.b"
+
+
+def udf_python(x: int, cost: int) -> bool:
+    """The UDF in Python, for engines that run Python UDFs (Spark): the same loop and answer."""
+    acc = int(x)
+    for _ in range(int(cost)):
+        acc = (acc * 1103515245 + 12345) % 2147483648
+    return int(x) % 3 != 0 or acc < 0
