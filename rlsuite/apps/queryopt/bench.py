@@ -46,6 +46,8 @@ class BenchResult:
     rewriter: str
     rows: list[QueryRow] = field(default_factory=list)
     timeout_ms: int = 0
+    baseline: str = "PostgreSQL"
+    """Whose plan the rewrites are compared with (the engine's own optimizer)."""
 
     @property
     def geomean_speedup(self) -> float:
@@ -86,6 +88,7 @@ class BenchResult:
             "workload": self.workload,
             "rewriter": self.rewriter,
             "timeout_ms": self.timeout_ms,
+            "baseline": self.baseline,
             "summary": self.summary(),
             "queries": [asdict(r) for r in self.rows],
         }
@@ -98,8 +101,9 @@ class BenchResult:
     def table(self, max_rows: int = 30):
         from rich.table import Table
 
-        t = Table(title=f"{self.workload}: PostgreSQL vs {self.rewriter}")
-        for c in ("#", "query", "postgres s", "rewritten s", "speed-up", "rewrites", "rows"):
+        t = Table(title=f"{self.workload}: {self.baseline} vs {self.rewriter}")
+        own = f"{self.baseline.lower()} s"
+        for c in ("#", "query", own, "rewritten s", "speed-up", "rewrites", "rows"):
             t.add_column(
                 c, justify="right" if c.endswith("s") or c in ("#", "speed-up") else "left"
             )
@@ -148,13 +152,17 @@ def compare(
     repeat: int = 1,
     check: bool = True,
     progress: Callable[[int, QueryRow], None] | None = None,
+    baseline: str = "PostgreSQL",
 ) -> BenchResult:
     """Per query: PostgreSQL's time, the rewriter's time, speed-up, rewrites, whether rows match."""
     schema = workload.schema
     base_settings = dict(workload.settings())
     catalog(db, schema, cached=False)
     res = BenchResult(
-        workload.name, getattr(rewriter, "name", type(rewriter).__name__), timeout_ms=timeout_ms
+        workload.name,
+        getattr(rewriter, "name", type(rewriter).__name__),
+        timeout_ms=timeout_ms,
+        baseline=baseline,
     )
     for i, sql in enumerate(queries):
         pg_s, pg_rows, pg_to = _timed(db, schema, sql, base_settings, timeout_ms, repeat)

@@ -10,6 +10,7 @@ SYNOPSIS
     qopt-bench rewrite "SQL" [--workload W] [--model PATH | --rules R1,R2] [--check] [--dsn DSN]
     qopt-bench server  {start,stop,status}
     qopt-bench rules
+    qopt-bench setup | train | run | rewrite ... --engine spark [--spark-master URL] [--spark-dir DIR]
 
 DESCRIPTION
     Without --dsn every command uses the embedded PostgreSQL server: a cluster
@@ -19,6 +20,14 @@ DESCRIPTION
     keeps one up). With --dsn the commands use that server; the app only ever
     writes into its own schemas (qopt_joins, qopt_udf, qopt_tpch), and measured
     queries run read-only with a statement_timeout.
+
+    With --engine spark the same commands run on Spark SQL: an embedded local[*]
+    session (pyspark, Java 17), or the cluster of --spark-master spark://HOST:PORT.
+    Data is loaded as Parquet under --spark-dir (default $RLSUITE_SPARK_DIR or
+    /var/tmp/rlsuite-spark-<uid>); the rewrites are the rules through sqlglot's Spark
+    dialect plus join hints (BROADCAST, MERGE, SHUFFLE_HASH, SHUFFLE_REPLICATE_NL per
+    relation) and adaptive-execution switches; PostgreSQL's planner arms are refused
+    with the reason. Every rewrite's rows are compared with Spark's own answer.
 
 EXIT STATUS
     0 success; 1 `rewrite --check` found different rows; 2 bad usage or a
@@ -54,6 +63,24 @@ def build_parser() -> argparse.ArgumentParser:
             "--dsn",
             default=None,
             help="libpq DSN of an existing server (default: the embedded server)",
+        )
+        sp.add_argument(
+            "--engine",
+            choices=("postgres", "spark"),
+            default="postgres",
+            help="the database the queries run on (default: postgres)",
+        )
+        sp.add_argument(
+            "--spark-master",
+            default=None,
+            metavar="URL",
+            help="with --engine spark: an existing cluster's master (default: embedded local[*])",
+        )
+        sp.add_argument(
+            "--spark-dir",
+            default=None,
+            metavar="DIR",
+            help="with --engine spark: Spark's private directory (data, warehouse, scratch)",
         )
         if workload:
             sp.add_argument(
@@ -96,7 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--queries", type=int, default=50, help="training queries (default 50)")
     t.add_argument("--iterations", type=int, default=10, help="training iterations (default 10)")
     t.add_argument("--run-dir", default="runs/queryopt", help="output directory")
-    t.add_argument("--timeout-ms", type=int, default=1000, help="runtime cap while training")
+    t.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=None,
+        help="runtime cap while training (default 1000; 10000 on Spark)",
+    )
     t.add_argument("--max-steps", type=int, default=3, help="rewrites per episode")
     t.add_argument(
         "--reward",
@@ -104,7 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
         default="runtime",
         help="runtime (-seconds) or cost (PostgreSQL's estimate, no execution)",
     )
-    t.add_argument("--num-env-runners", type=int, default=2, help="parallel env runners")
+    t.add_argument(
+        "--num-env-runners",
+        type=int,
+        default=None,
+        help="parallel env runners (default 2; 0 on Spark: one JVM)",
+    )
+    t.add_argument(
+        "--env-steps", type=int, default=100, help="with --engine spark: env steps per iteration"
+    )
     t.add_argument("--seed", type=int, default=0, help="training seed")
     t.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     add_cluster_flags(t, num_cpus=False)
@@ -224,10 +264,10 @@ def cmd_train(args: argparse.Namespace) -> int:
             workload_config=wcfg,
             num_queries=args.queries,
             max_steps=args.max_steps,
-            timeout_ms=args.timeout_ms,
+            timeout_ms=args.timeout_ms or 1000,
             reward=args.reward,
             iterations=args.iterations,
-            num_env_runners=args.num_env_runners,
+            num_env_runners=2 if args.num_env_runners is None else args.num_env_runners,
             seed=args.seed,
         )
         cfg.validate()
@@ -406,6 +446,12 @@ def main(argv: list[str] | None = None) -> int:
         handler = getattr(args, "qopt_plugin_handler", None)
         if handler is not None:
             return int(handler(args))
+        if getattr(args, "engine", "postgres") == "spark":
+            from rlsuite.apps.queryopt import spark_cli
+
+            return spark_cli.main(args)
+        if getattr(args, "spark_master", None) or getattr(args, "spark_dir", None):
+            raise ValueError("--spark-master and --spark-dir go with --engine spark")
         return COMMANDS[args.command](args)
     except (ValueError, RuntimeError, FileNotFoundError, FileExistsError) as e:
         console.print(f"[red]qopt-bench {args.command}: {e}[/]")

@@ -407,6 +407,7 @@ class SparkEngine:
         self._use(schema)
         old = self._apply(dict(settings or {}))
         try:
+            self.spark.sql(sql)  # parses and analyzes (nothing runs): Spark's own errors
             text = self.spark.sql(f"EXPLAIN COST {sql}").collect()[0][0]
         except Exception as e:  # noqa: BLE001
             raise self._translate(e, sql) from e
@@ -507,3 +508,14 @@ def _stop(spark: Any) -> None:
             proc.wait(timeout=5)
     SparkContext._gateway = None
     SparkContext._jvm = None
+
+
+def ensure_workload(engine: SparkEngine, workload: Any, seed: int = 0, force: bool = False) -> bool:
+    """Load ``workload``'s data as Parquet unless this very data is there; True when loaded now."""
+    if not hasattr(workload, "columns"):
+        raise SparkError(f"the {workload.name} workload cannot be loaded on Spark yet")
+    key = workload.data_key(seed)
+    if not force and engine.is_loaded(workload.schema, key):
+        return False
+    engine.load(workload.schema, workload.columns(seed), key)
+    return True

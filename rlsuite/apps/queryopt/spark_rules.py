@@ -393,11 +393,14 @@ def validate(
     reasons: dict[str, str],
     timeout_ms: int,
     base_settings: Mapping[str, str],
+    slower_than: float | None = None,
 ) -> Decision:
     """Keep a rewrite only if it re-parses, Spark plans it, and it returns the original's rows.
 
     Rows are always compared on Spark (as multisets; as lists under ``ORDER BY``): a
     rewrite that fails, times out or returns other rows is dropped for the original.
+    With ``slower_than`` (a factor), a rewrite that ran more than that factor slower than
+    the original in this check is dropped too (the check runs both anyway).
     """
     new_sql = spark_sql(q)
     settings = {**base_settings, **q.settings_dict}
@@ -420,6 +423,13 @@ def validate(
     if not same_rows(a.rows or [], b.rows or [], ordered=has_order_by(sql)):
         fallback.reasons["*"] = "the rewrite returned different rows; kept the original"
         fallback.rows_match = False
+        return fallback
+    if slower_than is not None and b.runtime_s > slower_than * a.runtime_s:
+        fallback.reasons["*"] = (
+            f"the rewrite ran slower than Spark's own plan in the check "
+            f"({b.runtime_s:.3f} s vs {a.runtime_s:.3f} s); kept the original"
+        )
+        fallback.rows_match = True
         return fallback
     return Decision(new_sql, settings, q.applied, dict(reasons), rows_match=True)
 

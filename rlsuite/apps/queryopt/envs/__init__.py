@@ -8,3 +8,9 @@ envs.register(
     default_config={"workload": "joins"},
     description="rewrite SQL queries on PostgreSQL with semantics-preserving rules; reward -runtime",
 )
+envs.register(
+    "rlsuite/SparkQueryRewrite-v0",
+    "rlsuite.apps.queryopt.envs.spark_rewrite:SparkRewriteEnv",
+    default_config={"workload": "joins"},
+    description="rewrite SQL queries on Spark SQL (rules, join hints, AQE switches); reward -relative runtime",
+)
