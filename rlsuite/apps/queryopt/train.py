@@ -21,6 +21,7 @@ from rlsuite.apps.queryopt import rules as R
 from rlsuite.apps.queryopt.rewriter import Decision, validate
 
 ENV_ID = "rlsuite/QueryRewrite-v0"
+REPLAY_ENV_ID = "rlsuite/QueryRewriteReplay-v0"
 SIDECAR = "queryopt.json"
 
 
@@ -67,6 +68,12 @@ class TrainConfig:
     """Env steps between target-network syncs."""
     seed: int = 0
     """Seed of RLlib and the envs."""
+    experience: str = ""
+    """An experience store of ``qopt-bench serve --store``: train on the decisions it
+    served and their measured runtimes (``rlsuite/QueryRewriteReplay-v0``, no query runs)
+    instead of running the workload's queries."""
+    env_steps_per_iteration: int = 1000
+    """Env steps sampled per training iteration."""
 
     def validate(self) -> None:
         from rlsuite.apps.queryopt.workloads import WORKLOAD_NAMES
@@ -84,8 +91,23 @@ class TrainConfig:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if self.num_env_runners < 0:
             raise ValueError("num_env_runners must be >= 0")
+        if self.env_steps_per_iteration < 1:
+            raise ValueError("env_steps_per_iteration must be >= 1")
+        if self.experience and not os.path.exists(self.experience):
+            raise ValueError(f"experience store {self.experience} does not exist")
+
+    @property
+    def env_id(self) -> str:
+        return REPLAY_ENV_ID if self.experience else ENV_ID
 
     def env_config(self) -> dict[str, Any]:
+        if self.experience:
+            return dict(
+                experience=os.path.abspath(self.experience),
+                workload=self.workload,
+                workload_config=dict(self.workload_config),
+                max_steps=self.max_steps,
+            )
         cfg: dict[str, Any] = dict(
             dsn=self.dsn,
             workload=self.workload,
@@ -109,7 +131,7 @@ def make_plan(cfg: TrainConfig):
     cfg.validate()
     return optimizers.make_plan(
         "replay",
-        env=ENV_ID,
+        env=cfg.env_id,
         env_config=cfg.env_config(),
         num_env_runners=cfg.num_env_runners,
         num_envs_per_env_runner=1,
@@ -126,6 +148,7 @@ def make_plan(cfg: TrainConfig):
         target_update_freq=cfg.target_update_freq,
         buffer_size=20_000,
         n_step=1,
+        env_steps_per_iteration=cfg.env_steps_per_iteration,
     )
 
 
@@ -181,7 +204,9 @@ class LearnedRewriter:
         meta = metadata(self.checkpoint)
         side = _find_sidecar(self.checkpoint, model)
         self.featurizer = Featurizer.from_description(side["featurizer"])
-        env_cfg = dict(meta["env_config"])
+        env_cfg = {  # a model trained on replayed experience featurizes live queries
+            k: v for k, v in meta["env_config"].items() if k in _LIVE_ENV_KEYS
+        }
         if workload is not None:
             env_cfg["workload"] = workload
         if workload_config is not None:
@@ -230,6 +255,11 @@ class LearnedRewriter:
 
     def close(self) -> None:
         self.env.close()
+
+
+_LIVE_ENV_KEYS = frozenset(
+    ("workload", "workload_config", "split", "num_queries", "query_seed", "reward")
+)
 
 
 def _find_sidecar(ckpt: str, model: str) -> dict[str, Any]:

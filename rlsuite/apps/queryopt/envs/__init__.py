@@ -9,6 +9,12 @@ envs.register(
     description="rewrite SQL queries on PostgreSQL with semantics-preserving rules; reward -runtime",
 )
 envs.register(
+    "rlsuite/QueryRewriteReplay-v0",
+    "rlsuite.apps.queryopt.envs.replay:ReplayRewriteEnv",
+    default_config={"workload": "joins"},
+    description="rewrite decisions replayed from pg_qopt's experience store; reward -relative runtime",
+)
+envs.register(
     "rlsuite/SparkQueryRewrite-v0",
     "rlsuite.apps.queryopt.envs.spark_rewrite:SparkRewriteEnv",
     default_config={"workload": "joins"},

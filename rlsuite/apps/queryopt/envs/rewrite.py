@@ -227,6 +227,19 @@ class QueryRewriteEnv(gym.Env):
                 return -t / max(base, 1e-4)
         return -t
 
+    def observe(self, sql: str, applied: Sequence[str]) -> list[np.ndarray]:
+        """The states along the rules ``applied`` to ``sql``: before each rule and after the
+        last (plans only, nothing runs); stops early at a rule that does not apply."""
+        obs, _ = self.reset(seed=0, options={"sql": sql})
+        out = [obs]
+        for name in applied:
+            nxt = self._applicable.get(name)
+            if not isinstance(nxt, R.Query):
+                break
+            self.query, self.steps = nxt, self.steps + 1
+            out.append(self._obs())
+        return out
+
     def episode_metrics(self) -> dict[str, float]:
         """Runtime of the final query (and, with ``measure_baseline``, PostgreSQL's and the speed-up)."""
         out = {k: float(v) for k, v in self._last.items()}

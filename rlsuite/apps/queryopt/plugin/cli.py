@@ -5,8 +5,11 @@ NAME
     qopt-bench plugin - build/install the pg_qopt extension, or show its state
 
 SYNOPSIS
-    qopt-bench serve (--model PATH | --rules R1,R2) [--workload W] [--socket PATH | --listen localhost:PORT]
+    qopt-bench serve (--model PATH | --rules R1,R2 | --learn) [--workload W] [--socket PATH | --listen localhost:PORT]
                      [--wait-ms MS] [--rewards PATH] [--dsn DSN]
+                     [--store PATH [--window N]] [--learn [--retrain-every N] [--retrain-seconds S]]
+                     [--explore SHARE] [--regression-threshold X] [--regression-runs K] [--guard-margin X]
+    qopt-bench serve stats [--socket PATH | --listen localhost:PORT] [--json PATH]
     qopt-bench plugin install [--build-dir DIR]
     qopt-bench plugin status  [--dsn DSN] [--socket PATH]
 
@@ -36,6 +39,25 @@ DESCRIPTION
     on. Runtimes the extension reports are kept per decision (--rewards
     appends them to a JSON-lines file). Without --dsn, serve uses the embedded
     server (started if needed, stopped on exit if it started it).
+
+    Online learning, as Bao does it. --store PATH keeps an experience store
+    (SQLite): per measured execution the query shape (literals replaced by
+    ?), the features the model saw, the decision, how it was served and the
+    runtime, for the newest --window executions; it survives restarts, and
+    a file that is not such a store is refused, never overwritten. --learn
+    retrains the DQN (the platform's replay plan, as `qopt-bench train`) on
+    the store every --retrain-every new runtimes or --retrain-seconds, and
+    swaps the new model in only when, on recently seen shapes, its choices
+    are not predicted slower than the current model's by more than
+    --guard-margin; a failed retrain keeps the current model. Without
+    --model or --rules, --learn starts from no model (the standard plan).
+    At most --explore of any 100 answers try a decision not yet validated
+    (or measure the standard plan again); every rewrite has its rows checked
+    against the original's before it is served. A shape whose served
+    decision is slower than the standard plan by more than
+    --regression-threshold over its last --regression-runs executions falls
+    back to the standard plan, and the server logs why. `serve stats` asks a
+    running server: per-shape speed-ups, regressions caught, model versions.
 
 EXIT STATUS
     0 success; 2 bad usage or a failure (the message says what to do).
@@ -70,7 +92,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    g = s.add_mutually_exclusive_group(required=True)
+    s.add_argument(
+        "action",
+        nargs="?",
+        choices=("stats",),
+        help="stats: show a running server's per-shape speed-ups, regressions and models",
+    )
+    g = s.add_mutually_exclusive_group()
     g.add_argument("--model", help="checkpoint or run directory from `qopt-bench train`")
     g.add_argument("--rules", help="comma-separated fixed rules (no learned model)")
     s.add_argument(
@@ -97,6 +125,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="statement_timeout of the model's own database work",
     )
     s.add_argument("--dsn", default=None, help="libpq DSN (default: the embedded server)")
+    o = s.add_argument_group("online learning")
+    o.add_argument("--store", default=None, help="experience store (SQLite file), kept across runs")
+    o.add_argument("--window", type=int, default=5000, help="executions the store keeps (5000)")
+    o.add_argument("--learn", action="store_true", help="retrain from the store in the background")
+    o.add_argument(
+        "--retrain-every", type=int, default=50, help="retrain after N new runtimes (50)"
+    )
+    o.add_argument("--retrain-seconds", type=float, default=120.0, help="or after S seconds (120)")
+    o.add_argument(
+        "--explore", type=float, default=0.05, help="max share of answers that explore (0.05)"
+    )
+    o.add_argument(
+        "--regression-threshold",
+        type=float,
+        default=0.2,
+        help="fall back when this much slower than the standard plan (0.2 = 20%%)",
+    )
+    o.add_argument(
+        "--regression-runs", type=int, default=3, help="...over this many executions (3)"
+    )
+    o.add_argument(
+        "--guard-margin",
+        type=float,
+        default=0.05,
+        help="a new model may be predicted this much slower at most (0.05)",
+    )
+    o.add_argument(
+        "--models-dir", default=None, help="where retrained models go (default: STORE.models)"
+    )
+    o.add_argument(
+        "--max-steps", type=int, default=2, help="rewrites per decision without --model (2)"
+    )
+    o.add_argument(
+        "--train-iterations", type=int, default=2, help="training iterations per retrain (2)"
+    )
+    add_json_flag(s, "serve stats: the full answer")
     s.set_defaults(qopt_plugin_handler=cmd_serve)
 
     p = subparsers.add_parser(
@@ -175,7 +239,55 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stats(args: argparse.Namespace) -> int:
+    """``serve stats``: what a running model server has learned and caught."""
+    from rich.table import Table
+
+    from rlsuite.apps.queryopt.plugin.modelserver import default_socket, request
+
+    address = args.listen or args.socket or default_socket()
+    try:
+        st = request(address, {"op": "stats"}, timeout_s=5.0)
+    except (OSError, ValueError) as e:
+        raise RuntimeError(f"no model server answers at {address}: {e}") from e
+    t = Table(title=f"model server {address}: {st['decider']} (model v{st['model_version']})")
+    for c in ("shape", "runs", "served", "standard ms", "served ms", "speed-up", "fallback"):
+        t.add_column(c, justify="left" if c in ("shape", "served", "fallback") else "right")
+    for r in sorted(st["shapes"], key=lambda r: -r["executions"]):
+        t.add_row(
+            r["shape"][:60],
+            str(r["executions"]),
+            "+".join(r["served"]) or "standard",
+            _ms(r["standard_ms"]),
+            _ms(r["served_ms"]),
+            f"{r['speedup']:.2f}x" if r["speedup"] else "",
+            "yes" if r["blocked"] else "",
+        )
+    console.print(t)
+    console.print(
+        f"answers {st['answers']}, explored {st['explored']} (share <= {st['explore_share']}), "
+        f"rewards {st['rewards']}, regressions caught {len(st['regressions_caught'])}"
+    )
+    for r in st["regressions_caught"]:
+        console.print(f"  [yellow]regression[/] {r['shape'][:60]}: {r['reason']}", highlight=False)
+    for m in st["models"]:
+        console.print(f"  model v{m['version']}: {m['name']} {m.get('path', '')}", highlight=False)
+    for r in st["retrains"]:
+        what = "swapped" if r["swapped"] else r.get("reason", "not swapped")
+        console.print(f"  retrain v{r['version']} ({r['seconds']:.1f} s): {what}", highlight=False)
+    if args.json:
+        write_json(args.json, st)
+    return 0
+
+
+def _ms(v: float | None) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from rlsuite.apps.queryopt.plugin.experience import ExperienceStore
     from rlsuite.apps.queryopt.plugin.modelserver import (
         ModelDecider,
         ModelServer,
@@ -183,12 +295,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
         check_address,
         default_socket,
     )
+    from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner
     from rlsuite.apps.queryopt.server import EmbeddedServer
+    from rlsuite.apps.queryopt.workloads import get
 
+    if args.action == "stats":
+        return cmd_stats(args)
+    if not (args.model or args.rules or args.learn):
+        raise ValueError("give --model PATH or --rules R1,R2, or --learn to start from no model")
     if args.wait_ms < 0:
         raise ValueError(f"--wait-ms must be >= 0, got {args.wait_ms}")
+    if args.learn and not args.store:
+        raise ValueError("--learn needs --store PATH: a writable file for the experience store")
+    online = OnlineConfig(
+        explore_share=args.explore,
+        regression_threshold=args.regression_threshold,
+        regression_runs=args.regression_runs,
+        retrain_every=args.retrain_every,
+        retrain_seconds=args.retrain_seconds,
+        guard_margin=args.guard_margin,
+        iterations=args.train_iterations,
+        max_steps=args.max_steps,
+    )
+    online.validate()
     address = args.listen or args.socket or default_socket()
     check_address(address)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     srv = None
     dsn = args.dsn
     if dsn is None:
@@ -200,12 +332,41 @@ def cmd_serve(args: argparse.Namespace) -> int:
             decider = ModelDecider(
                 args.model, dsn, workload=args.workload, timeout_ms=args.timeout_ms
             )
-        else:
+        elif args.rules:
             names = [n.strip() for n in args.rules.split(",") if n.strip()]
             if not names:
                 raise ValueError("--rules needs at least one rule (see `qopt-bench rules`)")
-            decider = RulesDecider(dsn, args.workload or "joins", names)
-        server = ModelServer(address, decider, wait_ms=args.wait_ms, rewards_path=args.rewards)
+            decider = RulesDecider(dsn, args.workload or "joins", names, max_steps=args.max_steps)
+        else:  # --learn from nothing: the standard plan until a model passes the guard
+            decider = RulesDecider(dsn, args.workload or "joins", [], max_steps=args.max_steps)
+        store = None
+        if args.store:
+            store = ExperienceStore(args.store, decider.schema, window=args.window)
+        server = ModelServer(
+            address,
+            decider,
+            wait_ms=args.wait_ms,
+            rewards_path=args.rewards,
+            online=online,
+            store=store,
+        )
+        if args.learn:
+            wcfg = dict(decider.workload_config)
+            w = get(decider.workload, **wcfg)
+            server.learner = OnlineLearner(
+                online,
+                store,
+                args.models_dir or f"{store.path}.models",
+                dsn=dsn,
+                workload=w.name,
+                workload_config=wcfg,
+                max_steps=decider.max_steps,
+                make_decider=lambda ckpt: ModelDecider(
+                    ckpt, dsn, workload=w.name, workload_config=wcfg, timeout_ms=args.timeout_ms
+                ),
+                swap=server.swap,
+                current_choices=server.current_choices,
+            ).start()
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         console.print(
             f"serving {decider.name} for schema {decider.schema} on {address}\n"

@@ -36,6 +36,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import hashlib
 import json
+import logging
+import math
 import os
 import socket
 import socketserver
@@ -48,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlsuite.apps.queryopt.plugin.experience import Experience, ExperienceStore
+from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner, ShapeBook
 from rlsuite.apps.queryopt.rewriter import Decision, FixedRules, Rewriter
 
 if TYPE_CHECKING:
@@ -56,6 +60,7 @@ if TYPE_CHECKING:
 ARM_SETTINGS = ("join_collapse_limit", "from_collapse_limit", "geqo")
 """Settings besides ``enable_*`` that an answer's arm may carry (the extension refuses others)."""
 MAX_REQUEST = 4 * 1024 * 1024
+log = logging.getLogger("rlsuite.queryopt.serve")
 
 
 def default_socket() -> str:
@@ -133,12 +138,68 @@ class Decider:
     (:class:`~rlsuite.apps.queryopt.rewriter.FixedRules`) instead of the rewriter.
     """
 
-    def __init__(self, rewriter: Rewriter, db: Database, base: Mapping[str, str]):
+    def __init__(
+        self,
+        rewriter: Rewriter,
+        db: Database,
+        base: Mapping[str, str],
+        workload: str = "joins",
+        workload_config: Mapping[str, Any] | None = None,
+        max_steps: int = 2,
+        env: Any = None,
+    ):
         self.rewriter = rewriter
         self.db = db
         self.base = dict(base)
         self.schema = rewriter.schema
         self.name = rewriter.name
+        self.workload, self.workload_config = workload, dict(workload_config or {})
+        self.max_steps = int(max_steps)
+        self._env = env
+
+    @property
+    def env(self) -> Any:
+        """The MDP env that featurizes statements (the model's own, or one of ``max_steps``)."""
+        if self._env is None:
+            from rlsuite.apps.queryopt.envs.rewrite import QueryRewriteEnv
+
+            self._env = QueryRewriteEnv(
+                dsn=self.db.dsn,
+                workload=self.workload,
+                workload_config=self.workload_config,
+                max_steps=self.max_steps,
+            )
+        return self._env
+
+    def features(self, sql: str, applied: Sequence[str]) -> list[list[float]]:
+        """The model's input along ``applied``: the state before each rule and after the last."""
+        return [[float(x) for x in v] for v in self.env.observe(sql, applied)]
+
+    def candidates(self, sql: str) -> list[tuple[str, ...]]:
+        """Each rule that applies to ``sql`` on its own (what exploration may try)."""
+        from rlsuite.apps.queryopt import rules as R
+
+        self.env.reset(seed=0, options={"sql": sql})
+        return [(n,) for n, q in self.env._applicable.items() if isinstance(q, R.Query)]
+
+    def validated(
+        self, sql: str, applied: Sequence[str], original: list | None, timeout_ms: int
+    ) -> Decision | str:
+        """``applied`` on ``sql`` if it applies, plans and returns the original's rows
+        (``original``); otherwise why not."""
+        from rlsuite.apps.queryopt.rewriter import has_order_by, rewrite, same_rows
+
+        d = rewrite(self.db, self.schema, sql, list(applied), False, timeout_ms, self.base)
+        if tuple(d.applied) != tuple(applied):
+            return f"{'+'.join(applied)} does not apply here ({d.reason or 'no change'})"
+        if original is None:
+            return f"the original ran past {timeout_ms} ms: its rows cannot be checked"
+        got = self.db.run(d.sql, self.schema, timeout_ms, d.settings)
+        if got.timed_out:
+            return f"{'+'.join(applied)} ran past {timeout_ms} ms while its rows were checked"
+        if not same_rows(original, got.rows or [], ordered=has_order_by(sql)):
+            return f"{'+'.join(applied)} returned other rows than the original: never served"
+        return self._served(sql, d)
 
     def decide(self, sql: str) -> Decision:
         """The rewriter's decision for a new statement."""
@@ -167,15 +228,23 @@ class RulesDecider(Decider):
         workload: str,
         rules: Sequence[str],
         workload_config: dict[str, Any] | None = None,
+        max_steps: int = 2,
     ):
         from rlsuite.apps.queryopt.db import Database
         from rlsuite.apps.queryopt.workloads import get
 
         w = get(workload, **(workload_config or {}))
         db = Database(_no_recursion(dsn))  # connects on first use
-        super().__init__(FixedRules(db, w.schema, rules, w.settings()), db, w.settings())
+        super().__init__(
+            FixedRules(db, w.schema, rules, w.settings()),
+            db,
+            w.settings(),
+            workload,
+            workload_config,
+            max_steps,
+        )
         self.rules = list(rules)
-        self.name = "rules: " + ",".join(self.rules)
+        self.name = "rules: " + ",".join(self.rules) if self.rules else "no model yet"
 
 
 class ModelDecider(Decider):
@@ -203,7 +272,23 @@ class ModelDecider(Decider):
         env = learned.env
         name = env.workload.name if hasattr(env, "workload") else (workload or "joins")
         w = get(name, **(workload_config or {}))
-        super().__init__(learned, Database(_no_recursion(dsn)), w.settings())
+        wcfg = workload_config
+        if wcfg is None:
+            wcfg = {
+                k: getattr(env.workload, k)
+                for k in ("udf_cost", "scale")
+                if hasattr(env.workload, k)
+            }
+        super().__init__(
+            learned,
+            Database(_no_recursion(dsn)),
+            w.settings(),
+            name,
+            wcfg,
+            learned.featurizer.max_steps,
+            env,
+        )
+        self.checkpoint = learned.checkpoint
 
 
 @dataclass
@@ -219,6 +304,21 @@ class Stats:
     answer_us: list[float] = field(default_factory=list)
 
 
+@dataclass
+class Statement:
+    """One statement text the server has seen: its shape and its validated answers."""
+
+    shape: tuple[str, str]
+    """(normalised search_path, shape)."""
+    how: str
+    """How its decision came to be (for the answer's note)."""
+    answers: dict[tuple[str, ...], dict | str] = field(default_factory=dict)
+    """Per decision: the answer (validated; rows checked), or why it cannot be served."""
+    rows: list | None = None
+    """The original's rows (computed once, for the row checks)."""
+    checked: bool = False
+
+
 class ModelServer:
     """Serves decisions over a Unix socket (or ``localhost:PORT``); see the module doc."""
 
@@ -228,17 +328,32 @@ class ModelServer:
         decider: Decider,
         wait_ms: float = 40.0,
         rewards_path: str | None = None,
+        online: OnlineConfig | None = None,
+        store: ExperienceStore | None = None,
+        check_timeout_ms: int = 60_000,
     ):
         self.address = address
         self.decider = decider
         self.wait_ms = float(wait_ms)
         self.rewards_path = rewards_path
-        self.exact: dict[tuple[str, str], bytes] = {}
-        self.shapes: dict[tuple[str, str], tuple[str, ...]] = {}
+        self.online = online or OnlineConfig(explore_share=0.0)
+        self.book = ShapeBook(self.online)
+        self.store = store
+        self.learner: OnlineLearner | None = None
+        self.check_timeout_ms = int(check_timeout_ms)
+        self.version = 0
+        self.models: list[dict[str, Any]] = [
+            {"version": 0, "name": decider.name, "time": time.time()}
+        ]
+        self.exact: dict[tuple[str, str], Statement] = {}
+        self.examples: dict[tuple[str, str], str] = {}
         self.rewards: dict[str, list[float]] = defaultdict(list)
         self.decisions: dict[str, dict[str, Any]] = {}
+        self.features: dict[tuple[tuple[str, str], tuple[str, ...]], list] = {}
         self.stats = Stats()
-        self._pending: dict[tuple[str, str], cf.Future] = {}
+        self._bytes: dict[tuple, bytes] = {}
+        self._key_shape: dict[str, tuple[str, str]] = {}
+        self._pending: dict[Any, cf.Future] = {}
         self._lock = threading.Lock()
         self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="qopt-decide")
         self._server: socketserver.BaseServer | None = None
@@ -301,8 +416,12 @@ class ModelServer:
             if self.address.startswith("/") and os.path.exists(self.address):
                 os.unlink(self.address)
             self._server = None
+        if self.learner is not None:
+            self.learner.close()
         self._pool.shutdown(wait=True, cancel_futures=True)
         self.decider.close()
+        if self.store is not None:
+            self.store.close()
 
     def __enter__(self) -> ModelServer:
         return self.start()
@@ -338,11 +457,12 @@ class ModelServer:
         sql = strip_statement(str(msg.get("sql") or ""))
         sp = ",".join(search_path_schemas(str(msg.get("search_path") or "")))
         key = (sp, sql)
-        hit = self.exact.get(key)
-        if hit is not None:
+        st = self.exact.get(key)
+        if st is not None:
             self.stats.exact_hits += 1
+            out = self._answer(key, st)
             self.stats.answer_us.append((time.perf_counter() - t0) * 1e6)
-            return hit
+            return out
         schemas = [s for s in search_path_schemas(sp) if s != "$user"]
         if not sql or not schemas or schemas[0] != self.decider.schema:
             self.stats.passthrough += 1
@@ -355,11 +475,7 @@ class ModelServer:
                     f"{self.decider.schema}",
                 }
             )
-        with self._lock:
-            fut = self._pending.get(key)
-            if fut is None:
-                fut = self._pool.submit(self._decide, key)
-                self._pending[key] = fut
+        fut = self._submit(key, self._decide, key)
         try:
             fut.result(timeout=self.wait_ms / 1000.0)
         except cf.TimeoutError:
@@ -368,62 +484,177 @@ class ModelServer:
                 {"sql": None, "arm": {}, "key": "", "note": "deciding; the standard plan meanwhile"}
             )
         self.stats.answer_us.append((time.perf_counter() - t0) * 1e6)
-        return self.exact[key]
+        return self._answer(key, self.exact[key])
+
+    def _submit(self, tag: Any, fn: Any, *args: Any) -> cf.Future:
+        """Run ``fn`` on the one decision worker, once per ``tag`` at a time."""
+        with self._lock:
+            fut = self._pending.get(tag)
+            if fut is None:
+
+                def run() -> None:
+                    try:
+                        fn(*args)
+                    finally:
+                        with self._lock:
+                            self._pending.pop(tag, None)
+
+                fut = self._pool.submit(run)
+                self._pending[tag] = fut
+        return fut
+
+    def _answer(self, key: tuple[str, str], st: Statement) -> bytes:
+        """The decision for this execution (served, or an exploration), as bytes."""
+        sk = st.shape
+        state = self.book.state(sk)
+        if state.model_version != self.version and self.version > 0:
+            self._submit(("refresh", sk), self._refresh, sk)
+        applied, kind = self.book.pick(sk, lambda a: isinstance(st.answers.get(a), dict))
+        ans = st.answers.get(applied)
+        if ans is None:  # not validated for this statement yet: the standard plan meanwhile
+            self._submit(("build", key, applied), self._build, key, st, applied)
+            applied, kind, ans = (), "standard", st.answers.get(())
+        if not isinstance(ans, dict):  # cannot be served (rows differ, does not apply)
+            applied, kind, ans = (), "standard", st.answers.get(())
+        ck = (key, applied, kind, self.version)
+        out = self._bytes.get(ck)
+        if out is None:
+            dkey = decision_key(sk, applied, kind, self.version)
+            self._key_shape[dkey] = sk
+            self.decisions.setdefault(
+                dkey,
+                {"shape": sk[1], "applied": list(applied), "arm": ans["arm"], "kind": kind},
+            )
+            out = _line({**ans, "key": dkey, "note": f"{ans['note']} [{st.how}; {kind}]"})
+            self._bytes[ck] = out
+        return out
 
     def _decide(self, key: tuple[str, str]) -> None:
         sp, sql = key
         t0 = time.perf_counter()
-        shp = shape(sql)
-        known = self.shapes.get((sp, shp))
+        sk = (sp, shape(sql))
+        st = Statement(sk, "")
+        state = self.book.state(sk)
         try:
-            if known is not None:
+            if state.model_choice is not None and state.model_version == self.version:
                 self.stats.shape_hits += 1
-                d = self.decider.replay(sql, known) if known else Decision(sql)
                 how = "rules of a known shape"
             else:
                 self.stats.misses += 1
-                d = self.decider.decide(sql)
                 how = "decided"
-                self.shapes[(sp, shp)] = tuple(d.applied)
+                self._choose(sk, sql)
+            self.book.add_candidates(sk, self.decider.candidates(sql))
         except Exception as e:  # noqa: BLE001 - the standard plan, with the reason
-            d = Decision(sql, reasons={"decider failed": f"{type(e).__name__}: {e}"})
-            how = "failed"
-        ms = (time.perf_counter() - t0) * 1000
-        dkey = hashlib.sha1(f"{sp}\n{shp}\n{'+'.join(d.applied)}".encode()).hexdigest()[:16]
-        changed_sql = d.sql if d.sql != sql and d.applied else None
-        note = ", ".join(d.applied) if d.applied else f"no rewrite ({d.reason or 'none chosen'})"
-        self.decisions[dkey] = {
-            "shape": shp,
-            "applied": list(d.applied),
-            "arm": d.settings,
-            "example": sql,
-        }
-        answer = {
-            "sql": changed_sql,
-            "arm": d.settings,
-            "key": dkey if d.applied else "",
-            "note": f"{note} [{self.decider.name}; {how} in {ms:.1f} ms, cached]",
-        }
-        self.exact[key] = _line(answer)
-        with self._lock:
-            self._pending.pop(key, None)
+            how = f"decider failed: {type(e).__name__}: {e}"
+            self.book.set_model_choice(sk, (), self.version)
+        self.examples.setdefault(sk, sql)
+        self._build(key, st, ())
+        served = self.book.state(sk).served()
+        if served:
+            self._build(key, st, served)
+        st.how = f"{self.decider.name}; {how} in {(time.perf_counter() - t0) * 1000:.1f} ms"
+        self.exact[key] = st
+
+    def _choose(self, sk: tuple[str, str], sql: str) -> None:
+        version = self.version
+        d = self.decider.decide(sql)
+        self.book.set_model_choice(sk, tuple(d.applied), version)
+
+    def _refresh(self, sk: tuple[str, str]) -> None:
+        """A new model's choice for a known shape (on its example statement)."""
+        if self.book.state(sk).model_version == self.version:
+            return
+        try:
+            self._choose(sk, self.examples[sk])
+        except Exception as e:  # noqa: BLE001 - keep serving the old choice
+            log.warning("shape %s: the new model failed to decide (%s)", sk[1], e)
+
+    def _build(self, key: tuple[str, str], st: Statement, applied: tuple[str, ...]) -> None:
+        """Validate ``applied`` for this statement (rows checked) and keep its answer."""
+        if applied in st.answers:
+            return
+        sql = key[1]
+        sk = st.shape
+        if not applied:
+            st.answers[()] = {"sql": None, "arm": {}, "note": "no rewrite"}
+        else:
+            try:
+                if not st.checked:
+                    r = self.decider.db.run(
+                        sql, self.decider.schema, self.check_timeout_ms, self.decider.base
+                    )
+                    st.rows, st.checked = (None if r.timed_out else r.rows or []), True
+                d = self.decider.validated(sql, applied, st.rows, self.check_timeout_ms)
+            except Exception as e:  # noqa: BLE001 - never served, with the reason
+                d = f"{type(e).__name__}: {e}"
+            if isinstance(d, str):
+                log.info("shape %s: %s not served: %s", sk[1], "+".join(applied), d)
+                st.answers[applied] = d
+                return
+            changed = d.sql if d.sql != sql else None
+            st.answers[applied] = {"sql": changed, "arm": d.settings, "note": ", ".join(applied)}
+        if (sk, applied) not in self.features:
+            try:
+                self.features[(sk, applied)] = self.decider.features(sql, applied)
+            except Exception:  # noqa: BLE001 - an unparseable statement has no features
+                self.features[(sk, applied)] = []
+
+    # ------------------------------------------------------------ learning
+    def swap(self, decider: Decider, version: int, path: str) -> None:
+        """Serve a new model from now on (atomically: one reference); shapes are re-decided
+        in the background, each keeping its old decision until then."""
+        old, self.decider = self.decider, decider
+        self.version = int(version)
+        self.models.append(
+            {"version": version, "name": decider.name, "path": path, "time": time.time()}
+        )
+        self._pool.submit(old.close)
+
+    def current_choices(self) -> dict[str, tuple[str, ...]]:
+        """The served decision per shape (for the retrain's guard)."""
+        return {r["shape"]: tuple(r["served"]) for r in self.book.report()}
 
     def _reward(self, msg: dict) -> None:
         k = str(msg.get("key") or "")
         ms = float(msg["ms"])
+        if not math.isfinite(ms) or ms < 0:
+            raise ValueError(f"a runtime must be a finite number of ms >= 0, got {ms}")
         self.rewards[k].append(ms)
         self.stats.rewards += 1
         if self.rewards_path:
             with open(self.rewards_path, "a") as f:
                 f.write(json.dumps({"key": k, "ms": ms, "time": time.time()}) + "\n")
+        d = self.decisions.get(k)
+        if d is None:
+            return  # a decision of another server process (or made up): not learned from
+        kind, version = d["kind"], int(k[1:].split("-", 1)[0])
+        sk = self._key_shape[k]
+        applied = tuple(d["applied"])
+        self.book.record(sk, applied, ms)
+        if self.store is not None:
+            self.store.add(
+                Experience(
+                    schema=self.decider.schema,
+                    shape=d["shape"],
+                    applied=applied,
+                    ms=ms,
+                    kind=kind,
+                    features=tuple(tuple(v) for v in self.features.get((sk, applied), [])),
+                    version=version,
+                )
+            )
+        if self.learner is not None:
+            self.learner.notify()
 
     def summary(self) -> dict[str, Any]:
-        """Counters, the median cached answer time, and rewards per decision."""
+        """Counters, the median cached answer time, rewards per decision, per-shape
+        speed-ups, regressions caught, model versions and retrains."""
         s = self.stats
         us = sorted(s.answer_us)
         return {
             "decider": self.decider.name,
             "schema": self.decider.schema,
+            "model_version": self.version,
             "requests": s.requests,
             "exact_hits": s.exact_hits,
             "shape_hits": s.shape_hits,
@@ -433,8 +664,18 @@ class ModelServer:
             "errors": s.errors,
             "rewards": s.rewards,
             "cached_statements": len(self.exact),
-            "cached_shapes": len(self.shapes),
+            "cached_shapes": len(self.examples),
             "median_answer_us": us[len(us) // 2] if us else None,
+            "explored": self.book.explored,
+            "answers": self.book.answers,
+            "explore_share": self.online.explore_share,
+            "shapes": self.book.report(),
+            "regressions_caught": list(self.book.regressions),
+            "models": list(self.models),
+            "retrains": [] if self.learner is None else list(self.learner.history),
+            "store": None
+            if self.store is None
+            else {"path": self.store.path, "rows": self.store.count(), "window": self.store.window},
             "decisions": {
                 k: {
                     **v,
@@ -443,9 +684,16 @@ class ModelServer:
                         sum(self.rewards[k]) / len(self.rewards[k]) if self.rewards.get(k) else None
                     ),
                 }
-                for k, v in self.decisions.items()
+                for k, v in list(self.decisions.items())
             },
         }
+
+
+def decision_key(sk: tuple[str, str], applied: Sequence[str], kind: str, version: int) -> str:
+    """The key an answer carries (its reward comes back with it): how it was served
+    (``m``odel, ``e``xplore, ``s``tandard), the model version, and a hash of the decision."""
+    h = hashlib.sha1(f"{sk[0]}\n{sk[1]}\n{'+'.join(applied)}".encode()).hexdigest()[:16]
+    return f"{kind[0]}{int(version)}-{h}"
 
 
 def _line(obj: Any) -> bytes:

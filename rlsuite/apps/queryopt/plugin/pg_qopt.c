@@ -40,6 +40,10 @@
  * Rewards: the executor's wall time of a plan made with an answer is sent
  * back ({"op": "reward", "key": ..., "ms": ...}, no reply awaited) at
  * ExecutorEnd, unless the run is EXPLAIN-only or qopt.send_rewards is off.
+ * An answer with a key but neither SQL nor arm asks for the standard plan
+ * to be measured: the original is planned as usual and its runtime sent
+ * back under that key (the model server's baseline for learning and for
+ * catching regressions).
  * Plans that the plan cache copies (extended protocol) send no reward.
  *
  * EXPLAIN shows a "Query Optimizer" line (TEXT, JSON and YAML formats) with
@@ -763,7 +767,7 @@ plan_answer(Query *parse, const char *line, const char *query_string, int cursor
 	char	   *key;
 	char	   *note;
 	int			nestlevel;
-	int			nset;
+	volatile int nset = 0;
 	PlannedStmt *volatile result = NULL;
 
 	if (!JB_ROOT_IS_OBJECT(jb))
@@ -785,8 +789,8 @@ plan_answer(Query *parse, const char *line, const char *query_string, int cursor
 		nset = apply_arm(jb);
 		if (sql != NULL && sql[0] != '\0')
 			q = analyse_rewrite(sql, parse);
-		else if (nset > 0)
-			q = copyObject(parse);
+		else if (nset > 0 || (key != NULL && key[0] != '\0'))
+			q = copyObject(parse); /* an arm, or the standard plan measured for the model */
 		if (q != NULL)
 			result = next_planner(q, sql ? sql : query_string, cursorOptions, boundParams);
 	}
@@ -803,7 +807,9 @@ plan_answer(Query *parse, const char *line, const char *query_string, int cursor
 		result->stmt_len = parse->stmt_len;
 		pending_plan = result;
 		strlcpy(pending_key, key ? key : "", sizeof(pending_key));
-		set_note("%s: %s (%s)", sql ? "rewritten" : "planner arm", note ? note : "", what);
+		set_note("%s: %s (%s)",
+				 sql ? "rewritten" : (nset > 0 ? "planner arm" : "standard plan, measured"),
+				 note ? note : "", what);
 	}
 	else
 		set_note("standard plan: the model chose no change%s%s (%s)",

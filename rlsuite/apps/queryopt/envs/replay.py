@@ -1,0 +1,162 @@
+"""Query rewriting replayed from the model server's experience store: learn from what was served.
+
+The online learner of ``qopt-bench serve --learn`` trains the same DQN as
+``qopt-bench train`` (the platform's ``replay`` plan) on this env instead of on
+:class:`~rlsuite.apps.queryopt.envs.rewrite.QueryRewriteEnv`: no query runs, every
+transition comes from executions measured inside PostgreSQL by ``pg_qopt``
+(:mod:`rlsuite.apps.queryopt.plugin.experience`), so it learns the runtimes clients
+actually saw, at whatever the UDF costs or the data looks like *now*.
+
+States
+    The featurizer's vector (:class:`~rlsuite.apps.queryopt.featurizer.Featurizer`),
+    exactly as the serving model saw it: the stored observation before each rewrite
+    step of a served decision.
+
+Actions
+    ``Discrete(len(RULES) + 1)`` as in ``QueryRewriteEnv``: apply rule ``i``, or STOP.
+
+Rewards
+    0 until the episode ends; then ``-runtime / standard runtime`` of the decision
+    reached, over the shape's newest ``per_decision`` measurements of each (capped at
+    ``max_ratio``). A decision never measured on that shape (an action off the logged
+    paths, or a prefix nobody ran) ends the episode at ``-(1 + pessimism)``: an
+    untried rewrite is scored a little worse than the standard plan, so the model
+    picks only what was measured and exploration stays with the server.
+
+Termination
+    STOP, an action off the logged paths, or the ``max_steps``-th rewrite.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlsuite.apps.queryopt import rules as R
+from rlsuite.apps.queryopt.featurizer import Featurizer
+
+
+@dataclass
+class ShapeExperience:
+    """What the store knows of one query shape."""
+
+    states: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)
+    """The observation after each applied prefix (``()``: the query as written)."""
+    ms: dict[tuple[str, ...], list[float]] = field(default_factory=dict)
+    """Newest runtimes per decision (``()``: the standard plan)."""
+
+    def ratio(self, applied: tuple[str, ...], max_ratio: float = 10.0) -> float | None:
+        """Median runtime of ``applied`` over the standard plan's; None when unmeasured."""
+        std, got = self.ms.get(()), self.ms.get(applied)
+        if not std or not got:
+            return None
+        return min(max_ratio, statistics.median(got) / max(statistics.median(std), 1e-3))
+
+
+def summarise(
+    rows: Sequence[Any], schema: str | None = None, per_decision: int = 5, size: int | None = None
+) -> dict[str, ShapeExperience]:
+    """Group experience rows by shape (newest ``per_decision`` runtimes per decision)."""
+    out: dict[str, ShapeExperience] = {}
+    for e in rows:  # oldest first: later rows overwrite states and push out runtimes
+        if schema is not None and e.schema != schema:
+            continue
+        sx = out.setdefault(e.shape, ShapeExperience())
+        runs = sx.ms.setdefault(tuple(e.applied), [])
+        runs.append(float(e.ms))
+        del runs[:-per_decision]
+        for i, f in enumerate(e.features[: len(e.applied) + 1]):
+            v = np.asarray(f, dtype=np.float32)
+            if size is None or v.shape == (size,):
+                sx.states[tuple(e.applied[:i])] = v
+    return out
+
+
+class ReplayRewriteEnv(gym.Env):
+    """Rewrite decisions replayed from measured experience; reward = -relative runtime."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        *,
+        experience: str = "",
+        workload: str = "joins",
+        workload_config: Mapping[str, Any] | None = None,
+        schema: str | None = None,
+        max_steps: int = 2,
+        per_decision: int = 5,
+        pessimism: float = 0.1,
+        max_ratio: float = 10.0,
+        worker_index: int = 0,
+        vector_index: int = 0,
+        **_ignored: Any,
+    ):
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        self.featurizer = Featurizer(max_steps=max_steps)
+        self.observation_space = gym.spaces.Box(0.0, 100.0, (self.featurizer.size,), np.float32)
+        self.action_space = gym.spaces.Discrete(len(R.RULES) + 1)
+        self.experience, self.workload = experience, workload
+        self.workload_config = dict(workload_config or {})
+        self.schema = schema or f"qopt_{workload}"
+        self.max_steps, self.per_decision = int(max_steps), int(per_decision)
+        self.pessimism, self.max_ratio = float(pessimism), float(max_ratio)
+        self._shapes: list[ShapeExperience] | None = None
+        self._shape: ShapeExperience | None = None
+        self._applied: tuple[str, ...] = ()
+        self._steps = 0
+
+    @property
+    def shapes(self) -> list[ShapeExperience]:
+        """Shapes with a measured standard plan and a known starting state."""
+        if self._shapes is None:
+            from rlsuite.apps.queryopt.plugin.experience import read_only
+
+            by = summarise(
+                read_only(self.experience) if self.experience else [],
+                self.schema,
+                self.per_decision,
+                self.featurizer.size,
+            )
+            self._shapes = [s for s in by.values() if () in s.states and s.ms.get(())]
+            if not self._shapes:
+                raise ValueError(
+                    f"experience store {self.experience} holds no shape of {self.schema} with a "
+                    "measured standard plan: nothing to learn from yet"
+                )
+        return self._shapes
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._shape = self.shapes[int(self.np_random.integers(len(self.shapes)))]
+        self._applied, self._steps = (), 0
+        return self._shape.states[()].copy(), {}
+
+    def _end(self, applied: tuple[str, ...]) -> float:
+        assert self._shape is not None
+        r = self._shape.ratio(applied, self.max_ratio)
+        return -(1.0 + self.pessimism) if r is None else -r
+
+    def step(self, action: int):
+        if self._shape is None:
+            raise RuntimeError("call reset() before step()")
+        a = int(action)
+        if not 0 <= a <= R.STOP:
+            raise ValueError(f"action must be in [0, {R.STOP}], got {action}")
+        obs = self._shape.states[self._applied]
+        if a == R.STOP:
+            return obs.copy(), self._end(self._applied), True, False, {}
+        nxt = (*self._applied, R.RULE_NAMES[a])
+        if nxt not in self._shape.states:  # off the logged paths: unknown, ends pessimistic
+            return obs.copy(), -(1.0 + self.pessimism), True, False, {"unlogged": True}
+        self._applied, self._steps = nxt, self._steps + 1
+        obs = self._shape.states[nxt]
+        if self._steps >= self.max_steps:
+            return obs.copy(), self._end(nxt), True, False, {}
+        return obs.copy(), 0.0, False, False, {}

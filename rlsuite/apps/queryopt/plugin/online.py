@@ -1,0 +1,551 @@
+"""Online learning in the model server: bounded exploration, regression protection, retraining.
+
+Three pieces, as Bao has them:
+
+- :class:`ShapeBook` decides, per answer, what a query shape gets: the *served*
+  decision (the current model's choice, unless it was caught regressing), or, within
+  a bounded share of answers, an exploration: the standard plan measured again (when
+  its measurement is missing or stale) or a not-yet-measured candidate rewrite (the
+  rules that apply to the query, one at a time). It keeps the newest runtimes per
+  shape and decision, and falls a shape back to the standard plan when the served
+  decision's last ``regression_runs`` executions are slower than the standard plan's
+  by more than ``regression_threshold`` (saying why). Pure logic: no database.
+- :class:`OnlineLearner` retrains the DQN in the background every ``retrain_every``
+  new rewards or ``retrain_seconds`` seconds, with the same learner as ``qopt-bench
+  train`` (the platform's ``replay`` plan via :func:`rlsuite.apps.queryopt.train.train`)
+  on the experience store (:mod:`rlsuite.apps.queryopt.envs.replay`).
+- :func:`guard`: a new model is swapped in only when, on the recently seen shapes, its
+  choices are not predicted slower than the current model's by more than
+  ``guard_margin`` (predictions: the store's measured runtimes of a decision on that
+  shape, else the new model's own Q-value, in units of the standard plan's runtime).
+  A retrain that raises or produces non-finite values keeps the current model.
+
+Decisions are validated as before serving: every rewrite a shape is given has its rows
+compared with the original's on the server's own session first (the model server does
+that; see :mod:`.modelserver`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import statistics
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("rlsuite.queryopt.serve")
+
+Applied = tuple[str, ...]
+ShapeKey = tuple[str, str]
+"""(normalised search_path, shape)."""
+
+
+@dataclass(frozen=True)
+class OnlineConfig:
+    """How the model server explores, protects against regressions and retrains."""
+
+    explore_share: float = 0.05
+    """At most this share of any ``explore_window`` consecutive answers runs a
+    not-yet-validated decision or re-measures the standard plan (0: never explore)."""
+    explore_window: int = 100
+    """The answers over which ``explore_share`` is counted."""
+    regression_threshold: float = 0.2
+    """A served decision slower than the standard plan by more than this share..."""
+    regression_runs: int = 3
+    """...over its last this many executions makes its shape fall back to the standard plan."""
+    stale_after: int = 100
+    """A runtime measured more than this many executions of its shape ago is stale: the
+    standard plan is measured again, a candidate explored again (the workload drifts)."""
+    retry_after: int = 10
+    """Executions of a shape between two tries of the same exploration (a try whose
+    runtime never arrives, e.g. a cancelled query, is not repeated at once)."""
+    retrain_every: int = 50
+    """Retrain after this many new rewards..."""
+    retrain_seconds: float = 120.0
+    """...or after this many seconds with at least one new reward."""
+    guard_margin: float = 0.05
+    """A new model may be predicted at most this much slower than the current one."""
+    iterations: int = 2
+    """Training iterations per retrain."""
+    env_steps_per_iteration: int = 300
+    """Replayed env steps per iteration."""
+    max_steps: int = 2
+    """Rewrites per decision (the featurizer's step count), when the server starts
+    without a model; with one, the model's."""
+    keep_models: int = 3
+    """Retrained models kept on disk (the served one is never deleted)."""
+
+    def validate(self) -> None:
+        if not 0.0 <= self.explore_share <= 1.0:
+            raise ValueError(f"explore share must be in [0, 1], got {self.explore_share}")
+        if self.regression_threshold < 0:
+            raise ValueError(f"regression threshold must be >= 0, got {self.regression_threshold}")
+        for k in (
+            "explore_window",
+            "regression_runs",
+            "stale_after",
+            "retry_after",
+            "retrain_every",
+            "iterations",
+            "env_steps_per_iteration",
+            "max_steps",
+            "keep_models",
+        ):
+            if int(getattr(self, k)) < 1:
+                raise ValueError(f"{k.replace('_', ' ')} must be >= 1, got {getattr(self, k)}")
+        if self.retrain_seconds <= 0 or self.guard_margin < 0:
+            raise ValueError("retrain seconds must be > 0 and the guard margin >= 0")
+
+
+@dataclass
+class ShapeState:
+    """What the server knows of one query shape."""
+
+    executions: int = 0
+    """Answers given for this shape."""
+    model_choice: Applied | None = None
+    """The current model's decision (None: not decided yet)."""
+    model_version: int = -1
+    """The model version that made ``model_choice``."""
+    candidates: list[Applied] = field(default_factory=list)
+    """Decisions worth exploring (the model's and each applicable rule)."""
+    runs: dict[Applied, deque] = field(default_factory=dict)
+    """Newest (execution index, ms) per decision; ``()`` is the standard plan."""
+    tried_at: dict[Applied, int] = field(default_factory=dict)
+    blocked: dict[Applied, str] = field(default_factory=dict)
+    """Decisions caught regressing, with the reason (served: the standard plan instead)."""
+    served_by_kind: dict[str, int] = field(default_factory=dict)
+
+    def served(self) -> Applied:
+        c = self.model_choice or ()
+        return () if c in self.blocked else c
+
+    def recent(self, applied: Applied, within: int, n: int = 5) -> list[float]:
+        """Runtimes of ``applied`` measured in the last ``within`` executions (newest ``n``)."""
+        out = [ms for at, ms in self.runs.get(applied, ()) if self.executions - at < within]
+        return out[-n:]
+
+
+class ShapeBook:
+    """Per-shape exploration and regression protection (thread-safe, no database)."""
+
+    def __init__(self, cfg: OnlineConfig):
+        cfg.validate()
+        self.cfg = cfg
+        self.shapes: dict[ShapeKey, ShapeState] = {}
+        self._window: deque[bool] = deque(maxlen=cfg.explore_window)
+        self._lock = threading.Lock()
+        self.answers = 0
+        self.explored = 0
+        self.regressions: list[dict[str, Any]] = []
+
+    def state(self, sk: ShapeKey) -> ShapeState:
+        with self._lock:
+            return self.shapes.setdefault(sk, ShapeState())
+
+    def set_model_choice(self, sk: ShapeKey, applied: Sequence[str], version: int) -> None:
+        with self._lock:
+            st = self.shapes.setdefault(sk, ShapeState())
+            st.model_choice, st.model_version = tuple(applied), int(version)
+            self._add_candidates(st, [tuple(applied)])
+
+    def add_candidates(self, sk: ShapeKey, candidates: Iterable[Sequence[str]]) -> None:
+        with self._lock:
+            self._add_candidates(self.shapes.setdefault(sk, ShapeState()), candidates)
+
+    @staticmethod
+    def _add_candidates(st: ShapeState, candidates: Iterable[Sequence[str]]) -> None:
+        for c in candidates:
+            c = tuple(c)
+            if c and c not in st.candidates:
+                st.candidates.append(c)
+
+    def pick(self, sk: ShapeKey, ready: Callable[[Applied], bool]) -> tuple[Applied, str]:
+        """The decision for one answer and how it is served (``model``, ``explore``,
+        ``standard``). Explorations are limited to the share, and to decisions ``ready``
+        (validated for this statement); one not ready is skipped."""
+        cfg = self.cfg
+        with self._lock:
+            st = self.shapes.setdefault(sk, ShapeState())
+            st.executions += 1
+            self.answers += 1
+            served = st.served()
+            choice: tuple[Applied, str] = (
+                served,
+                "model" if served or not st.blocked else "standard",
+            )
+            budget = cfg.explore_share * cfg.explore_window
+            if cfg.explore_share > 0 and sum(self._window) + 1 <= budget:
+                want = self._exploration(st, served, ready)
+                if want is not None:
+                    choice = (want, "standard" if want == () else "explore")
+                    st.tried_at[want] = st.executions
+            explored = choice[1] != "model" and choice[0] != served
+            self._window.append(explored)
+            self.explored += int(explored)
+            st.served_by_kind[choice[1]] = st.served_by_kind.get(choice[1], 0) + 1
+            return choice
+
+    def _exploration(
+        self, st: ShapeState, served: Applied, ready: Callable[[Applied], bool]
+    ) -> Applied | None:
+        cfg = self.cfg
+
+        def due(a: Applied) -> bool:
+            fresh = st.recent(a, cfg.stale_after, 1)
+            return not fresh and st.executions - st.tried_at.get(a, -(10**9)) >= cfg.retry_after
+
+        if served != () and due(()):
+            return ()
+        for c in st.candidates:
+            if c != served and due(c) and ready(c):
+                return c
+        return None
+
+    def record(self, sk: ShapeKey, applied: Sequence[str], ms: float) -> str | None:
+        """A measured runtime; returns the reason when it makes the shape fall back now."""
+        cfg = self.cfg
+        applied = tuple(applied)
+        with self._lock:
+            st = self.shapes.setdefault(sk, ShapeState())
+            runs = st.runs.setdefault(applied, deque(maxlen=max(5, cfg.regression_runs)))
+            runs.append((st.executions, float(ms)))
+            if applied in st.blocked and applied != ():
+                # an exploration of a blocked decision: lift the block once it beats the standard
+                got, std = st.recent(applied, cfg.stale_after), st.recent((), cfg.stale_after)
+                if len(got) >= 1 and std and statistics.median(got) < statistics.median(std):
+                    reason = st.blocked.pop(applied)
+                    log.info("shape %s: %s is faster again; unblocked (%s)", sk[1], applied, reason)
+                return None
+            return self._check(sk, st)
+
+    def _check(self, sk: ShapeKey, st: ShapeState) -> str | None:
+        cfg = self.cfg
+        served = st.served()
+        if served == ():
+            return None
+        got = st.recent(served, cfg.stale_after, cfg.regression_runs)
+        std = st.recent((), cfg.stale_after)
+        if len(got) < cfg.regression_runs or not std:
+            return None
+        mean, base = sum(got) / len(got), statistics.median(std)
+        if mean <= (1.0 + cfg.regression_threshold) * base:
+            return None
+        reason = (
+            f"{'+'.join(served)} took {mean:.2f} ms on average over its last {len(got)} "
+            f"executions, the standard plan {base:.2f} ms (more than "
+            f"{cfg.regression_threshold:.0%} slower): the shape falls back to the standard plan"
+        )
+        st.blocked[served] = reason
+        self.regressions.append(
+            {"shape": sk[1], "applied": list(served), "reason": reason, "time": time.time()}
+        )
+        log.warning("regression caught on shape %s: %s", sk[1], reason)
+        return reason
+
+    def report(self) -> list[dict[str, Any]]:
+        """Per shape: what is served, its and the standard plan's recent runtimes, the speed-up."""
+        out = []
+        with self._lock:
+            for (_sp, shp), st in self.shapes.items():
+                served = st.served()
+                std = st.recent((), self.cfg.stale_after)
+                got = st.recent(served, self.cfg.stale_after)
+                s_ms = statistics.median(std) if std else None
+                g_ms = statistics.median(got) if got else None
+                out.append(
+                    {
+                        "shape": shp,
+                        "executions": st.executions,
+                        "served": list(served),
+                        "model_choice": list(st.model_choice or ()),
+                        "model_version": st.model_version,
+                        "standard_ms": s_ms,
+                        "served_ms": g_ms,
+                        "speedup": (s_ms / g_ms) if s_ms and g_ms else None,
+                        "blocked": {"+".join(k): v for k, v in st.blocked.items()},
+                        "by_kind": dict(st.served_by_kind),
+                    }
+                )
+        return out
+
+
+# ------------------------------------------------------------------ the guard
+def walk(
+    values: Callable[[Any], Any], states: Mapping[Applied, Any], max_steps: int
+) -> tuple[Applied, float]:
+    """A model's greedy decision over the stored states of one shape, and its Q-value
+    of the last action (the model's own prediction, minus the relative runtime)."""
+    from rlsuite.apps.queryopt import rules as R
+
+    applied: Applied = ()
+    q_last = math.nan
+    for _ in range(max_steps):
+        q = values(states[applied])
+        a = int(max(range(len(q)), key=lambda i: q[i]))
+        q_last = float(q[a])
+        if not math.isfinite(q_last):
+            raise FloatingPointError(f"the model's Q-values are not finite: {list(q)}")
+        if a == R.STOP:
+            break
+        if R.RULE_NAMES[a] in applied:  # not applicable again: the rewriter stops here
+            break
+        nxt = (*applied, R.RULE_NAMES[a])
+        if nxt not in states:
+            return nxt, q_last
+        applied = nxt
+    return applied, q_last
+
+
+def guard(
+    shapes: Mapping[str, Any],
+    weights: Mapping[str, float],
+    current: Mapping[str, Applied],
+    new_values: Callable[[Any], Any],
+    max_steps: int,
+    margin: float,
+    max_ratio: float = 10.0,
+) -> dict[str, Any]:
+    """Compare a new model with the current one on recently seen shapes.
+
+    ``shapes``: :class:`~rlsuite.apps.queryopt.envs.replay.ShapeExperience` per shape;
+    ``current``: the current model's served decision per shape; ``new_values``: the new
+    model's Q-values of a state. Predicted runtime (in standard-plan units) of a decision:
+    its measured ratio on the shape, else (new model only) its own Q-value, else 1.
+    """
+    rows, cur_total, new_total = [], 0.0, 0.0
+    for shp, sx in shapes.items():
+        if () not in sx.states or not sx.ms.get(()):
+            continue
+        w = float(weights.get(shp, 1.0))
+        cur = tuple(current.get(shp, ()))
+        new, q = walk(new_values, sx.states, max_steps)
+        p_cur = sx.ratio(cur, max_ratio)
+        p_cur = 1.0 if p_cur is None else p_cur
+        p_new = sx.ratio(new, max_ratio)
+        if p_new is None:
+            p_new = min(max_ratio, max(0.0, -q)) if math.isfinite(q) else 1.0
+        cur_total += w * p_cur
+        new_total += w * p_new
+        rows.append(
+            {
+                "shape": shp,
+                "current": list(cur),
+                "new": list(new),
+                "current_pred": p_cur,
+                "new_pred": p_new,
+            }
+        )
+    passed = bool(rows) and new_total <= (1.0 + margin) * cur_total
+    return {
+        "passed": passed,
+        "shapes": len(rows),
+        "current_predicted": cur_total,
+        "new_predicted": new_total,
+        "margin": margin,
+        "rows": rows,
+    }
+
+
+# ------------------------------------------------------------------ the learner
+class OnlineLearner:
+    """Retrains the DQN from the experience store in the background; swaps after the guard.
+
+    ``swap(decider, version, path)`` is the server's; ``current_choices()`` returns the
+    served decision per shape string; ``make_decider(checkpoint)`` builds a decider.
+    """
+
+    def __init__(
+        self,
+        cfg: OnlineConfig,
+        store: Any,
+        models_dir: str,
+        *,
+        dsn: str,
+        workload: str,
+        workload_config: Mapping[str, Any] | None,
+        max_steps: int,
+        make_decider: Callable[[str], Any],
+        swap: Callable[[Any, int, str], None],
+        current_choices: Callable[[], dict[str, Applied]],
+        start_version: int = 0,
+    ):
+        cfg.validate()
+        self.cfg, self.store = cfg, store
+        self.models_dir = os.path.abspath(models_dir)
+        self.dsn, self.workload = dsn, workload
+        self.workload_config = dict(workload_config or {})
+        self.max_steps = int(max_steps)
+        self.make_decider, self.swap, self.current_choices = make_decider, swap, current_choices
+        self.version = int(start_version)
+        self.new_rewards = 0
+        self.last_retrain = time.time()
+        self.history: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        self._started_ray = False
+        self._current_values: Callable[[Any], Any] | None = None
+        self._check_writable()
+
+    def _check_writable(self) -> None:
+        try:
+            os.makedirs(self.models_dir, exist_ok=True)
+        except OSError as e:
+            raise RuntimeError(f"cannot create the models directory {self.models_dir}: {e}") from e
+        if not os.access(self.models_dir, os.W_OK):
+            raise RuntimeError(f"the models directory {self.models_dir} is not writable")
+
+    def start(self) -> OnlineLearner:
+        """Start Ray (one CPU, in this thread) and the background retraining thread."""
+        import ray
+
+        from rlsuite.platform import cluster
+
+        if not ray.is_initialized():
+            cluster.init(num_cpus=1)
+            self._started_ray = True
+        if self.store.count():  # a restarted server learns from what the store kept at once
+            self.new_rewards = self.cfg.retrain_every
+        self._thread = threading.Thread(target=self._loop, name="qopt-learn", daemon=True)
+        self._thread.start()
+        return self
+
+    def notify(self) -> None:
+        """One new reward arrived."""
+        with self._cond:
+            self.new_rewards += 1
+            if self.new_rewards >= self.cfg.retrain_every:
+                self._cond.notify()
+
+    def _due(self) -> bool:
+        if self.new_rewards >= self.cfg.retrain_every:
+            return True
+        return self.new_rewards >= 1 and time.time() - self.last_retrain >= self.cfg.retrain_seconds
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stop or self._due(), timeout=1.0)
+                if self._stop:
+                    return
+                if not self._due():
+                    continue
+                self.new_rewards = 0
+                self.last_retrain = time.time()
+            self.retrain()
+
+    def retrain(self) -> dict[str, Any]:
+        """One retrain: train, check, guard, swap. Never raises; the outcome is logged and kept."""
+        v = self.version + 1
+        run_dir = os.path.join(self.models_dir, f"v{v:04d}")
+        t0 = time.time()
+        out: dict[str, Any] = {"version": v, "time": t0, "swapped": False}
+        try:
+            ckpt, losses = self._train(run_dir, v)
+            bad = [x for x in losses if not math.isfinite(x)]
+            if bad:
+                raise FloatingPointError(f"the training loss is not finite ({bad[0]})")
+            values = _q_values(ckpt)
+            g = self._guard(values)
+            out["guard"] = {
+                k: g[k] for k in ("passed", "shapes", "current_predicted", "new_predicted")
+            }
+            if not g["passed"]:
+                out["reason"] = (
+                    f"guard: the new model is predicted at {g['new_predicted']:.3f} standard-plan "
+                    f"units on {g['shapes']} recent shapes, the current at {g['current_predicted']:.3f} "
+                    f"(margin {self.cfg.guard_margin:.0%}); kept the current model"
+                )
+                log.info("retrain v%d not swapped: %s", v, out["reason"])
+            else:
+                decider = self.make_decider(ckpt)
+                self.swap(decider, v, ckpt)
+                self.version, self._current_values = v, values
+                out.update(swapped=True, checkpoint=ckpt)
+                self.store.add_model(
+                    v, ckpt, f"guard {g['new_predicted']:.3f} <= {g['current_predicted']:.3f}"
+                )
+                log.info("model v%d swapped in (%s)", v, ckpt)
+        except Exception as e:  # noqa: BLE001 - a failed retrain keeps the current model
+            out["reason"] = f"retrain failed, kept the current model: {type(e).__name__}: {e}"
+            log.warning("retrain v%d: %s", v, out["reason"])
+        out["seconds"] = time.time() - t0
+        if not out["swapped"]:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        self._prune()
+        self.history.append(out)
+        return out
+
+    def _train(self, run_dir: str, version: int) -> tuple[str, list[float]]:
+        """The same learner as ``qopt-bench train`` on the experience store; the checkpoint
+        and the learner's losses."""
+        from rlsuite.apps.queryopt import train as T
+
+        shutil.rmtree(run_dir, ignore_errors=True)
+        steps = self.cfg.env_steps_per_iteration
+        cfg = T.TrainConfig(
+            dsn=self.dsn,
+            workload=self.workload,
+            workload_config=self.workload_config,
+            experience=self.store.path,
+            max_steps=self.max_steps,
+            iterations=self.cfg.iterations,
+            num_env_runners=0,
+            env_steps_per_iteration=steps,
+            learning_starts=min(100, steps),
+            epsilon_timesteps=max(1, steps * self.cfg.iterations // 2),
+            target_update_freq=50,
+            seed=version,
+        )
+        res = T.train(cfg, run_dir, progress=False)
+        losses = [float(v) for row in res.metrics for k, v in row.items() if k.endswith("qf_loss")]
+        return res.checkpoint, losses
+
+    def _guard(self, values: Callable[[Any], Any]) -> dict[str, Any]:
+        from rlsuite.apps.queryopt.envs.replay import summarise
+        from rlsuite.apps.queryopt.featurizer import Featurizer
+
+        rows = self.store.recent()
+        shapes = summarise(rows, self.store.schema, size=Featurizer(max_steps=self.max_steps).size)
+        weights: dict[str, float] = {}
+        for e in rows:
+            weights[e.shape] = weights.get(e.shape, 0.0) + 1.0
+        return guard(
+            shapes, weights, self.current_choices(), values, self.max_steps, self.cfg.guard_margin
+        )
+
+    def _prune(self) -> None:
+        try:
+            names = sorted(d for d in os.listdir(self.models_dir) if d.startswith("v"))
+        except OSError:
+            return
+        keep = f"v{self.version:04d}"
+        for d in names[: max(0, len(names) - self.cfg.keep_models)]:
+            if d != keep:
+                shutil.rmtree(os.path.join(self.models_dir, d), ignore_errors=True)
+
+    def close(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+        if self._started_ray:
+            from rlsuite.platform import cluster
+
+            cluster.shutdown()
+
+
+def _q_values(checkpoint: str) -> Callable[[Any], Any]:
+    """The checkpoint's Q-values of a state (through the platform's controller)."""
+    from rlsuite.platform.checkpoints import load_controller
+
+    ctrl = load_controller(checkpoint)
+    return ctrl.action_values

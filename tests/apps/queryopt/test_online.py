@@ -1,0 +1,248 @@
+# ruff: noqa: F811 - the plugin tests' fixtures are imported by name
+"""Online learning in pg_qopt's model server, on the real PostgreSQL 15 and the real plugin:
+rewards reach the experience store, a retrain is triggered and swapped in, a regression
+falls back to the standard plan, the store survives a restart, bad input is refused."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import time
+
+import pytest
+
+from rlsuite.apps.queryopt.plugin import modelserver as M
+from rlsuite.apps.queryopt.plugin.experience import Experience, ExperienceStore, StoreError
+from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner, ShapeBook, guard
+from rlsuite.apps.queryopt.rewriter import Decision
+
+from .plugin.conftest import SCHEMA, plugin_dsn, plugin_lib, sock_dir  # noqa: F401 - fixtures
+
+TWO_TABLES = "SELECT R.b, count(1) FROM R, S WHERE R.b = S.b AND R.a <= {} GROUP BY R.b"
+"""Eager aggregation makes it several times faster (S is aggregated before the join)."""
+
+
+# ------------------------------------------------------------ pure logic (no database)
+def test_exploration_is_bounded_and_a_regression_falls_back():
+    book = ShapeBook(OnlineConfig(explore_share=0.1, explore_window=20, regression_runs=3))
+    sk = ("qopt_joins", "SELECT ?")
+    book.set_model_choice(sk, ("eager_aggregation",), 0)
+    book.add_candidates(sk, [("arm_no_hashjoin",), ("join_order_small_first",)])
+    kinds = [book.pick(sk, lambda a: True)[1] for _ in range(100)]
+    assert sum(k != "model" for k in kinds) <= 10  # 10% of 100 answers at most
+    assert "standard" in kinds and "explore" in kinds
+    for ms in (10.0, 10.5):
+        assert book.record(sk, (), ms) is None
+    assert book.record(sk, ("eager_aggregation",), 2.0) is None
+    assert book.state(sk).served() == ("eager_aggregation",)
+    for _ in range(2):
+        book.record(sk, ("eager_aggregation",), 30.0)
+    # mean of the last 3 = 20.7 ms > 1.2 x 10.25 ms: caught
+    assert book.state(sk).served() == ()
+    assert "falls back to the standard plan" in book.regressions[-1]["reason"]
+    assert book.pick(sk, lambda a: True)[0] == ()
+
+
+def test_guard_compares_predicted_runtimes_on_recent_shapes():
+    import numpy as np
+
+    from rlsuite.apps.queryopt import rules as R
+    from rlsuite.apps.queryopt.envs.replay import ShapeExperience
+
+    s0, s1 = np.zeros(3, np.float32), np.ones(3, np.float32)
+    sx = ShapeExperience(
+        states={(): s0, ("eager_aggregation",): s1},
+        ms={(): [10.0], ("eager_aggregation",): [2.0]},
+    )
+
+    def prefers(action):
+        return lambda obs: [1.0 if i == action else 0.0 for i in range(R.STOP + 1)]
+
+    eager = R.RULE_NAMES.index("eager_aggregation")
+    good = guard({"q": sx}, {}, {"q": ()}, prefers(eager), 2, 0.05)
+    assert good["passed"] and good["new_predicted"] == pytest.approx(0.2)
+    bad = guard({"q": sx}, {}, {"q": ("eager_aggregation",)}, prefers(R.STOP), 2, 0.05)
+    assert not bad["passed"]  # the standard (1.0) is predicted slower than eager (0.2)
+    with pytest.raises(FloatingPointError):
+        guard({"q": sx}, {}, {}, lambda obs: [math.nan] * (R.STOP + 1), 2, 0.05)
+
+
+class _NanLearner(OnlineLearner):
+    """A small fake of the training step only: it reports a NaN loss."""
+
+    def _train(self, run_dir, version):
+        return "unused", [0.5, math.nan]
+
+
+def test_failing_retrain_keeps_the_current_model(tmp_path):
+    store = ExperienceStore(tmp_path / "e.sqlite", "qopt_joins")
+    swapped = []
+    kw = dict(
+        dsn="",
+        workload="joins",
+        workload_config={},
+        max_steps=2,
+        make_decider=lambda ckpt: ckpt,
+        swap=lambda d, v, p: swapped.append(v),
+        current_choices=dict,
+    )
+    out = _NanLearner(OnlineConfig(), store, str(tmp_path / "m"), **kw).retrain()
+    assert not out["swapped"] and "not finite" in out["reason"] and "kept" in out["reason"]
+    # an exception while training (an empty store: nothing to learn from) keeps it too
+    out = OnlineLearner(OnlineConfig(), store, str(tmp_path / "m"), **kw).retrain()
+    assert not out["swapped"] and "nothing to learn from" in out["reason"]
+    assert swapped == []
+
+
+# ------------------------------------------------------------ the store
+def test_store_is_bounded_survives_reopening_and_refuses_foreign_files(tmp_path):
+    path = tmp_path / "exp.sqlite"
+    s = ExperienceStore(path, "qopt_joins", window=30)
+    for i in range(45):
+        s.add(Experience("qopt_joins", "SELECT ?", ("eager_aggregation",), float(i), "model"))
+    s.close()
+    s = ExperienceStore(path, "qopt_joins", window=30)
+    assert s.count() == 30 and s.recent()[-1].ms == 44.0
+    s.close()
+    with pytest.raises(StoreError, match="schema qopt_joins"):
+        ExperienceStore(path, "qopt_udf")
+
+    corrupt = tmp_path / "corrupt.sqlite"
+    corrupt.write_bytes(b"this is not a database at all" * 100)
+    before = corrupt.read_bytes()
+    with pytest.raises(StoreError, match=str(corrupt)):
+        ExperienceStore(corrupt, "qopt_joins")
+    assert corrupt.read_bytes() == before  # never overwritten
+
+    foreign = tmp_path / "foreign.sqlite"
+    c = sqlite3.connect(foreign)
+    c.execute("CREATE TABLE invoices (id integer)")
+    c.commit()
+    c.close()
+    before = foreign.read_bytes()
+    with pytest.raises(StoreError, match="not a pg_qopt experience store"):
+        ExperienceStore(foreign, "qopt_joins")
+    assert foreign.read_bytes() == before
+
+
+def test_learn_without_a_writable_store_is_refused(tmp_path, capsys):
+    from rlsuite.apps.queryopt.plugin.cli import main
+
+    assert main(["serve", "--learn", "--workload", "joins", "--dsn", "host=/nowhere"]) == 2
+    assert "--learn needs --store" in capsys.readouterr().out
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        with pytest.raises(StoreError, match="read-only|not writable"):
+            ExperienceStore(ro / "e.sqlite", "qopt_joins")
+    finally:
+        ro.chmod(0o755)
+
+
+# ------------------------------------------------------------ real PostgreSQL + pg_qopt
+def _run(session, sql: str, n: int) -> None:
+    for _ in range(n):
+        session.run(sql, SCHEMA)
+
+
+def _wait(cond, seconds: float = 30.0) -> None:
+    deadline = time.time() + seconds
+    while not cond():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
+    tmp_path, sock_dir, dsn, db, plugin_lib
+):
+    from rlsuite.apps.queryopt.db import Database
+
+    store_path = tmp_path / "exp.sqlite"
+    cfg = OnlineConfig(
+        explore_share=0.3,
+        explore_window=10,
+        retry_after=1,
+        retrain_every=10_000,
+        iterations=1,
+        env_steps_per_iteration=200,
+    )
+    decider = M.RulesDecider(dsn, "joins", [])  # no model: the standard plan, exploring
+    store = ExperienceStore(store_path, decider.schema)
+    srv = M.ModelServer(str(sock_dir / "online.sock"), decider, 20_000, online=cfg, store=store)
+    srv.learner = OnlineLearner(
+        cfg,
+        store,
+        str(tmp_path / "models"),
+        dsn=dsn,
+        workload="joins",
+        workload_config={},
+        max_steps=2,
+        make_decider=lambda ckpt: M.ModelDecider(ckpt, dsn, workload="joins"),
+        swap=srv.swap,
+        current_choices=srv.current_choices,
+    )
+    session = Database(plugin_dsn(dsn, sock_dir / "online.sock", timeout_ms=20_000))
+    try:
+        srv.start()
+        _run(session, TWO_TABLES.format(700), 14)
+        _wait(lambda: store.count() >= 14)
+        rows = store.recent()
+        kinds = {e.kind for e in rows}
+        assert {"model", "explore"} <= kinds, kinds  # the standard plan and explorations
+        assert all(e.features and "?" in e.shape and "700" not in e.shape for e in rows)
+        assert any(e.applied == ("eager_aggregation",) for e in rows)
+        out = srv.learner.retrain()  # what the schedule triggers in the background
+        assert out["swapped"], out
+        assert srv.version == 1 and srv.decider.name.startswith("learned")
+        _run(session, TWO_TABLES.format(700), 3)
+        _wait(lambda: srv.book.state(next(iter(srv.examples))).model_version == 1)
+        summary = M.request(srv.address, {"op": "stats"})
+        assert [m["version"] for m in summary["models"]] == [0, 1]
+        assert summary["shapes"][0]["standard_ms"] is not None
+    finally:
+        session.close()
+        srv.close()
+    # the store survives the restart: reopened, it holds every run and the model version
+    again = ExperienceStore(store_path, "qopt_joins")
+    assert again.count() >= 17 and [m["version"] for m in again.models()] == [1]
+    again.close()
+
+
+class _SlowRewrite(M.RulesDecider):
+    """Serves a rewrite that returns the same rows but sleeps 80 ms (a forced regression)."""
+
+    def decide(self, sql):
+        return Decision(sql, {}, ("eager_aggregation",))
+
+    def validated(self, sql, applied, original, timeout_ms):
+        slow = f"WITH z AS MATERIALIZED (SELECT pg_sleep(0.08)) SELECT q.* FROM ({sql}) q, z"
+        return Decision(slow, {}, tuple(applied))
+
+
+def test_a_regression_falls_back_to_the_standard_plan(sock_dir, dsn, db, plugin_lib):
+    from rlsuite.apps.queryopt.db import Database
+
+    cfg = OnlineConfig(explore_share=0.5, explore_window=10, regression_runs=3, retry_after=1)
+    srv = M.ModelServer(
+        str(sock_dir / "regress.sock"),
+        _SlowRewrite(dsn, "joins", ["eager_aggregation"]),
+        20_000,
+        online=cfg,
+    )
+    session = Database(plugin_dsn(dsn, sock_dir / "regress.sock", timeout_ms=20_000))
+    sql = TWO_TABLES.format(300)
+    try:
+        srv.start()
+        _run(session, sql, 8)
+        _wait(lambda: srv.book.regressions)
+        sk = next(iter(srv.examples))
+        assert srv.book.state(sk).served() == ()
+        assert "falls back to the standard plan" in srv.book.regressions[0]["reason"]
+        plan = session.explain(sql, SCHEMA)
+        assert plan.get("Query Optimizer", "").startswith("standard plan"), plan
+        stats = M.request(srv.address, {"op": "stats"})
+        assert len(stats["regressions_caught"]) == 1 and stats["shapes"][0]["blocked"]
+    finally:
+        session.close()
+        srv.close()
