@@ -38,6 +38,7 @@ VAR_SPEED = 0x40
 VAR_ROAD_ID = 0x50
 VAR_LANEPOSITION = 0x56
 VAR_DISTANCE = 0x84
+VAR_LANE_INDEX = 0x52
 
 _LIBSUMO_OWNER: int | None = None  # id() of the Simulation holding libsumo in this process
 _LABELS = itertools.count()
@@ -147,6 +148,7 @@ class Simulation:
         self._proc: subprocess.Popen | None = None
         self._label: str | None = None
         self._subscribed: set[str] = set()
+        self._lane_subscribed: set[str] = set()
         self._errs = _errors()
 
     # --- lifecycle -------------------------------------------------------------
@@ -169,6 +171,7 @@ class Simulation:
             raise SimulationError(f"{self.name}: SUMO did not start ({backend}): {e}") from e
         self.backend = backend
         self._subscribed = set()
+        self._lane_subscribed: set[str] = set()
 
     def _choose_backend(self) -> str:
         global _LIBSUMO_OWNER
@@ -322,6 +325,52 @@ class Simulation:
             return out
         except self._errs as e:
             raise self._fail("reading vehicle states", e) from e
+
+    def vehicle_lane_states(self, ids: Iterable[str]) -> dict[str, tuple[float, str, float, int]]:
+        """``{id: (speed, road id, position on lane, lane index)}`` through subscriptions, for
+        multi-lane roads (lane 0 is the rightmost). A vehicle in a teleport has road ``""``."""
+        conn = self._need()
+        vars_ = (VAR_SPEED, VAR_ROAD_ID, VAR_LANEPOSITION, VAR_LANE_INDEX)
+        try:
+            for vid in ids:
+                if vid not in self._lane_subscribed:
+                    conn.vehicle.subscribe(vid, vars_)
+                    self._lane_subscribed.add(vid)
+            res = conn.vehicle.getAllSubscriptionResults()
+            out = {}
+            for vid in ids:
+                r = res.get(vid)
+                if r is None:  # subscribed this step: answers from the next one
+                    v = conn.vehicle
+                    r = dict(zip(vars_, (v.getSpeed(vid), v.getRoadID(vid),
+                                         v.getLanePosition(vid), v.getLaneIndex(vid))))  # fmt: skip
+                out[vid] = (r[VAR_SPEED], r[VAR_ROAD_ID], r[VAR_LANEPOSITION], r[VAR_LANE_INDEX])
+            return out
+        except self._errs as e:
+            raise self._fail("reading vehicle lane states", e) from e
+
+    def change_lane(self, vid: str, lane: int, duration: float) -> None:
+        """Ask SUMO to move ``vid`` to ``lane`` within ``duration`` s; SUMO's lane-change model
+        carries it out only when its lane-change mode's safety checks allow (else it lapses)."""
+        try:
+            self._need().vehicle.changeLane(vid, int(lane), float(duration))
+        except self._errs as e:
+            raise self._fail("vehicle.changeLane", e) from e
+
+    def set_lane_change_mode(self, vid: str, mode: int) -> None:
+        """SUMO's lane-change-mode bits (512: no lane changes of its own, TraCI requests
+        only where the other drivers' speed and braking gaps allow; 1621: SUMO's default)."""
+        try:
+            self._need().vehicle.setLaneChangeMode(vid, int(mode))
+        except self._errs as e:
+            raise self._fail("vehicle.setLaneChangeMode", e) from e
+
+    def teleports_started(self) -> int:
+        """Vehicles SUMO started teleporting in the last step (jammed past ``--time-to-teleport``)."""
+        try:
+            return int(self._need().simulation.getStartingTeleportNumber())
+        except self._errs as e:
+            raise self._fail("simulation.getStartingTeleportNumber", e) from e
 
     def set_speed(self, vid: str, speed: float) -> None:
         """Command a speed for the next step (SUMO still keeps it collision-free)."""

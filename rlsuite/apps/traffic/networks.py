@@ -146,12 +146,15 @@ def ring_routes(
     types: Sequence[VehicleType],
     laps: int,
     bunching: float = 0.0,
+    lanes: int = 1,
 ) -> list[float]:
     """Write the ring's demand: ``vehicles`` ``(id, type)`` spaced evenly, each on a looping route.
 
     ``bunching`` metres of the ring are left empty (Flow's ``InitialConfig.bunching``),
-    a perturbation from which the stop-and-go wave grows quickly. Returns each
-    vehicle's start position along the ring (m from the start of ``bottom``).
+    a perturbation from which the stop-and-go wave grows quickly. On a ring of several
+    ``lanes`` vehicle ``j`` starts on lane ``j % lanes``: each lane's vehicles are evenly
+    spaced and the lanes are staggered. Returns each vehicle's start position along the
+    ring (m from the start of ``bottom``).
     """
     quarter = length / 4
     lines = ["<routes>", *[t.xml() for t in types]]
@@ -167,7 +170,7 @@ def ring_routes(
         starts.append(x)
         lines.append(
             f'  <vehicle id="{vid}" type="{vtype}" route="r_{RING_EDGES[edge]}" depart="0" '
-            f'departPos="{pos:.4f}" departSpeed="0" departLane="0"/>'
+            f'departPos="{pos:.4f}" departSpeed="0" departLane="{j % lanes}"/>'
         )
     lines.append("</routes>")
     _atomic_write(path, "\n".join(lines) + "\n")

@@ -84,6 +84,15 @@ SCENARIOS: dict[str, TrafficScenario] = {
             "Flow's merge (highway + on-ramp, --env-set av_share=0.1), one agent per AV on the road",
         ),
         TrafficScenario(
+            "ring_2lane",
+            "rlsuite/Ring2Lane-v0",
+            False,
+            ("human", "idm", "followerstopper", "pi"),
+            False,
+            True,
+            "two-lane ring, 41 humans + 1 AV that accelerates and changes lanes",
+        ),
+        TrafficScenario(
             "signals",
             "rlsuite/Signals-v0",
             True,
@@ -132,6 +141,8 @@ def controller_for(
     env, so they come with ``{"program": name}``. Team baselines (the figure-eight's
     ``snake``) drive all the AVs at once; the others get one copy per AV.
     """
+    if scenario.name == "ring_2lane" and name in scenario.baselines:
+        return _ring_2lane_baseline(name, env_config)
     known = (controllers.BASELINES, controllers.SIGNAL_PROGRAMS, controllers.TEAM_BASELINES)
     if any(name in k for k in known):
         if name not in scenario.baselines:
@@ -168,3 +179,18 @@ def controller_for(
         f"controller {name!r} is neither a baseline ({', '.join(scenario.baselines)}) nor an "
         "existing checkpoint path"
     )
+
+
+def _ring_2lane_baseline(
+    name: str, env_config: dict[str, Any] | None
+) -> tuple[Any, dict[str, Any]]:
+    """The two-lane ring's baselines: ``human`` hands the AV to SUMO (its IDM and lane-change
+    model, as every human: all-human), the others drive its acceleration in its lane."""
+    from rlsuite.apps.traffic.envs import ring_2lane
+
+    if name == "human":
+        return ring_2lane.SumoDriven, {"av_driver": "sumo"}
+    cfg = ring_2lane.Ring2LaneConfig.from_kwargs(**dict(env_config or {}))
+    bounds = dict(max_accel=cfg.max_accel, max_decel=cfg.max_decel, sim_step=cfg.sim_step)
+    factory = functools.partial(controllers.make_baseline, name, **bounds)
+    return functools.partial(ring_2lane.KeepLane, factory, f"{name} (keeps its lane)"), {}

@@ -65,3 +65,11 @@ _envs.register(
     max_envs_per_process=1,
     description="Flow's merge under one centralised policy for up to num_rl AVs (Flow's MergePOEnv)",
 )
+
+_envs.register(
+    "rlsuite/Ring2Lane-v0",
+    "rlsuite.apps.traffic.envs.ring_2lane:Ring2LaneEnv",
+    default_config={},
+    max_envs_per_process=1,  # libsumo: one simulation per process
+    description="two-lane ring (230 m, 41 humans + 1 AV that accelerates and changes lanes)",
+)
