@@ -509,7 +509,13 @@ class ModelServer:
         state = self.book.state(sk)
         if state.model_version != self.version and self.version > 0:
             self._submit(("refresh", sk), self._refresh, sk)
-        applied, kind = self.book.pick(sk, lambda a: isinstance(st.answers.get(a), dict))
+
+        def ready(a: tuple[str, ...]) -> bool:
+            if a not in st.answers:  # validate it in the background for a later answer
+                self._submit(("build", key, a), self._build, key, st, a)
+            return isinstance(st.answers.get(a), dict)
+
+        applied, kind = self.book.pick(sk, ready)
         ans = st.answers.get(applied)
         if ans is None:  # not validated for this statement yet: the standard plan meanwhile
             self._submit(("build", key, applied), self._build, key, st, applied)

@@ -169,7 +169,8 @@ class ShapeBook:
     def pick(self, sk: ShapeKey, ready: Callable[[Applied], bool]) -> tuple[Applied, str]:
         """The decision for one answer and how it is served (``model``, ``explore``,
         ``standard``). Explorations are limited to the share, and to decisions ``ready``
-        (validated for this statement); one not ready is skipped."""
+        (validated for this statement; ``ready`` may start validating it); one not ready is
+        skipped."""
         cfg = self.cfg
         with self._lock:
             st = self.shapes.setdefault(sk, ShapeState())
@@ -201,8 +202,11 @@ class ShapeBook:
             fresh = st.recent(a, cfg.stale_after, 1)
             return not fresh and st.executions - st.tried_at.get(a, -(10**9)) >= cfg.retry_after
 
-        if served != () and due(()):
-            return ()
+        if served != ():  # the served decision is measured first, then held against the standard
+            if len(st.recent(served, cfg.stale_after)) < cfg.regression_runs:
+                return None
+            if due(()):
+                return ()
         for c in st.candidates:
             if c != served and due(c) and ready(c):
                 return c
