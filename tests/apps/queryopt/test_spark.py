@@ -1,0 +1,156 @@
+"""Spark SQL as the second engine, on a real local Spark session (one for the module)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from rlsuite.apps.queryopt import rules as R  # noqa: E402
+from rlsuite.apps.queryopt import spark_rules as S  # noqa: E402
+from rlsuite.apps.queryopt.workloads import get  # noqa: E402
+from rlsuite.apps.queryopt.workloads.joins import SEED_QUERY  # noqa: E402
+from rlsuite.apps.queryopt.workloads.udf import SEED_QUERY as UDF_QUERY  # noqa: E402
+
+MASTER = "local[2]"
+
+
+@pytest.fixture(scope="module")
+def spark_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("spark")
+
+
+@pytest.fixture(scope="module")
+def engine(spark_dir):
+    """One Spark session with the joins and udf workloads loaded as Parquet."""
+    from rlsuite.apps.queryopt.spark import SparkEngine, ensure_workload, java_problem
+
+    if java_problem():
+        pytest.skip(java_problem())
+    eng = SparkEngine(master=MASTER, home=spark_dir)
+    ensure_workload(eng, get("joins"))
+    ensure_workload(eng, get("udf", udf_cost=100))
+    try:
+        yield eng
+    finally:
+        eng.close()
+
+
+def test_tables_load_the_same_data_as_postgres(engine, db):
+    assert engine.row_counts("qopt_joins") == {"r": 1000.0, "s": 10000.0, "t": 10000.0}
+    assert engine.columns("qopt_joins")["s"] == {"b": "int", "d": "int"}
+    q = "SELECT count(*), sum(b), sum(d), min(d), max(b) FROM s"
+    assert engine.run(q, "qopt_joins").rows == [
+        tuple(int(v) for v in db.run(q, "qopt_joins").rows[0])
+    ]
+    # loaded data is reused: the same key is not written again
+    from rlsuite.apps.queryopt.spark import ensure_workload
+
+    assert ensure_workload(engine, get("joins")) is False
+
+
+def test_eager_aggregation_round_trips_through_the_spark_dialect(engine):
+    d = S.rewrite(engine, "qopt_joins", SEED_QUERY, ["eager_aggregation", "hint_broadcast_1"])
+    assert d.applied == ("eager_aggregation", "hint_broadcast_1")
+    assert d.rows_match is True
+    assert "/*+ BROADCAST(s) */" in d.sql and "qopt_cnt" in d.sql
+
+
+def test_a_join_hint_changes_the_physical_plan(engine):
+    q = S.parse(SEED_QUERY, S.spark_catalog(engine, "qopt_joins"))
+    before = engine.explain(S.spark_sql(q), "qopt_joins")["operators"]
+    merged = S.apply("hint_merge_1", q)
+    after = engine.explain(S.spark_sql(merged), "qopt_joins")["operators"]
+    assert "SortMergeJoin" not in before and before.get("BroadcastHashJoin") == 2
+    assert after.get("SortMergeJoin") == 1 and after.get("BroadcastHashJoin") == 1
+
+
+def test_filter_after_aggregation_uses_sparks_fence_not_offset(engine):
+    settings = get("udf", udf_cost=100).settings()
+    d = S.rewrite(engine, "qopt_udf", UDF_QUERY, ["filter_after_aggregation"], 60_000, settings)
+    assert d.applied == ("filter_after_aggregation",) and d.rows_match is True
+    assert "OFFSET" not in d.sql.upper()
+    assert d.settings[S.FENCE[0]] == S.FENCE[1]
+
+    def order(sql, s):  # the UDF runs above the aggregate when its line comes first
+        lines = engine.explain(sql, "qopt_udf", s)["physical"].splitlines()
+        ops = [m.group(1) for m in (re.match(r"[\s:+\-]*([A-Z][A-Za-z]+)", x) for x in lines) if m]
+        return ops.index("BatchEvalPython") < ops.index("HashAggregate")
+
+    assert order(d.sql, d.settings) is True
+    assert order(UDF_QUERY, settings) is False  # Spark's own plan pushes it below
+
+
+def test_a_postgres_arm_is_refused_with_its_reason(engine):
+    d = S.rewrite(engine, "qopt_joins", SEED_QUERY, ["arm_no_nestloop"])
+    assert not d.applied and d.sql == SEED_QUERY
+    assert "PostgreSQL planner switch" in d.reasons["arm_no_nestloop"]
+    with pytest.raises(ValueError, match="unknown Spark rewrite"):
+        S.rewrite(engine, "qopt_joins", SEED_QUERY, ["no_such_rule"])
+
+
+def test_a_wrong_rewrite_is_caught(engine):
+    q = S.parse(SEED_QUERY, S.spark_catalog(engine, "qopt_joins"))
+    wrong = R.Query(q.expression.copy().where("r.a < 500"), (), ("eager_aggregation",), q.catalog)
+    d = S.validate(engine, "qopt_joins", SEED_QUERY, wrong, {}, 60_000, {})
+    assert d.rows_match is False and d.sql == SEED_QUERY and not d.applied
+    assert "different rows" in d.reasons["*"]
+
+
+def test_a_query_past_its_timeout_is_cancelled(engine):
+    res = engine.run(SEED_QUERY, "qopt_joins", timeout_ms=150)
+    assert res.timed_out and res.rows is None
+    assert engine.run("SELECT count(*) FROM r", "qopt_joins").rows == [(1000,)]
+
+
+def test_bad_queries_get_sparks_error(engine):
+    from rlsuite.apps.queryopt.spark import SparkError
+
+    with pytest.raises(SparkError, match=r"Known tables: .*qopt_joins\.r"):
+        engine.run("SELECT * FROM nope", "qopt_joins")
+    with pytest.raises(SparkError, match=r"cannot parse.*pos 0"):
+        engine.explain("SELEC 1", "qopt_joins")
+
+
+def test_java_missing_says_how_to_install(monkeypatch):
+    from rlsuite.apps.queryopt.spark import JAVA_INSTALL, java_problem
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert JAVA_INSTALL in java_problem()
+
+
+def test_cli_refuses_bad_input(capsys):
+    from rlsuite.apps.queryopt.cli import main
+
+    assert main(["setup", "--engine", "spark", "--spark-master", "spark://127.0.0.1:9"]) == 2
+    assert "cannot reach the Spark master" in capsys.readouterr().out
+    assert main(["rewrite", "SELECT 1", "--engine", "spark", "--dsn", "host=x"]) == 2
+    assert "--dsn names a PostgreSQL server" in capsys.readouterr().out
+
+
+def test_cli_rewrite_train_run_on_spark(engine, spark_dir, tmp_path):
+    from rlsuite.apps.queryopt.cli import main
+
+    flags = ["--engine", "spark", "--spark-master", MASTER, "--spark-dir", str(spark_dir)]
+    out = tmp_path / "rewrite.json"
+    rc = main(
+        ["rewrite", SEED_QUERY, *flags, "--rules", "eager_aggregation", "--check"]
+        + ["--json", str(out)]
+    )
+    assert rc == 0
+    assert json.loads(out.read_text())["rows_match"] is True
+    run_dir = tmp_path / "run"
+    rc = main(
+        ["train", *flags, "--queries", "2", "--iterations", "1", "--env-steps", "6"]
+        + ["--max-steps", "1", "--run-dir", str(run_dir)]
+    )
+    assert rc == 0
+    res = tmp_path / "run.json"
+    rc = main(["run", *flags, "--model", str(run_dir), "--queries", "1", "--json", str(res)])
+    assert rc == 0
+    summary = json.loads(res.read_text())["summary"]
+    assert summary["queries"] == 1 and summary["wrong_results"] == 0
