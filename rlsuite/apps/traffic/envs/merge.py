@@ -228,6 +228,7 @@ class MergeSimulation:
         self.sim = kernel.Simulation(config.backend, gui=config.gui, name=name)
         self._dir: str | None = None
         self.avs: list[str] = []
+        self._seen: set[str] = set()
         self.speed: dict[str, float] = {}
         self.ramp: dict[str, float] = {}  # ramp vehicles not yet merged: metres to the merge
         self.t = 0
@@ -252,6 +253,7 @@ class MergeSimulation:
         self.av_speed_sum = 0.0
         self.av_steps = 0
         self.vehicles_sum = 0
+        self.waiting_sum = 0
         self.collisions = 0
         self.teleports = 0
         self.series_t: list[float] = []
@@ -304,6 +306,7 @@ class MergeSimulation:
         )  # fmt: skip
         self.t = 0
         self.avs = []
+        self._seen = set()
         self._reset_measurements()
         self._sub_step({})  # the t = 0 vehicles are inserted in the first step
         for _ in range(cfg.warmup_steps):
@@ -333,9 +336,11 @@ class MergeSimulation:
                 if to_go is not None:
                     self.ramp[vid] = max(0.0, to_go - pos)
         self._odometer = {vid: s[3] for vid, s in states.items()}
+        # an AV is an agent from its entry to its exit; one that vanishes to teleport is
+        # gone for good (SUMO drives it if it reappears), so no agent is ever revived
         now = [vid for vid in present if vid.startswith(AV_FLOW + ".")]
-        known = set(self.avs)
-        entered = [vid for vid in now if vid not in known]
+        entered = [vid for vid in now if vid not in self._seen]
+        self._seen.update(entered)
         gone = [vid for vid in self.avs if vid not in self.speed]
         self.avs = [vid for vid in self.avs if vid in self.speed] + entered
         departed = self.sim.call("simulation", "getDepartedIDList")
@@ -374,6 +379,7 @@ class MergeSimulation:
         self.series_t.append(self.t * self.cfg.step_seconds)
         self.series_outflow.append(arrived)
         self.series_avs.append(len(self.avs))
+        self.waiting_sum += len(self.sim.call("simulation", "getPendingVehicles"))
         if len(v):
             self.samples += len(v)
             self.speed_sum += float(v.sum())
@@ -427,7 +433,10 @@ class MergeSimulation:
         return max(r + cfg.headway_penalty * cost, 0.0)
 
     def metrics(self) -> dict[str, float]:
-        """Domain metrics of the measured part of the episode."""
+        """Domain metrics of the measured part of the episode: Flow's mean speed (of the
+        vehicles on the road, m/s), outflow (veh/h leaving the road), mean vehicles on the
+        road and mean vehicles due but not yet inserted (``waiting_to_enter``: cars held
+        off the road raise the mean speed of those on it)."""
         steps = max(self.measured_steps, 1)
         seconds = steps * self.cfg.step_seconds
         n = max(self.samples, 1)
@@ -438,6 +447,7 @@ class MergeSimulation:
             "throughput_veh_h": self.arrived / seconds * 3600.0,
             "av_mean_speed": self.av_speed_sum / self.av_steps if self.av_steps else math.nan,
             "vehicles": self.vehicles_sum / steps,
+            "waiting_to_enter": self.waiting_sum / steps,
             "collisions": float(self.collisions),
             "teleports": float(self.teleports),
         }
