@@ -28,6 +28,9 @@ def test_exploration_is_bounded_and_a_regression_falls_back():
     sk = ("qopt_joins", "SELECT ?")
     book.set_model_choice(sk, ("eager_aggregation",), 0)
     book.add_candidates(sk, [("arm_no_hashjoin",), ("join_order_small_first",)])
+    assert book.pick(sk, lambda a: True) == (("eager_aggregation",), "model")
+    for ms in (2.0, 2.1, 2.2):  # the served decision is measured before anything is explored
+        book.record(sk, ("eager_aggregation",), ms)
     kinds = [book.pick(sk, lambda a: True)[1] for _ in range(100)]
     assert sum(k != "model" for k in kinds) <= 10  # 10% of 100 answers at most
     assert "standard" in kinds and "explore" in kinds
