@@ -7,6 +7,7 @@ which component, whether it was found, and how to get it.
 from __future__ import annotations
 
 import os
+import shutil
 
 from rlsuite.cli_common import Probe, dist_version
 
@@ -14,7 +15,7 @@ HOW = "pip install -e '.[queryopt]'"
 
 
 def probes() -> list[Probe]:
-    """The PostgreSQL server and its headers, psycopg2 and sqlglot."""
+    """The PostgreSQL server and its headers, psycopg2 and sqlglot; pyspark and Java for Spark."""
     from rlsuite.apps.queryopt.plugin.build import PluginError, pg_config
     from rlsuite.apps.queryopt.server import ServerError, find_bindir
 
@@ -40,4 +41,10 @@ def probes() -> list[Probe]:
         ),
         Probe("psycopg2", dist_version("psycopg2-binary") or dist_version("psycopg2"), HOW),
         Probe("sqlglot", dist_version("sqlglot"), HOW),
+        Probe("pyspark (--engine spark)", dist_version("pyspark"), HOW),
+        Probe(
+            "Java runtime (--engine spark)",
+            os.environ.get("JAVA_HOME") or shutil.which("java"),
+            "as root: apt-get install -y openjdk-17-jre-headless (make test/demo do this as root)",
+        ),
     ]
