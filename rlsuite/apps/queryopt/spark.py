@@ -94,6 +94,17 @@ def check_master(master: str, timeout_s: float = 5.0) -> None:
         ) from e
 
 
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark: %p %c{1}: %m%n
+"""
+"""Spark's own log: errors only (the app reports failed queries itself)."""
+
 _SHARED: dict[tuple[str, str], list[Any]] = {}
 """Spark allows one session per process: ``(master, home) -> [session, users]``."""
 _LOCK = threading.Lock()
@@ -153,6 +164,8 @@ class SparkEngine:
             self.home.mkdir(parents=True, exist_ok=True)
             self._scratch = Path(tempfile.mkdtemp(prefix="session-", dir=self.home))
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            log4j = self._scratch / "log4j2.properties"
+            log4j.write_text(_LOG4J)
             import warnings
 
             from pyspark.sql import SparkSession
@@ -170,7 +183,8 @@ class SparkEngine:
                 .config("spark.driver.memory", self.driver_memory)
                 .config(
                     "spark.driver.extraJavaOptions",
-                    f"-Djava.io.tmpdir={self._scratch} -Dderby.system.home={self._scratch}",
+                    f"-Djava.io.tmpdir={self._scratch} -Dderby.system.home={self._scratch} "
+                    f"-Dlog4j2.configurationFile=file:{log4j}",
                 )
             )
             try:
