@@ -151,7 +151,7 @@ def test_scenario_cli_evaluate_and_train_smoke(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.isdir(POLICY), reason="no shipped ring_2lane policy")
-def test_shipped_policy_changes_lanes_through_the_cli(tmp_path):
+def test_shipped_policy_evaluates_through_the_cli(tmp_path):
     js = tmp_path / "learned.json"
     rc = cli.main(["evaluate", "--scenario", "ring_2lane", "--controller", POLICY,
                    "--episodes", "1", "--horizon", "300", "--workers", "0", "--no-png",
