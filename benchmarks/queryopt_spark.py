@@ -18,7 +18,7 @@ Pass criteria (the targets set for this engine):
 
 Usage:
     flock /tmp/rlsuite-heavy.lock nice -n 5 .venv/bin/python benchmarks/queryopt_spark.py \
-        [--costs 10,10000,30000] [--train-cost 10000] [--iterations 5]
+        [--costs 10,10000,30000] [--train-cost 10000] [--iterations 10]
 
 Writes benchmarks/results/queryopt_spark.json and queryopt_spark.png (runtime ~15 min
 on 2 cores).
@@ -47,7 +47,7 @@ def main() -> int:
     ap.add_argument("--train-queries", type=int, default=10)
     ap.add_argument("--joins-test-queries", type=int, default=8)
     ap.add_argument("--udf-test-queries", type=int, default=4)
-    ap.add_argument("--iterations", type=int, default=5)
+    ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--env-steps", type=int, default=40, help="env steps per iteration")
     ap.add_argument("--max-steps", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=2, help="timed runs per query; fastest counts")
@@ -88,7 +88,7 @@ def main() -> int:
             iterations=args.iterations,
             env_steps_per_iteration=args.env_steps,
             learning_starts=min(100, args.env_steps * 2),
-            epsilon_timesteps=args.iterations * args.env_steps // 2,
+            epsilon_timesteps=args.iterations * args.env_steps // 3,
             repeat=args.repeat,
         )
         t0 = time.time()
@@ -101,15 +101,47 @@ def main() -> int:
             "final_return": res.final_return,
         }
 
+    class Recorded:
+        """The rewriter, its decisions' reasons kept for the results file."""
+
+        def __init__(self, rw):
+            self.rw, self.name, self.reasons = rw, rw.name, []
+
+        def rewrite(self, sql, check=True):
+            d = self.rw.rewrite(sql, check)
+            self.reasons.append(d.reasons)
+            return d
+
+        def close(self):
+            self.rw.close()
+
+    def hand(w, n: int, rule: str) -> dict:
+        """The hand-written rewrite (one rule on every query, rows checked) as a reference."""
+        from rlsuite.apps.queryopt.spark_rules import SparkRules
+
+        rw = Recorded(SparkRules(eng, w.schema, [rule], w.settings(), timeout_ms=args.timeout_ms))
+        b = compare(
+            eng,
+            w,
+            w.queries("test", n, 0),
+            rw,
+            timeout_ms=args.timeout_ms,
+            repeat=args.repeat,
+            baseline="Spark",
+        )
+        return {**b.to_dict()["summary"], "rule": rule}
+
     def test(run_dir: str, w, wcfg: dict, n: int) -> dict:
         queries = w.queries("test", n, 0)
-        rw = T.LearnedSparkRewriter(
-            run_dir,
-            master=args.master,
-            spark_dir=str(eng.home),
-            workload=w.name,
-            workload_config=wcfg,
-            timeout_ms=args.timeout_ms,
+        rw = Recorded(
+            T.LearnedSparkRewriter(
+                run_dir,
+                master=args.master,
+                spark_dir=str(eng.home),
+                workload=w.name,
+                workload_config=wcfg,
+                timeout_ms=args.timeout_ms,
+            )
         )
         try:
             b = compare(
@@ -125,6 +157,7 @@ def main() -> int:
             rw.close()
         console.print(b.table())
         d = b.to_dict()
+        d["reasons"] = rw.reasons
         d["plans"] = [  # what Catalyst chose by itself for each held-out query
             eng.explain(q, w.schema, w.settings())["operators"] for q in queries
         ]
@@ -140,6 +173,7 @@ def main() -> int:
             s = res["summary"]
             out["workloads"]["joins"] = {
                 "train": tr,
+                "hand_rewrite": hand(w, args.joins_test_queries, "eager_aggregation"),
                 **res,
                 "pass": bool(s["geomean_speedup"] >= 10 and s["wrong_results"] == 0),
             }
@@ -151,6 +185,7 @@ def main() -> int:
             for c in costs:
                 wc = get("udf", udf_cost=c)
                 res = test(run_dir, wc, {"udf_cost": c}, args.udf_test_queries)
+                res["hand_rewrite"] = hand(wc, args.udf_test_queries, "filter_after_aggregation")
                 s = res["summary"]
                 ok = s["regressions"] == 0 if c == cheap else s["geomean_speedup"] >= 4
                 per_cost[str(c)] = {**res, "pass": bool(ok and s["wrong_results"] == 0)}
@@ -201,6 +236,7 @@ def summary_table(out: dict, console) -> None:
             name,
             str(s["queries"]),
             f"{s['geomean_speedup']:.2f}x",
+            f"{v['hand_rewrite']['geomean_speedup']:.2f}x" if "hand_rewrite" in v else "-",
             f"{s['total_postgres_s']:.2f}",
             f"{s['total_rewritten_s']:.2f}",
             str(s["regressions"]),

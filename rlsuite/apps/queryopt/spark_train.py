@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from rlsuite.apps.queryopt import rules as R
 from rlsuite.apps.queryopt import spark_rules as S
 from rlsuite.apps.queryopt.rewriter import Decision
@@ -219,18 +221,27 @@ class LearnedSparkRewriter:
         self.name = f"learned on Spark ({os.path.basename(self.checkpoint)})"
 
     def choose(self, sql: str) -> tuple[R.Query, dict[str, str]]:
-        """Run the policy on ``sql`` (plans only): the rewritten query and per-action notes."""
+        """Run the policy on ``sql`` (plans only): the rewritten query and per-action notes.
+
+        Each step takes the action with the highest Q-value among those that apply now
+        and STOP (actions that would leave the query as it is are never taken).
+        """
         obs, _ = self.env.reset(seed=0, options={"sql": sql})
         notes: dict[str, str] = {}
         for _ in range(self.featurizer.max_steps):
-            a = int(self.policy.act(obs))
+            q = np.asarray(self.policy.action_values(obs), dtype=float)
+            allowed = [
+                i
+                for i, n in enumerate(S.ACTION_NAMES)
+                if isinstance(self.env._applicable.get(n), R.Query)
+            ] + [S.STOP]
+            a = max(allowed, key=lambda i: q[i])
             if a == S.STOP:
                 break
-            nxt = self.env._applicable.get(S.ACTION_NAMES[a])
-            if not isinstance(nxt, R.Query):
-                notes[S.ACTION_NAMES[a]] = f"chosen but not applicable ({nxt}); stopped"
-                break
-            self.env.query, self.env.steps = nxt, self.env.steps + 1
+            self.env.query, self.env.steps = (
+                self.env._applicable[S.ACTION_NAMES[a]],
+                self.env.steps + 1,
+            )
             obs = self.env._obs()
         return self.env.query, notes
 
