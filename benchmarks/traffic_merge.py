@@ -200,7 +200,7 @@ def _plot(out: dict, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.2), dpi=110)
+    fig, (a, o, b) = plt.subplots(1, 3, figsize=(18, 4.2), dpi=110)
     colors = {"learned": "tab:green", "all-human": "black", "idm": "grey",
               "followerstopper": "tab:orange", "pi": "tab:blue"}  # fmt: skip
     for name, s in out["series_merge0"].items():
@@ -208,10 +208,16 @@ def _plot(out: dict, path: str) -> None:
         k = 10  # 10 s moving average
         smooth = np.convolve(v, np.ones(k) / k, mode="valid")
         a.plot(np.array(s["t"])[k - 1 :], smooth, label=name, color=colors.get(name))
+        w = 60  # outflow over the last minute, veh/h
+        flow = np.convolve(np.array(s["outflow"], float), np.ones(w), mode="valid") * 3600 / w
+        o.plot(np.array(s["t"])[w - 1 :], flow, label=name, color=colors.get(name))
     a.set_xlabel("time (s)")
     a.set_ylabel("mean speed on the road (m/s, 10 s mean)")
     a.set_title(f"merge 0, seed {out['seeds'][0]}")
     a.legend(fontsize=8)
+    o.set_xlabel("time (s)")
+    o.set_ylabel("outflow (veh/h, last 60 s)")
+    o.set_title("merge 0: vehicles leaving the road")
     names = ["learned", "all-human", *BASELINES, EntranceMeter.name]
     width = 0.13
     for j, name in enumerate(names):
