@@ -46,6 +46,37 @@ def test_exploration_is_bounded_and_a_regression_falls_back():
     assert book.pick(sk, lambda a: True)[0] == ()
 
 
+def test_a_drift_is_judged_against_a_standard_plan_measured_after_it():
+    book = ShapeBook(OnlineConfig(explore_share=1.0, explore_window=10, regression_runs=3))
+    sk = ("qopt_udf", "SELECT ?")
+    fa = ("filter_after_aggregation",)
+    book.set_model_choice(sk, fa, 0)
+    for _ in range(3):  # cheap UDF: the rewrite 0.3 ms, the standard plan 1 ms
+        assert book.pick(sk, lambda a: True)[0] == fa
+        book.record(sk, fa, 0.3)
+    assert book.pick(sk, lambda a: True)[0] == ()
+    book.record(sk, (), 1.0)
+    # the UDF gets 100x dearer: the rewrite (4 ms) looks slow next to the old 1 ms...
+    assert book.pick(sk, lambda a: True)[0] == fa
+    assert book.record(sk, fa, 4.0) is None and book.state(sk).suspect is not None
+    assert book.pick(sk, lambda a: True)[0] == ()  # ...so the standard plan is measured again
+    assert book.record(sk, (), 33.0) is None
+    for _ in range(5):  # and the rewrite, still 8x faster, stays served
+        assert book.pick(sk, lambda a: True)[0] == fa
+        assert book.record(sk, fa, 4.0) is None
+    assert not book.regressions and book.state(sk).served() == fa
+    # a real regression, against a standard plan measured after it, is still caught
+    kinds = []
+    for _ in range(8):
+        applied, kind = book.pick(sk, lambda a: True)
+        kinds.append(kind)
+        if book.record(sk, applied, 34.0 if applied == () else 80.0):
+            break
+    assert book.state(sk).served() == () and len(book.regressions) == 1
+    assert "standard" in kinds and len(kinds) <= 6
+    assert "the standard plan 34.00 ms" in book.regressions[0]["reason"]
+
+
 def test_guard_compares_predicted_runtimes_on_recent_shapes():
     import numpy as np
 

@@ -110,6 +110,7 @@ class ExperienceStore:
         self.window = int(window)
         self._lock = threading.Lock()
         self._since_prune = 0
+        self._closed_count: int | None = None
         self._conn = self._open()
 
     # ------------------------------------------------------------ opening
@@ -225,6 +226,8 @@ class ExperienceStore:
     # ------------------------------------------------------------ reading
     def count(self) -> int:
         with self._lock:
+            if self._closed_count is not None:  # closed: what it held then
+                return self._closed_count
             self._prune()
             self._conn.commit()
             return int(self._conn.execute("SELECT count(*) FROM runs").fetchone()[0])
@@ -251,8 +254,12 @@ class ExperienceStore:
         return iter(self.recent())
 
     def close(self) -> None:
+        if self._closed_count is not None:
+            return
+        n = self.count()
         with self._lock:
             self._conn.close()
+            self._closed_count = n
 
 
 def _experience(r: Sequence) -> Experience:

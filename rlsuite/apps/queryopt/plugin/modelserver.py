@@ -582,7 +582,7 @@ class ModelServer:
         sql = key[1]
         sk = st.shape
         if not applied:
-            st.answers[()] = {"sql": None, "arm": {}, "note": "no rewrite"}
+            answer = {"sql": None, "arm": {}, "note": "no rewrite"}
         else:
             try:
                 if not st.checked:
@@ -598,12 +598,14 @@ class ModelServer:
                 st.answers[applied] = d
                 return
             changed = d.sql if d.sql != sql else None
-            st.answers[applied] = {"sql": changed, "arm": d.settings, "note": ", ".join(applied)}
+            answer = {"sql": changed, "arm": d.settings, "note": ", ".join(applied)}
+        # the features first: once the answer is published, its runtime may come back at once
         if (sk, applied) not in self.features:
             try:
                 self.features[(sk, applied)] = self.decider.features(sql, applied)
             except Exception:  # noqa: BLE001 - an unparseable statement has no features
                 self.features[(sk, applied)] = []
+        st.answers[applied] = answer
 
     # ------------------------------------------------------------ learning
     def swap(self, decider: Decider, version: int, path: str) -> None:

@@ -9,7 +9,9 @@ Three pieces, as Bao has them:
   rules that apply to the query, one at a time). It keeps the newest runtimes per
   shape and decision, and falls a shape back to the standard plan when the served
   decision's last ``regression_runs`` executions are slower than the standard plan's
-  by more than ``regression_threshold`` (saying why). Pure logic: no database.
+  by more than ``regression_threshold`` (saying why), as measured after those executions:
+  a standard-plan runtime from before them may predate a drift, so the standard plan is
+  measured again before the shape is judged. Pure logic: no database.
 - :class:`OnlineLearner` retrains the DQN in the background every ``retrain_every``
   new rewards or ``retrain_seconds`` seconds, with the same learner as ``qopt-bench
   train`` (the platform's ``replay`` plan via :func:`rlsuite.apps.queryopt.train.train`)
@@ -120,6 +122,10 @@ class ShapeState:
     tried_at: dict[Applied, int] = field(default_factory=dict)
     blocked: dict[Applied, str] = field(default_factory=dict)
     """Decisions caught regressing, with the reason (served: the standard plan instead)."""
+    suspect: int | None = None
+    """The execution at which the served decision looked slow against a standard plan
+    measured before its slow runs (the workload may have drifted since, a dearer UDF, a
+    bigger table): the standard plan is measured again before the shape is judged."""
     served_by_kind: dict[str, int] = field(default_factory=dict)
 
     def served(self) -> Applied:
@@ -153,6 +159,7 @@ class ShapeBook:
         with self._lock:
             st = self.shapes.setdefault(sk, ShapeState())
             st.model_choice, st.model_version = tuple(applied), int(version)
+            st.suspect = None
             self._add_candidates(st, [tuple(applied)])
 
     def add_candidates(self, sk: ShapeKey, candidates: Iterable[Sequence[str]]) -> None:
@@ -198,14 +205,19 @@ class ShapeBook:
     ) -> Applied | None:
         cfg = self.cfg
 
+        def retry_ok(a: Applied) -> bool:
+            return st.executions - st.tried_at.get(a, -(10**9)) >= cfg.retry_after
+
         def due(a: Applied) -> bool:
-            fresh = st.recent(a, cfg.stale_after, 1)
-            return not fresh and st.executions - st.tried_at.get(a, -(10**9)) >= cfg.retry_after
+            return not st.recent(a, cfg.stale_after, 1) and retry_ok(a)
 
         if served != ():  # the served decision is measured first, then held against the standard
             if len(st.recent(served, cfg.stale_after)) < cfg.regression_runs:
                 return None
-            if due(()):
+            again = st.suspect is not None and (
+                st.tried_at.get((), -(10**9)) < st.suspect or retry_ok(())
+            )
+            if due(()) or again:
                 return ()
         for c in st.candidates:
             if c != served and due(c) and ready(c):
@@ -234,15 +246,29 @@ class ShapeBook:
         served = st.served()
         if served == ():
             return None
-        got = st.recent(served, cfg.stale_after, cfg.regression_runs)
-        std = st.recent((), cfg.stale_after)
-        if len(got) < cfg.regression_runs or not std:
+        judged = [
+            (at, ms) for at, ms in st.runs.get(served, ()) if st.executions - at < cfg.stale_after
+        ][-cfg.regression_runs :]
+        std = [(at, ms) for at, ms in st.runs.get((), ()) if st.executions - at < cfg.stale_after]
+        if len(judged) < cfg.regression_runs or not std:
             return None
-        mean, base = sum(got) / len(got), statistics.median(std)
+        mean = sum(ms for _, ms in judged) / len(judged)
+        # the standard plan measured since the newest judged run, else all its fresh runs
+        after = [ms for at, ms in std if at >= judged[-1][0]]
+        base = statistics.median(after or [ms for _, ms in std])
         if mean <= (1.0 + cfg.regression_threshold) * base:
+            st.suspect = None
             return None
+        if not after:  # measured before the slow runs: maybe before a drift; measure it again
+            if st.suspect is None:
+                st.suspect = st.executions
+                log.info(
+                    "shape %s: %s looks slow; the standard plan is measured again", sk[1], served
+                )
+            return None
+        st.suspect = None
         reason = (
-            f"{'+'.join(served)} took {mean:.2f} ms on average over its last {len(got)} "
+            f"{'+'.join(served)} took {mean:.2f} ms on average over its last {len(judged)} "
             f"executions, the standard plan {base:.2f} ms (more than "
             f"{cfg.regression_threshold:.0%} slower): the shape falls back to the standard plan"
         )
@@ -415,6 +441,9 @@ class OnlineLearner:
         if not ray.is_initialized():
             cluster.init(num_cpus=1)
             self._started_ray = True
+        import torch
+
+        torch.set_num_threads(1)  # the learner runs in this process, beside the queries
         if self.store.count():  # a restarted server learns from what the store kept at once
             self.new_rewards = self.cfg.retrain_every
         self._thread = threading.Thread(target=self._loop, name="qopt-learn", daemon=True)
@@ -434,6 +463,10 @@ class OnlineLearner:
         return self.new_rewards >= 1 and time.time() - self.last_retrain >= self.cfg.retrain_seconds
 
     def _loop(self) -> None:
+        try:  # the queries come first: retraining runs niced, on one core (Linux: per thread)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        except (AttributeError, OSError):
+            pass
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._stop or self._due(), timeout=1.0)

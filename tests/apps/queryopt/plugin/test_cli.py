@@ -30,7 +30,6 @@ def test_register_adds_serve_and_plugin_to_any_parser():
 @pytest.mark.parametrize(
     "argv",
     [
-        ["serve"],  # needs --model or --rules
         ["serve", "--model", "m", "--rules", "r"],
         ["serve", "--rules", "r", "--socket", "/a", "--listen", "localhost:1"],
         ["serve", "--rules", "r", "--workload", "nope"],
@@ -42,6 +41,12 @@ def test_bad_usage_exits_2(argv, capsys):
     with pytest.raises(SystemExit) as e:
         parse(argv)
     assert e.value.code == 2
+
+
+def test_serve_without_a_model_rules_or_learn_is_refused(capsys):
+    # parsed (`serve stats` and `serve --learn` need no model), refused before anything starts
+    assert cli.main(["serve"]) == 2
+    assert "give --model PATH or --rules R1,R2, or --learn" in capsys.readouterr().out
 
 
 def test_help_reads_like_a_man_page(capsys):
