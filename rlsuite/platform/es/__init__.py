@@ -39,12 +39,13 @@ are not seeded per perturbation, so results depend on which actor ran what;
 and it has no PettingZoo envs. Those are requirements here, so the loop is
 written on plain Ray actors (about 300 lines).
 
-The policy is an MLP (``hidden``, ``tanh``) evaluated in numpy during rollouts;
-:meth:`ESPolicy.to_torch` gives the identical ``torch.nn.Module`` for export.
+The policy is an MLP (``hidden``, ``tanh``), with ``recurrent="gru"`` behind a GRU
+cell, evaluated in numpy during rollouts; :meth:`ESPolicy.to_torch` gives the
+identical ``torch.nn.Module`` for export.
 
 Modules:
     plan        ESPlan, the ``es`` plan (its backend: ``es``)
-    policy      ESPolicy (numpy MLP), the observation filter's sums, centred ranks
+    policy      ESPolicy (numpy MLP, optional GRU), the observation filter's sums, centred ranks
     workers     the Ray actor that runs perturbed policies on its own env
     trainer     ESTrainer, the ``es`` backend: generations, checkpoints, worker restarts
     controller  ESController and load_controller: a checkpoint -> deterministic ``act``
