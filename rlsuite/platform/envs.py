@@ -210,10 +210,28 @@ class EnvCreator:
             return build_vector(self.spec, given["num_envs"], cfg)
         env = build(self.spec, cfg)
         if self.spec.multi_agent:
-            from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
-
-            return ParallelPettingZooEnv(env)
+            return _for_rllib(env)
         return env
+
+
+def _for_rllib(env: Any) -> Any:
+    """RLlib's wrapper of a PettingZoo parallel env, with the spaces of every possible agent.
+
+    RLlib's ``ParallelPettingZooEnv`` takes its agents and spaces from the agents present
+    after one reset; an env whose agents come and go (the vehicles of an open road)
+    would then meet agents it has no space for. Its ``possible_agents`` are used instead.
+    """
+    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+
+    wrapped = ParallelPettingZooEnv(env)
+    agents = list(getattr(env, "possible_agents", None) or [])
+    if agents:
+        wrapped.possible_agents = agents
+        wrapped.observation_spaces = {a: env.observation_space(a) for a in agents}
+        wrapped.action_spaces = {a: env.action_space(a) for a in agents}
+        wrapped.observation_space = gym.spaces.Dict(wrapped.observation_spaces)
+        wrapped.action_space = gym.spaces.Dict(wrapped.action_spaces)
+    return wrapped
 
 
 def rllib_env(env_id: str) -> str:

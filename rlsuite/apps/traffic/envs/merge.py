@@ -123,8 +123,6 @@ class MergeConfig(EnvConfig):
     """``auto`` (libsumo if free in this process, else TraCI), ``libsumo`` or ``traci``."""
     gui: bool = False
     """Show sumo-gui (TraCI; needs a display)."""
-    record: bool = False
-    """Unused here (every episode keeps its per-step speed and outflow series)."""
     human_type: networks.VehicleType = field(default_factory=flow_human)
     """Human drivers' (SUMO IDM) parameters; the AVs share them until commanded."""
 
@@ -548,8 +546,10 @@ class MergeMultiEnv(_Episode, ParallelEnv):
     Termination:
         an agent is terminated when its AV leaves the road; every agent is terminated on
         a collision, a teleport storm (more than ``max_teleports``) or a SUMO failure
-        (the reason is in each agent's info), and truncated after ``horizon`` env steps
-        (750 x 1 s).
+        (the reason is in each agent's info), and truncated once the road's clock reaches
+        ``horizon`` env steps (750 x 1 s); steps run while no AV was on the road (at the
+        start, the first seconds before one enters) count, so an episode has at most
+        ``horizon`` agent steps.
 
     Keyword arguments are the fields of :class:`MergeConfig`; ``av_share`` needs to be > 0.
     """
