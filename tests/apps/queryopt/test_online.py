@@ -77,6 +77,19 @@ def test_a_drift_is_judged_against_a_standard_plan_measured_after_it():
     assert "the standard plan 34.00 ms" in book.regressions[0]["reason"]
 
 
+def test_replayed_ratios_pair_each_run_with_the_nearest_standard_run():
+    from rlsuite.apps.queryopt.envs.replay import summarise
+
+    fa = ("filter_after_aggregation",)
+    runs = [((), 1.0), (fa, 0.3), (fa, 0.3), (fa, 0.3)]  # cheap UDF
+    runs += [(fa, 30.0), ((), 250.0), (fa, 30.0), (fa, 31.0), (fa, 29.0)]  # 250x dearer
+    rows = [Experience("qopt_udf", "SELECT ?", a, ms, "model") for a, ms in runs]
+    sx = summarise(rows)["SELECT ?"]
+    # each run of the rewrite over the standard run nearest to it; the median of the newest 5
+    assert sx.ratio(fa) == pytest.approx(0.12)
+    assert sx.ratio(()) == 1.0
+
+
 def test_guard_compares_predicted_runtimes_on_recent_shapes():
     import numpy as np
 

@@ -29,6 +29,7 @@ Termination
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,11 +50,21 @@ class ShapeExperience:
     """The observation after each applied prefix (``()``: the query as written)."""
     ms: dict[tuple[str, ...], list[float]] = field(default_factory=dict)
     """Newest runtimes per decision (``()``: the standard plan)."""
+    ratios: dict[tuple[str, ...], list[float]] = field(default_factory=dict)
+    """Newest runtimes per decision, each over the standard plan's run nearest to it in the
+    shape's executions (so that a drift, a dearer UDF, does not compare runs across it)."""
 
     def ratio(self, applied: tuple[str, ...], max_ratio: float = 10.0) -> float | None:
-        """Median runtime of ``applied`` over the standard plan's; None when unmeasured."""
-        std, got = self.ms.get(()), self.ms.get(applied)
-        if not std or not got:
+        """Median runtime of ``applied`` relative to the standard plan's; None when unmeasured."""
+        std = self.ms.get(())
+        if not std:
+            return None
+        if applied == ():
+            return 1.0
+        if self.ratios.get(applied):
+            return min(max_ratio, statistics.median(self.ratios[applied]))
+        got = self.ms.get(applied)  # runs not paired (built by hand): medians over medians
+        if not got:
             return None
         return min(max_ratio, statistics.median(got) / max(statistics.median(std), 1e-3))
 
@@ -63,6 +74,7 @@ def summarise(
 ) -> dict[str, ShapeExperience]:
     """Group experience rows by shape (newest ``per_decision`` runtimes per decision)."""
     out: dict[str, ShapeExperience] = {}
+    seq: dict[str, list[tuple[tuple[str, ...], float]]] = {}
     for e in rows:  # oldest first: later rows overwrite states and push out runtimes
         if schema is not None and e.schema != schema:
             continue
@@ -70,10 +82,24 @@ def summarise(
         runs = sx.ms.setdefault(tuple(e.applied), [])
         runs.append(float(e.ms))
         del runs[:-per_decision]
+        seq.setdefault(e.shape, []).append((tuple(e.applied), float(e.ms)))
         for i, f in enumerate(e.features[: len(e.applied) + 1]):
             v = np.asarray(f, dtype=np.float32)
             if size is None or v.shape == (size,):
                 sx.states[tuple(e.applied[:i])] = v
+    for shp, runs_ in seq.items():
+        std_at = [k for k, (a, _) in enumerate(runs_) if a == ()]
+        if not std_at:
+            continue
+        sx = out[shp]
+        for k, (a, ms) in enumerate(runs_):
+            if a == ():
+                continue
+            j = bisect.bisect_left(std_at, k)
+            near = min(std_at[max(0, j - 1) : j + 1], key=lambda x: abs(x - k))
+            r = sx.ratios.setdefault(a, [])
+            r.append(ms / max(runs_[near][1], 1e-3))
+            del r[:-per_decision]
     return out
 
 
