@@ -223,6 +223,7 @@ def summary_table(out: dict, console) -> None:
         "workload",
         "queries",
         "geo-mean",
+        "hand rule",
         "total Spark s",
         "total learned s",
         "regr.",

@@ -136,16 +136,17 @@ def test_cli_rewrite_train_run_on_spark(engine, spark_dir, tmp_path):
     from rlsuite.apps.queryopt.cli import main
 
     flags = ["--engine", "spark", "--spark-master", MASTER, "--spark-dir", str(spark_dir)]
+    flags += ["--workload", "udf", "--udf-cost", "10"]  # the cheapest queries: a smoke test
     out = tmp_path / "rewrite.json"
     rc = main(
-        ["rewrite", SEED_QUERY, *flags, "--rules", "eager_aggregation", "--check"]
+        ["rewrite", UDF_QUERY, *flags, "--rules", "filter_after_aggregation", "--check"]
         + ["--json", str(out)]
     )
     assert rc == 0
     assert json.loads(out.read_text())["rows_match"] is True
     run_dir = tmp_path / "run"
     rc = main(
-        ["train", *flags, "--queries", "2", "--iterations", "1", "--env-steps", "6"]
+        ["train", *flags, "--queries", "2", "--iterations", "1", "--env-steps", "4"]
         + ["--max-steps", "1", "--run-dir", str(run_dir)]
     )
     assert rc == 0
