@@ -449,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "engine", "postgres") == "spark":
             from rlsuite.apps.queryopt import spark_cli
 
-            return spark_cli.main(args)
+            return spark_cli.main(args, _workload(args))
         if getattr(args, "spark_master", None) or getattr(args, "spark_dir", None):
             raise ValueError("--spark-master and --spark-dir go with --engine spark")
         return COMMANDS[args.command](args)

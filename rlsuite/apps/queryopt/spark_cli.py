@@ -50,12 +50,9 @@ def _ensure(eng, w, seed: int = 0, force: bool = False) -> bool:
     return ensure_workload(eng, w, seed=seed, force=force)
 
 
-def cmd_setup(args: argparse.Namespace) -> int:
+def cmd_setup(args: argparse.Namespace, w) -> int:
     from rich.table import Table
 
-    from rlsuite.apps.queryopt.cli import _workload
-
-    w = _workload(args)
     with engine(args) as eng:
         with console.status(f"loading {w.name} as Parquet"):
             loaded = _ensure(eng, w, seed=args.seed, force=args.force)
@@ -72,11 +69,9 @@ def cmd_setup(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_train(args: argparse.Namespace) -> int:
+def cmd_train(args: argparse.Namespace, w) -> int:
     from rlsuite.apps.queryopt import spark_train as T
-    from rlsuite.apps.queryopt.cli import _workload
 
-    w = _workload(args)
     wcfg = {k: getattr(w, k) for k in ("udf_cost",) if hasattr(w, k)}
     cfg = T.SparkTrainConfig(
         master=args.spark_master or "local[*]",
@@ -126,13 +121,11 @@ def rewriter(args: argparse.Namespace, eng, w):
     return S.SparkRules(eng, w.schema, names, w.settings(), timeout_ms=args.timeout_ms)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, w) -> int:
     from rich.progress import Progress
 
     from rlsuite.apps.queryopt.bench import compare
-    from rlsuite.apps.queryopt.cli import _workload
 
-    w = _workload(args)
     with engine(args) as eng:
         _ensure(eng, w)
         queries = w.queries(args.split, args.queries, args.query_seed)
@@ -159,10 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_rewrite(args: argparse.Namespace) -> int:
-    from rlsuite.apps.queryopt.cli import _workload
-
-    w = _workload(args)
+def cmd_rewrite(args: argparse.Namespace, w) -> int:
     with engine(args) as eng:
         _ensure(eng, w)
         base = dict(w.settings())
@@ -212,7 +202,8 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
 COMMANDS = {"setup": cmd_setup, "train": cmd_train, "run": cmd_run, "rewrite": cmd_rewrite}
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, workload) -> int:
+    """Run ``args.command`` on Spark for ``workload`` (built by the caller from the flags)."""
     check_args(args)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
-    return COMMANDS[args.command](args)
+    return COMMANDS[args.command](args, workload)

@@ -106,6 +106,41 @@ def test_a_query_past_its_timeout_is_cancelled(engine):
     assert engine.run("SELECT count(*) FROM r", "qopt_joins").rows == [(1000,)]
 
 
+def test_a_job_killed_mid_run_is_a_clear_error(engine):
+    import threading
+
+    from rlsuite.apps.queryopt.spark import SparkError
+
+    sc = engine.spark.sparkContext
+    threading.Timer(0.4, sc.cancelAllJobs).start()
+    with pytest.raises(SparkError, match="cancelled or killed mid-run"):
+        engine.run(SEED_QUERY, "qopt_joins", timeout_ms=60_000)
+
+
+def test_the_env_passes_gymnasiums_checks(engine, spark_dir):
+    from gymnasium.utils.env_checker import check_env
+
+    from rlsuite.apps.queryopt.envs.spark_rewrite import SparkRewriteEnv
+
+    env = SparkRewriteEnv(
+        master=MASTER,
+        spark_dir=str(spark_dir),
+        workload="udf",
+        workload_config={"udf_cost": 10},
+        num_queries=2,
+        max_steps=1,
+        repeat=1,
+    )
+    try:
+        check_env(env, skip_render_check=True)
+        env.reset(options={"sql": UDF_QUERY})
+        a = S.ACTION_NAMES.index("filter_after_aggregation")
+        _, reward, terminated, _, info = env.step(a)
+        assert terminated and reward < 0 and info["rows_match"] == 1.0
+    finally:
+        env.close()
+
+
 def test_bad_queries_get_sparks_error(engine):
     from rlsuite.apps.queryopt.spark import SparkError
 
