@@ -112,9 +112,10 @@ def test_a_job_killed_mid_run_is_a_clear_error(engine):
     from rlsuite.apps.queryopt.spark import SparkError
 
     sc = engine.spark.sparkContext
-    threading.Timer(0.4, sc.cancelAllJobs).start()
+    endless = "SELECT count(*) FROM r, s, t WHERE r.a + s.d + t.e > 0"  # 1e11 rows
+    threading.Timer(1.0, sc.cancelAllJobs).start()
     with pytest.raises(SparkError, match="cancelled or killed mid-run"):
-        engine.run(SEED_QUERY, "qopt_joins", timeout_ms=60_000)
+        engine.run(endless, "qopt_joins", timeout_ms=30_000)
 
 
 def test_the_env_passes_gymnasiums_checks(engine, spark_dir):
