@@ -186,7 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("server", help="start, stop or inspect the embedded server")
     v.add_argument("action", choices=("start", "stop", "status"))
 
-    sub.add_parser("rules", help="list the rewrite rules (the MDP's actions)")
+    ru = sub.add_parser("rules", help="list the rewrite rules (the MDP's actions)")
+    ru.add_argument(
+        "--engine",
+        choices=("postgres", "spark"),
+        default="postgres",
+        help="whose actions: PostgreSQL's rules and planner arms, or Spark's",
+    )
     try:  # `serve` and `plugin` come from the in-server plugin when it is there
         from rlsuite.apps.queryopt.plugin.cli import register
     except ImportError:
@@ -419,6 +425,20 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
     from rlsuite.apps.queryopt.rules import RULES, STOP
 
+    if getattr(args, "engine", "postgres") == "spark":
+        from rlsuite.apps.queryopt import spark_rules as S
+
+        t = Table(title="Spark rewrites (MDP actions)")
+        t.add_column("action", justify="right")
+        t.add_column("rewrite")
+        t.add_column("what it does")
+        for i, a in enumerate(S.ACTIONS):
+            t.add_row(str(i), a.name, a.description)
+        t.add_row(str(S.STOP), "STOP", "end the episode; run the current query")
+        for name, why in S.REFUSED.items():
+            t.add_row("-", name, f"refused: {why}")
+        console.print(t)
+        return 0
     t = Table(title="rewrite rules (MDP actions)")
     t.add_column("action", justify="right")
     t.add_column("rule")
@@ -446,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
         handler = getattr(args, "qopt_plugin_handler", None)
         if handler is not None:
             return int(handler(args))
-        if getattr(args, "engine", "postgres") == "spark":
+        if getattr(args, "engine", "postgres") == "spark" and args.command != "rules":
             from rlsuite.apps.queryopt import spark_cli
 
             return spark_cli.main(args, _workload(args))
