@@ -26,8 +26,6 @@ def check_args(args: argparse.Namespace) -> None:
             "--dsn names a PostgreSQL server and --engine spark runs on Spark; give one of them "
             "(--spark-master URL uses an existing Spark cluster)"
         )
-    if getattr(args, "workload", None) == "tpch":
-        raise ValueError("the tpch workload is not loaded on Spark yet; use joins or udf")
     if getattr(args, "reward", "runtime") == "cost":
         raise ValueError("--reward cost is PostgreSQL's estimate; on Spark the reward is runtime")
 
@@ -72,7 +70,7 @@ def cmd_setup(args: argparse.Namespace, w) -> int:
 def cmd_train(args: argparse.Namespace, w) -> int:
     from rlsuite.apps.queryopt import spark_train as T
 
-    wcfg = {k: getattr(w, k) for k in ("udf_cost",) if hasattr(w, k)}
+    wcfg = {k: getattr(w, k) for k in ("udf_cost", "scale") if hasattr(w, k)}
     cfg = T.SparkTrainConfig(
         master=args.spark_master or "local[*]",
         spark_dir=str(args.spark_dir) if args.spark_dir else None,
@@ -106,7 +104,7 @@ def rewriter(args: argparse.Namespace, eng, w):
     if getattr(args, "model", None):
         from rlsuite.apps.queryopt.spark_train import LearnedSparkRewriter
 
-        wcfg = {k: getattr(w, k) for k in ("udf_cost",) if hasattr(w, k)}
+        wcfg = {k: getattr(w, k) for k in ("udf_cost", "scale") if hasattr(w, k)}
         return LearnedSparkRewriter(
             args.model,
             master=eng.master,
@@ -128,7 +126,9 @@ def cmd_run(args: argparse.Namespace, w) -> int:
 
     with engine(args) as eng:
         _ensure(eng, w)
-        queries = w.queries(args.split, args.queries, args.query_seed)
+        from rlsuite.apps.queryopt.spark_rules import spark_queries
+
+        queries = spark_queries(w, args.split, args.queries, args.query_seed)
         rw = rewriter(args, eng, w)
         try:
             with Progress(console=console, transient=True) as bar:

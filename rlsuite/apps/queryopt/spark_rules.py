@@ -87,6 +87,17 @@ def parse(sql: str, catalog: R.Catalog) -> R.Query:
     return R.Query.parse(sql, catalog, dialect=DIALECT)
 
 
+def from_postgres(sql: str) -> str:
+    """A workload query (written for PostgreSQL) as Spark SQL, through sqlglot."""
+    return sqlglot.transpile(sql, read="postgres", write=DIALECT)[0]
+
+
+def spark_queries(workload: Any, split: str, n: int, seed: int = 0) -> list[str]:
+    """``n`` queries of ``split`` as Spark SQL; the split is the PostgreSQL text's, so a
+    query is held out on both engines alike."""
+    return [from_postgres(q) for q in workload.queries(split, n, seed)]
+
+
 def spark_sql(q: R.Query) -> str:
     """The query as Spark SQL (hints included)."""
     return q.expression.sql(dialect=DIALECT)

@@ -37,7 +37,7 @@ class SparkTrainConfig:
     spark_dir: str | None = None
     """The private directory of Spark's data and scratch files (default: the engine's)."""
     workload: str = "joins"
-    """``joins`` or ``udf``."""
+    """``joins``, ``udf`` or ``tpch``."""
     workload_config: Mapping[str, Any] = field(default_factory=dict)
     """Keyword arguments of the workload (e.g. ``udf_cost``)."""
     queries: tuple[str, ...] = ()
@@ -78,8 +78,8 @@ class SparkTrainConfig:
     """Seed of RLlib and the env."""
 
     def validate(self) -> None:
-        if self.workload not in ("joins", "udf"):
-            raise ValueError(f"workload on Spark must be joins or udf, got {self.workload!r}")
+        if self.workload not in ("joins", "udf", "tpch"):
+            raise ValueError(f"workload must be joins, udf or tpch, got {self.workload!r}")
         if self.reward not in ("runtime", "relative"):
             raise ValueError(f"reward must be runtime or relative, got {self.reward!r}")
         if len(self.hidden) != 2:

@@ -111,7 +111,9 @@ class SparkRewriteEnv(gym.Env):
     @property
     def queries(self) -> list[str]:
         if self._queries is None:
-            self._queries = self.workload.queries(self.split, self.num_queries, self.query_seed)
+            self._queries = S.spark_queries(
+                self.workload, self.split, self.num_queries, self.query_seed
+            )
         return self._queries
 
     @property

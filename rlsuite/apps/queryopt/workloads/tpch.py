@@ -12,6 +12,7 @@ country codes, in the ranges of the TPC-H specification.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import io
@@ -19,8 +20,9 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import resources
+from typing import Any
 
 import numpy as np
 
@@ -313,7 +315,9 @@ class TpchWorkload(Workload):
     def tables(self) -> tuple[str, ...]:
         return TABLES
 
-    def setup(self, db: Database, seed: int = 0) -> dict:
+    @contextlib.contextmanager
+    def _dbgen(self) -> Iterator[Any]:
+        """A DuckDB connection holding the generated tables (closed afterwards)."""
         try:
             import duckdb
             import duckdb_extension_tpch
@@ -334,6 +338,17 @@ class TpchWorkload(Workload):
         try:
             con.execute(f"LOAD '{found[0]}'")
             con.execute(f"CALL dbgen(sf={self.scale})")
+            yield con
+        finally:
+            con.close()
+
+    def columns(self, seed: int = 0) -> dict[str, Any]:
+        """The generated tables as Arrow tables (what engines other than PostgreSQL load)."""
+        with self._dbgen() as con:
+            return {t: con.execute(f"SELECT * FROM {t}").to_arrow_table() for t in TABLES}
+
+    def setup(self, db: Database, seed: int = 0) -> dict:
+        with self._dbgen() as con:
             ddl, copies, counts = [], {}, {}
             with tempfile.TemporaryDirectory(prefix="qopt-tpch-") as tmp:
                 for t in TABLES:
@@ -356,8 +371,6 @@ class TpchWorkload(Workload):
                     copy_options="(FORMAT csv, DELIMITER '|')",
                     comment=self.data_key(seed),
                 )
-        finally:
-            con.close()
         return counts
 
     def sample(self, rng: np.random.Generator, i: int) -> str:
