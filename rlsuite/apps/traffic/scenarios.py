@@ -75,15 +75,6 @@ SCENARIOS: dict[str, TrafficScenario] = {
             has_avs=True,
         ),
         TrafficScenario(
-            "merge",
-            "rlsuite/MergeMulti-v0",
-            True,
-            ("idm", "followerstopper", "pi"),
-            False,
-            False,
-            "Flow's merge (highway + on-ramp, --env-set av_share=0.1), one agent per AV on the road",
-        ),
-        TrafficScenario(
             "ring_2lane",
             "rlsuite/Ring2Lane-v0",
             False,
@@ -91,6 +82,15 @@ SCENARIOS: dict[str, TrafficScenario] = {
             False,
             True,
             "two-lane ring, 41 humans + 1 AV that accelerates and changes lanes",
+        ),
+        TrafficScenario(
+            "merge",
+            "rlsuite/MergeMulti-v0",
+            True,
+            ("idm", "followerstopper", "pi"),
+            False,
+            False,
+            "Flow's merge (highway + on-ramp, --env-set av_share=0.1), one agent per AV on the road",
         ),
         TrafficScenario(
             "signals",

@@ -50,6 +50,14 @@ _envs.register(
 )
 
 _envs.register(
+    "rlsuite/Ring2Lane-v0",
+    "rlsuite.apps.traffic.envs.ring_2lane:Ring2LaneEnv",
+    default_config={},
+    max_envs_per_process=1,  # libsumo: one simulation per process
+    description="two-lane ring (230 m, 41 humans + 1 AV that accelerates and changes lanes)",
+)
+
+_envs.register(
     "rlsuite/MergeMulti-v0",
     "rlsuite.apps.traffic.envs.merge:MergeMultiEnv",
     multi_agent=True,
@@ -64,12 +72,4 @@ _envs.register(
     default_config={},
     max_envs_per_process=1,
     description="Flow's merge under one centralised policy for up to num_rl AVs (Flow's MergePOEnv)",
-)
-
-_envs.register(
-    "rlsuite/Ring2Lane-v0",
-    "rlsuite.apps.traffic.envs.ring_2lane:Ring2LaneEnv",
-    default_config={},
-    max_envs_per_process=1,  # libsumo: one simulation per process
-    description="two-lane ring (230 m, 41 humans + 1 AV that accelerates and changes lanes)",
 )
