@@ -112,10 +112,10 @@ def test_a_job_killed_mid_run_is_a_clear_error(engine):
     from rlsuite.apps.queryopt.spark import SparkError
 
     sc = engine.spark.sparkContext
-    endless = "SELECT count(*) FROM r, s, t WHERE r.a + s.d + t.e > 0"  # 1e11 rows
+    # a UDF call of 10^9 iterations cannot finish first; killing its task ends its Python worker
     threading.Timer(1.0, sc.cancelAllJobs).start()
     with pytest.raises(SparkError, match="cancelled or killed mid-run"):
-        engine.run(endless, "qopt_joins", timeout_ms=30_000)
+        engine.run(UDF_QUERY, "qopt_udf", 30_000, {"qopt.udf_cost": "1000000000"})
 
 
 def test_the_env_passes_gymnasiums_checks(engine, spark_dir):
