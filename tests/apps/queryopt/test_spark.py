@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
@@ -112,8 +113,14 @@ def test_a_job_killed_mid_run_is_a_clear_error(engine):
     from rlsuite.apps.queryopt.spark import SparkError
 
     sc = engine.spark.sparkContext
-    # a UDF call of 10^9 iterations cannot finish first; killing its task ends its Python worker
-    threading.Timer(1.0, sc.cancelAllJobs).start()
+
+    def kill() -> None:  # once the job runs: a UDF call of 10^9 iterations cannot finish first
+        while not sc.statusTracker().getActiveJobsIds():
+            time.sleep(0.05)
+        time.sleep(0.3)
+        sc.cancelAllJobs()
+
+    threading.Thread(target=kill, daemon=True).start()
     with pytest.raises(SparkError, match="cancelled or killed mid-run"):
         engine.run(UDF_QUERY, "qopt_udf", 30_000, {"qopt.udf_cost": "1000000000"})
 
