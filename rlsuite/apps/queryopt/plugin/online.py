@@ -34,6 +34,7 @@ import math
 import os
 import shutil
 import statistics
+import sys
 import threading
 import time
 from collections import deque
@@ -444,6 +445,9 @@ class OnlineLearner:
         import torch
 
         torch.set_num_threads(1)  # the learner runs in this process, beside the queries
+        # ...and beside the answers: a thread waits for the GIL up to the switch interval
+        # (5 ms by default, more than a cheap query takes) while a retrain holds it
+        sys.setswitchinterval(0.0005)
         if self.store.count():  # a restarted server learns from what the store kept at once
             self.new_rewards = self.cfg.retrain_every
         self._thread = threading.Thread(target=self._loop, name="qopt-learn", daemon=True)
