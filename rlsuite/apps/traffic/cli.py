@@ -65,6 +65,12 @@ SCENARIOS
                   the figure-eight with --avs k AVs (default 7), one agent each, one
                   shared policy (rlsuite/FigureEightMulti-v0); baseline snake leads a
                   platoon with one AV
+    ring_2lane    two-lane ring, 41 humans with SUMO's lane changes + 1 AV that sets its
+                  acceleration and asks for lane changes (rlsuite/Ring2Lane-v0); baseline
+                  human lets SUMO drive the AV
+    merge         Flow's merge: highway + on-ramp, AVs enter and leave as agents, one
+                  shared policy (rlsuite/MergeMulti-v0); --env-set av_share=0.25 or
+                  0.333 for merge 1 and 2
     signals       sumo-rl intersection(s), one agent per light (rlsuite/Signals-v0);
                   --network single|grid2x2|grid4x4; baselines fixed, actuated, maxpressure
 
@@ -106,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--scenario",
             default="ring",
-            help="ring, ring_multi, figure_eight, figure_eight_multi or signals (default ring)",
+            help="ring, ring_multi, figure_eight, figure_eight_multi, ring_2lane, merge or "
+            "signals (default ring)",
         )
         sp.add_argument(
             "--ring-length",
