@@ -118,31 +118,11 @@ class SparkTrainConfig:
 
 
 def make_plan(cfg: SparkTrainConfig):
-    """The platform's ``replay`` plan (DQN) for this config."""
-    from rlsuite.platform import optimizers
+    """The platform's ``replay`` plan (DQN) for this config: the PostgreSQL trainer's."""
+    from rlsuite.apps.queryopt.train import dqn_plan
 
     cfg.validate()
-    return optimizers.make_plan(
-        "replay",
-        env=ENV_ID,
-        env_config=cfg.env_config(),
-        num_env_runners=cfg.num_env_runners,
-        num_envs_per_env_runner=1,
-        seed=cfg.seed,
-        hidden=tuple(cfg.hidden),
-        activation="relu",
-        gamma=cfg.gamma,
-        lr=cfg.lr,
-        train_batch_size=cfg.train_batch_size,
-        rollout_fragment_length=4,
-        learning_starts=cfg.learning_starts,
-        epsilon_timesteps=cfg.epsilon_timesteps,
-        final_epsilon=0.02,
-        target_update_freq=cfg.target_update_freq,
-        buffer_size=20_000,
-        n_step=1,
-        env_steps_per_iteration=cfg.env_steps_per_iteration,
-    )
+    return dqn_plan(ENV_ID, cfg)
 
 
 def train(cfg: SparkTrainConfig, run_dir: str, resume: bool = False, progress: bool = True):

@@ -126,12 +126,18 @@ class TrainConfig:
 
 def make_plan(cfg: TrainConfig):
     """The platform's ``replay`` plan (DQN) for this config."""
+    cfg.validate()
+    return dqn_plan(cfg.env_id, cfg)
+
+
+def dqn_plan(env_id: str, cfg: Any):
+    """The ``replay`` plan (DQN) every query-rewrite env trains with (PostgreSQL, its
+    replay of served decisions, Spark): ``cfg`` gives the seed, net and DQN settings."""
     from rlsuite.platform import optimizers
 
-    cfg.validate()
     return optimizers.make_plan(
         "replay",
-        env=cfg.env_id,
+        env=env_id,
         env_config=cfg.env_config(),
         num_env_runners=cfg.num_env_runners,
         num_envs_per_env_runner=1,
