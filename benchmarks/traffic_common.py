@@ -143,3 +143,30 @@ def train_for_minutes(plan, run_dir: str, minutes: float, chunk: int, workers: i
             console.print(f"it {res.iterations}: {res.env_steps} env steps, return "
                           f"{res.final_return:.1f}, {(time.time() - t0) / 60:.1f} min")  # fmt: skip
     return res, curve, time.time() - t0
+
+
+def sampler_rate(env_id: str, env_config: Mapping[str, Any], steps: int, **plan: Any) -> float:
+    """Env steps/s of ONE RLlib env runner of the platform's sync plan (its module acting,
+    no learning) on ``env_id``, after one warm-up sample of the same size."""
+    import time
+
+    from rlsuite.platform import cluster, envs, optimizers
+
+    envs.rllib_env(env_id)
+    plan_obj = optimizers.make_plan(
+        "sync", env=env_id, env_config=dict(env_config), num_env_runners=1, seed=0, **plan
+    )
+    with cluster.local_cluster(num_cpus=2):
+        algo = optimizers.to_rllib(plan_obj).build_algo()
+        try:
+            group = algo.env_runner_group
+
+            def sample(r):
+                return sum(len(e) for e in r.sample(num_timesteps=steps, random_actions=False))
+
+            group.foreach_env_runner(sample, local_env_runner=False)  # warm-up
+            t = time.perf_counter()
+            n = sum(group.foreach_env_runner(sample, local_env_runner=False))
+            return n / (time.perf_counter() - t)
+        finally:
+            algo.stop()

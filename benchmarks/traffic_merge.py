@@ -47,6 +47,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from traffic_common import MACHINE, RESULTS  # noqa: E402
+from traffic_common import sampler_rate as rllib_sampler_rate  # noqa: E402
 
 ENV_ID = "rlsuite/MergeMulti-v0"
 POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "merge_es")
@@ -173,25 +174,7 @@ def env_rate(env_steps: int) -> float:
 def sampler_rate(env_steps: int) -> float:
     """Env steps/s of one RLlib env runner of the platform (the sync plan's module, no
     learning) on the multi-agent merge, whole 750-step episodes."""
-    from rlsuite.platform import cluster, envs, optimizers
-
-    with cluster.local_cluster(num_cpus=2):
-        envs.rllib_env(ENV_ID)
-        plan = optimizers.make_plan("sync", env=ENV_ID, env_config={}, num_env_runners=1, seed=0,
-                                    hidden=(32, 32))  # fmt: skip
-        algo = optimizers.to_rllib(plan).build_algo()
-        try:
-            group = algo.env_runner_group
-
-            def sample(r):
-                return sum(len(e) for e in r.sample(num_timesteps=env_steps, random_actions=False))
-
-            group.foreach_env_runner(sample, local_env_runner=False)  # warm-up
-            t = time.perf_counter()
-            n = sum(group.foreach_env_runner(sample, local_env_runner=False))
-            return n / (time.perf_counter() - t)
-        finally:
-            algo.stop()
+    return rllib_sampler_rate(ENV_ID, {}, env_steps, hidden=(32, 32))
 
 
 def _plot(out: dict, path: str) -> None:

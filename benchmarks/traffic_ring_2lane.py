@@ -47,6 +47,7 @@ import sys
 import time
 
 from traffic_common import MACHINE, RESULTS, evaluate_controllers
+from traffic_common import sampler_rate as rllib_sampler_rate
 
 ENV_ID = "rlsuite/Ring2Lane-v0"
 POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "ring_2lane_es")
@@ -97,25 +98,7 @@ def env_rate(steps: int) -> float:
 
 def sampler_rate(steps: int, warmup_steps: int = 0) -> float:
     """Env steps/s of ONE RLlib env runner of the sync plan (PPO policy, no learning)."""
-    from rlsuite.platform import cluster, envs, optimizers
-
-    envs.rllib_env(ENV_ID)
-    plan = optimizers.make_plan("sync", env=ENV_ID, env_config={"warmup_steps": warmup_steps},
-                                num_env_runners=1, seed=0)  # fmt: skip
-    with cluster.local_cluster(num_cpus=2):
-        algo = optimizers.to_rllib(plan).build_algo()
-        try:
-            group = algo.env_runner_group
-
-            def sample(r):
-                return sum(len(e) for e in r.sample(num_timesteps=steps, random_actions=False))
-
-            group.foreach_env_runner(sample, local_env_runner=False)  # warm-up
-            t = time.perf_counter()
-            n = sum(group.foreach_env_runner(sample, local_env_runner=False))
-            return n / (time.perf_counter() - t)
-        finally:
-            algo.stop()
+    return rllib_sampler_rate(ENV_ID, {"warmup_steps": warmup_steps}, steps)
 
 
 def speed(args, console) -> int:
