@@ -45,10 +45,74 @@ from rlsuite.apps.queryopt.featurizer import Featurizer
 from rlsuite.apps.queryopt.rewriter import catalog
 
 
-class QueryRewriteEnv(gym.Env):
+class RewriteEpisode:
+    """An episode of rewrites, shared by the query-rewrite envs of every engine: reset
+    picks a query (skipping those the rules cannot parse), each step applies one action
+    of the env's table (``action_names``, ``stop_action``) or stops, and the final
+    query's reward comes from the env's ``_final_reward``."""
+
+    action_names: tuple[str, ...]
+    stop_action: int
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if options and "sql" in options:
+            sql = options["sql"]
+            self._parse(sql)  # an unsupported query given explicitly is the caller's error
+        else:
+            usable = [q for q in self.queries if q not in self._unsupported]
+            while True:
+                if not usable:
+                    raise ValueError(
+                        f"none of the {len(self.queries)} queries can be rewritten: "
+                        f"{next(iter(self._unsupported.values()), '')}"
+                    )
+                sql = usable[int(self.np_random.integers(len(usable)))]
+                try:
+                    self._parse(sql)
+                    break
+                except R.UnsupportedQuery as e:  # skipped for the rest of this env's life
+                    self._unsupported[sql] = str(e)
+                    usable.remove(sql)
+        self.original = self._parsed[sql]
+        self.query = self.original
+        self.steps = 0
+        self._last = {}
+        return self._obs(), {"sql": sql}
+
+    def step(self, action: int):
+        if self.query is None:
+            raise RuntimeError("call reset() before step()")
+        a = int(action)
+        if not 0 <= a <= self.stop_action:
+            raise ValueError(f"action must be in [0, {self.stop_action}], got {action}")
+        reward, info = 0.0, {}
+        terminated = a == self.stop_action
+        if not terminated:
+            nxt = self._applicable.get(self.action_names[a])
+            if isinstance(nxt, R.Query):
+                self.query = nxt
+            else:
+                reward -= self.invalid_action_penalty
+                info["invalid"] = nxt
+        self.steps += 1
+        # The step limit is part of the MDP (the step counter is in the state) and the final
+        # query's runtime is the whole return: reaching it terminates, so DQN does not
+        # bootstrap a value past the end (truncation would add gamma * Q(next) to rewrites).
+        terminated = terminated or self.steps >= self.max_steps
+        truncated = False
+        if terminated:
+            reward += self._final_reward()
+            info.update(self._last)
+        return self._obs(), float(reward), terminated, truncated, info
+
+
+class QueryRewriteEnv(RewriteEpisode, gym.Env):
     """Rewrite one query of a workload per episode; reward = -runtime of the result."""
 
     metadata = {"render_modes": []}
+    action_names = R.RULE_NAMES
+    stop_action = R.STOP
 
     def __init__(
         self,
@@ -157,59 +221,6 @@ class QueryRewriteEnv(gym.Env):
             )
             self._obs_cache[ok] = np.clip(v, 0.0, 100.0)
         return self._obs_cache[ok].copy()
-
-    # ------------------------------------------------------------------ API
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        if options and "sql" in options:
-            sql = options["sql"]
-            self._parse(sql)  # an unsupported query given explicitly is the caller's error
-        else:
-            usable = [q for q in self.queries if q not in self._unsupported]
-            while True:
-                if not usable:
-                    raise ValueError(
-                        f"none of the {len(self.queries)} queries can be rewritten: "
-                        f"{next(iter(self._unsupported.values()), '')}"
-                    )
-                sql = usable[int(self.np_random.integers(len(usable)))]
-                try:
-                    self._parse(sql)
-                    break
-                except R.UnsupportedQuery as e:  # skipped for the rest of this env's life
-                    self._unsupported[sql] = str(e)
-                    usable.remove(sql)
-        self.original = self._parsed[sql]
-        self.query = self.original
-        self.steps = 0
-        self._last = {}
-        return self._obs(), {"sql": sql}
-
-    def step(self, action: int):
-        if self.query is None:
-            raise RuntimeError("call reset() before step()")
-        a = int(action)
-        if not 0 <= a <= R.STOP:
-            raise ValueError(f"action must be in [0, {R.STOP}], got {action}")
-        reward, info = 0.0, {}
-        terminated = a == R.STOP
-        if not terminated:
-            nxt = self._applicable.get(R.RULE_NAMES[a])
-            if isinstance(nxt, R.Query):
-                self.query = nxt
-            else:
-                reward -= self.invalid_action_penalty
-                info["invalid"] = nxt
-        self.steps += 1
-        # The step limit is part of the MDP (the step counter is in the state) and the final
-        # query's runtime is the whole return: reaching it terminates, so DQN does not
-        # bootstrap a value past the end (truncation would add gamma * Q(next) to rewrites).
-        terminated = terminated or self.steps >= self.max_steps
-        truncated = False
-        if terminated:
-            reward += self._final_reward()
-            info.update(self._last)
-        return self._obs(), float(reward), terminated, truncated, info
 
     def _final_reward(self) -> float:
         q = self.query

@@ -43,13 +43,16 @@ import numpy as np
 
 from rlsuite.apps.queryopt import rules as R
 from rlsuite.apps.queryopt import spark_rules as S
+from rlsuite.apps.queryopt.envs.rewrite import RewriteEpisode
 from rlsuite.apps.queryopt.rewriter import same_rows
 
 
-class SparkRewriteEnv(gym.Env):
+class SparkRewriteEnv(RewriteEpisode, gym.Env):
     """Rewrite one query of a workload per episode on Spark; reward = -relative runtime."""
 
     metadata = {"render_modes": []}
+    action_names = S.ACTION_NAMES
+    stop_action = S.STOP
 
     def __init__(
         self,
@@ -167,55 +170,6 @@ class SparkRewriteEnv(gym.Env):
         return self.featurizer(
             self.query, self.plan(self.query), self._applicable, self.steps, self.settings
         )
-
-    # ------------------------------------------------------------------ API
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        if options and "sql" in options:
-            sql = options["sql"]
-            self._parse(sql)
-        else:
-            usable = [q for q in self.queries if q not in self._unsupported]
-            while True:
-                if not usable:
-                    raise ValueError(
-                        f"none of the {len(self.queries)} queries can be rewritten: "
-                        f"{next(iter(self._unsupported.values()), '')}"
-                    )
-                sql = usable[int(self.np_random.integers(len(usable)))]
-                try:
-                    self._parse(sql)
-                    break
-                except R.UnsupportedQuery as e:
-                    self._unsupported[sql] = str(e)
-                    usable.remove(sql)
-        self.original = self._parsed[sql]
-        self.query = self.original
-        self.steps = 0
-        self._last = {}
-        return self._obs(), {"sql": sql}
-
-    def step(self, action: int):
-        if self.query is None:
-            raise RuntimeError("call reset() before step()")
-        a = int(action)
-        if not 0 <= a <= S.STOP:
-            raise ValueError(f"action must be in [0, {S.STOP}], got {action}")
-        reward, info = 0.0, {}
-        terminated = a == S.STOP
-        if not terminated:
-            nxt = self._applicable.get(S.ACTION_NAMES[a])
-            if isinstance(nxt, R.Query):
-                self.query = nxt
-            else:
-                reward -= self.invalid_action_penalty
-                info["invalid"] = nxt
-        self.steps += 1
-        terminated = terminated or self.steps >= self.max_steps
-        if terminated:
-            reward += self._final_reward()
-            info.update(self._last)
-        return self._obs(), float(reward), terminated, False, info
 
     def _final_reward(self) -> float:
         assert self.query is not None and self.original is not None
