@@ -42,9 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plan", choices=("sync", "es"), default="es")
     p.add_argument("--episodes", type=int, default=2, help="seeded evaluation episodes")
     p.add_argument("--plan-set", action="append", default=[], metavar="KEY=JSON")
+    p.add_argument(
+        "--env-set", action="append", default=[], metavar="KEY=JSON",
+        help="training env option (e.g. warmup_steps=0, bunching=20); evaluation keeps "
+        "Flow's protocol",
+    )  # fmt: skip
     args = p.parse_args(argv)
     console = Console(width=140)
     cfg = dict(ring_length=[220, 270], num_avs=args.avs)
+    for kv in args.env_set:
+        k, v = kv.split("=", 1)
+        cfg[k] = json.loads(v)
     envs.rllib_env(ENV_ID)
     scen = scenarios.get("ring_multi")
     if args.plan == "es":

@@ -11,6 +11,7 @@ import os
 import pickle
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from rlsuite.platform.checkpoints.layout import ES_ARRAYS, ES_PARAMS, ES_STATE, SPACES
@@ -108,7 +109,13 @@ class ESController:
         return self.policy.action(out)
 
     def act(self, observation: Any) -> Any:
-        if self.multi_agent:
+        """The action for ``observation``; a dict of per-agent observations gets a dict of
+        actions, so a policy trained for one agent can also drive every agent of a
+        multi-agent env that observes the same."""
+        if self.multi_agent or (
+            isinstance(observation, dict)
+            and not isinstance(self.policy.observation_space, gym.spaces.Dict)
+        ):
             return {agent: self._act_one(o, agent) for agent, o in observation.items()}
         return self._act_one(observation)
 
