@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rlsuite.platform import envs as env_registry
+from rlsuite.platform import resources
 from rlsuite.platform.es.plan import ESPlan
 from rlsuite.platform.plans import Plan
 from rlsuite.platform.plans import check as _check
@@ -74,9 +75,15 @@ class RLlibPlan(Plan):
     """Multi-agent envs only: ``shared`` (one policy for every agent) or
     ``per_agent`` (one policy per agent id)."""
     num_learners: int = 0
-    """Remote learner actors; 0 learns in the driver."""
-    num_gpus_per_learner: float = 0
-    """GPUs per learner (the driver's when ``num_learners`` is 0); 0 on a CPU machine."""
+    """Remote learner actors; 0 learns in the driver. Several learners split each
+    batch and average their gradients (RLlib's data-parallel learners: one per GPU on
+    a multi-GPU machine, or CPU processes)."""
+    num_gpus_per_learner: float | str = "auto"
+    """GPUs per learner (the driver's when ``num_learners`` is 0). ``"auto"``: one GPU per
+    learner when the GPUs are there and the update is large enough to gain (parameters
+    x minibatch >= 2e7; the measured rule is in :mod:`rlsuite.platform.resources`),
+    else the CPU; a checkpoint's ``rlsuite.json`` records the choice (``resources``).
+    A number > 0 the machine cannot give is an error, not a wait."""
     normalize_actions: bool = True
     """Continuous actions: the policy acts in [-1, 1] and RLlib rescales (and clips) each
     env's action to its Box bounds, per env and step. False hands the policy's raw sample
@@ -120,9 +127,10 @@ class RLlibPlan(Plan):
             f"policies must be 'shared' or 'per_agent', got {self.policies!r}",
         )
         _check(
-            self.num_learners >= 0 and self.num_gpus_per_learner >= 0,
-            "num_learners and num_gpus_per_learner must be >= 0",
+            isinstance(self.num_learners, int) and self.num_learners >= 0,
+            f"num_learners must be an int >= 0, got {self.num_learners!r}",
         )
+        resources.check_gpus_requested(self.num_gpus_per_learner)
         _check(self.sample_timeout_s > 0, "sample_timeout_s must be > 0")
 
     @property
@@ -137,10 +145,23 @@ class RLlibPlan(Plan):
             return DEFAULT_ENVS_PER_RUNNER
         return min(DEFAULT_ENVS_PER_RUNNER, s.max_envs_per_process or DEFAULT_ENVS_PER_RUNNER)
 
+    @property
+    def learner_minibatch_size(self) -> int:
+        """Samples in one gradient step of the learner (its work, with the net's size)."""
+        return self.train_batch_size
+
     def placement_bundles(self) -> list[dict[str, float]]:
-        """The driver (it hosts the learner, with its GPU) and one CPU per env runner."""
-        gpu = {"GPU": float(self.num_gpus_per_learner)} if self.num_gpus_per_learner else {}
-        return [{"CPU": 1.0, **gpu}] + [{"CPU": 1.0}] * self.num_env_runners
+        """The driver (it hosts a local learner, with its GPU), one bundle per env
+        runner and one per remote learner, sized by :func:`resources.resolve`."""
+        res = resources.resolve(self, log=False, driver_bundle=True)
+        g, r = res.learner.num_gpus_per_learner, res.runners
+        driver = {"CPU": 1.0, **({"GPU": g} if g and self.num_learners == 0 else {})}
+        learner = {k: v for k, v in {"CPU": r.cpus_per_learner, "GPU": g}.items() if v}
+        return (
+            [driver]
+            + [{"CPU": r.cpus_per_env_runner}] * self.num_env_runners
+            + [learner] * self.num_learners
+        )
 
 
 @dataclass(frozen=True)
@@ -220,6 +241,10 @@ class SyncPlan(RecurrentCapablePlan):
     resumed run restores its checkpoint instead."""
     demo_epochs: int = 30
     """Passes over the demonstrations for that warm start."""
+
+    @property
+    def learner_minibatch_size(self) -> int:
+        return self.minibatch_size
 
     def validate(self) -> None:
         super().validate()
@@ -445,11 +470,16 @@ class _PerAgentMapping:
         return str(agent_id)
 
 
-def to_rllib(plan: RLlibPlan):
-    """The one adapter: a validated plan -> RLlib ``AlgorithmConfig`` (new API stack)."""
+def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
+    """The one adapter: a validated plan -> RLlib ``AlgorithmConfig`` (new API stack).
+
+    ``res``: the learner's device and the runners' CPUs, as :func:`resources.resolve`
+    chose them for this machine (resolved here when not given; it raises on GPUs asked
+    for that are not there, before anything waits on Ray)."""
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
     plan.validate()
+    res = res or resources.resolve(plan)
     spec = env_registry.spec(plan.env)
     common_model = dict(fcnet_hiddens=list(plan.hidden), fcnet_activation=plan.activation)
 
@@ -560,14 +590,18 @@ def to_rllib(plan: RLlibPlan):
             num_envs_per_env_runner=plan.envs_per_runner,
             rollout_fragment_length=plan.rollout_fragment_length,
             sample_timeout_s=plan.sample_timeout_s,
-            num_cpus_per_env_runner=1,
+            num_cpus_per_env_runner=res.runners.cpus_per_env_runner,
             # An env with a vector entry point builds all of a runner's copies as one
             # VectorEnv; RLlib's own SyncVectorEnv otherwise.
             gym_env_vectorize_mode=(
                 "vector_entry_point" if spec.vector_entry_point and not spec.multi_agent else "sync"
             ),
         )
-        .learners(num_learners=plan.num_learners, num_gpus_per_learner=plan.num_gpus_per_learner)
+        .learners(
+            num_learners=plan.num_learners,
+            num_gpus_per_learner=res.learner.num_gpus_per_learner,
+            num_cpus_per_learner=res.runners.cpus_per_learner if plan.num_learners else "auto",
+        )
         .fault_tolerance(
             restart_failed_env_runners=plan.restart_failed_env_runners,
             max_num_env_runner_restarts=1000,

@@ -91,7 +91,7 @@ def _trainable(config: dict[str, Any]) -> None:
             metrics.update(iteration=it, env_steps=env_steps)
             with tempfile.TemporaryDirectory() as d:
                 backend.save(d)
-                write_meta(d, plan, it, env_steps)
+                write_meta(d, plan, it, env_steps, backend)
                 ray_tune.report(metrics, checkpoint=ray_tune.Checkpoint.from_directory(d))
     finally:
         backend.stop()

@@ -32,7 +32,9 @@ class Backend(Protocol):
     """Runs one plan. Built as ``BackendClass(plan)`` (Ray must be up, or it starts it)."""
 
     plan: Any
-    """The plan it runs."""
+    """The plan it runs. A backend that chooses something for the plan at build time
+    (the RLlib backend: the learner's device for ``num_gpus_per_learner="auto"``) says
+    what in a ``resolved`` dict, which checkpoints record under ``resources``."""
 
     def train(self) -> dict[str, Any]:
         """Run one iteration; a flat row of numbers with at least ``env_steps_this_iter``,

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rlsuite.platform import envs as env_registry
+from rlsuite.platform import resources
 from rlsuite.platform.checkpoints.layout import LEARNER_EXTRA, SPACES
 from rlsuite.platform.optimizers import RLlibPlan, to_rllib
 
@@ -31,7 +32,11 @@ class RLlibBackend:
 
     def __init__(self, plan: RLlibPlan):
         self.plan = plan
-        self.algo = to_rllib(plan).build_algo()
+        res = resources.resolve(plan)  # raises on GPUs that are not there, before Ray waits
+        self.resolved = res.to_dict()
+        """What ran: the learner's device and the runners' CPUs, with why (recorded in
+        each checkpoint's ``rlsuite.json`` under ``resources``)."""
+        self.algo = to_rllib(plan, res).build_algo()
 
     def train(self) -> dict[str, Any]:
         """One ``Algorithm.train()``, flattened, with the env runners' health."""

@@ -5,7 +5,8 @@ A run directory (``training.train``) holds its checkpoints like this::
     run_dir/checkpoints/
       latest               the name of the newest *complete* checkpoint (written last)
       iter_000010/         one checkpoint (the newest ``keep`` are kept)
-        rlsuite.json       META: plan, plan config, env, env config, iteration, env steps
+        rlsuite.json       META: plan, plan config, env, env config, iteration, env steps,
+                           resources (what ran: the learner's device, the runners' CPUs)
         spaces.pkl         SPACES: observation and action spaces, for inference
         ...                the backend's own state:
                              RLlib: its algorithm checkpoint + learner_extra.json
@@ -83,8 +84,10 @@ def metadata(path: str) -> dict[str, Any]:
         return json.load(f)
 
 
-def write_meta(path: str, plan: Any, iteration: int, env_steps: int) -> None:
-    """Write ``rlsuite.json``: what a checkpoint is (plan, env, iteration) for loading it."""
+def write_meta(path: str, plan: Any, iteration: int, env_steps: int, backend: Any = None) -> None:
+    """Write ``rlsuite.json``: what a checkpoint is (plan, env, iteration) for loading it,
+    and, under ``resources``, what the backend chose for the plan's ``"auto"`` fields on
+    the machine that ran it (the RLlib backend's learner device and runner CPUs)."""
     meta = {
         "format": FORMAT,
         "plan": plan.name,
@@ -98,6 +101,9 @@ def write_meta(path: str, plan: Any, iteration: int, env_steps: int) -> None:
         "env_steps": env_steps,
         "time": time.time(),
     }
+    resolved = getattr(backend, "resolved", None)
+    if resolved:
+        meta["resources"] = resolved
     with open(os.path.join(path, META), "w") as f:
         json.dump(meta, f, indent=2, default=str)
 
@@ -115,7 +121,7 @@ def write_checkpoint(
     if os.path.exists(path):
         shutil.rmtree(path)
     backend.save(path)
-    write_meta(path, plan, iteration, env_steps)
+    write_meta(path, plan, iteration, env_steps, backend)
     tmp = os.path.join(root, LATEST + ".tmp")
     with open(tmp, "w") as f:
         f.write(name)
