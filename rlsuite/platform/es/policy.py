@@ -177,6 +177,27 @@ class ESPolicy:
                 x = act(x)
         return x
 
+    def step_many(
+        self, xs: np.ndarray, hs: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`step` for a batch: one row of ``xs`` (and of states ``hs``) per agent."""
+        if self.recurrent:
+            w_ih, w_hh, b_ih, b_hh = self._gru
+            c = self.cell_size
+            gi, gh = xs @ w_ih.T + b_ih, hs @ w_hh.T + b_hh
+            r = _sigmoid(gi[:, :c] + gh[:, :c])
+            z = _sigmoid(gi[:, c : 2 * c] + gh[:, c : 2 * c])
+            n = np.tanh(gi[:, 2 * c :] + r * gh[:, 2 * c :])
+            hs = ((1.0 - z) * n + z * hs).astype(np.float32)
+            xs = np.concatenate([xs, hs], axis=1)
+        act = np.tanh if self.activation == "tanh" else _relu
+        last = len(self._layers) - 1
+        for li, (w, b) in enumerate(self._layers):
+            xs = xs @ w.T + b
+            if li < last:
+                xs = act(xs)
+        return xs, hs
+
     def action(self, out: np.ndarray) -> Any:
         """Map the network output to an action of the env's space."""
         if self.kind == "discrete":
@@ -265,6 +286,12 @@ class RunningStat:
         self.count += 1.0
         self.sum += x
         self.sumsq += np.square(x, dtype=np.float64)
+
+    def push_many(self, xs: np.ndarray) -> None:
+        """:meth:`push` each row of ``xs``."""
+        self.count += float(len(xs))
+        self.sum += xs.sum(axis=0, dtype=np.float64)
+        self.sumsq += np.square(xs, dtype=np.float64).sum(axis=0)
 
     def merge(self, count: float, s: np.ndarray, sq: np.ndarray) -> None:
         self.count += count

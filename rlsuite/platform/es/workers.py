@@ -139,6 +139,25 @@ class Worker:
         )
         return self.policy.action(out)
 
+    def _act_many(
+        self, obs: dict[Any, Any], mean: np.ndarray, std: np.ndarray, stat: RunningStat | None
+    ) -> dict[Any, Any]:
+        """:meth:`_act` for every agent of a multi-agent step at once (one batched pass)."""
+        agents = list(obs)
+        xs = np.stack([self.policy.flat_obs(obs[a]) for a in agents])
+        if stat is not None:
+            stat.push_many(xs)
+        if self.filter_obs:
+            xs = np.clip((xs - mean) / std, -OBS_CLIP, OBS_CLIP)
+        hs = None
+        if self.policy.recurrent:
+            h0 = self.policy.initial_state()
+            hs = np.stack([self._state.get(a, h0) for a in agents])
+        out, hs = self.policy.step_many(xs, hs)
+        if hs is not None:
+            self._state.update(zip(agents, hs))
+        return {a: self.policy.action(o) for a, o in zip(agents, out)}
+
     def _episode(
         self, seed: int, mean: np.ndarray, std: np.ndarray, stat: RunningStat | None
     ) -> tuple[float, int]:
@@ -147,7 +166,7 @@ class Worker:
         obs, _ = env.reset(seed=seed)
         while True:
             if self.multi:
-                actions = {a: self._act(o, mean, std, stat, a) for a, o in obs.items()}
+                actions = self._act_many(obs, mean, std, stat) if obs else {}
                 obs, rew, term, trunc, _ = env.step(actions)
                 total += float(sum(rew.values()))
                 done = not env.agents or all(term.values()) or all(trunc.values())

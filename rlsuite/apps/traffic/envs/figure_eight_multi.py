@@ -77,20 +77,23 @@ class FigureEightMultiEnv(AVAgentsEnv):
     def _obs(self) -> dict[str, np.ndarray]:
         core = self.core
         sp = self.observation_space(self.possible_agents[0])
-        out = {}
-        for a in self.agents:
-            i = self._slot[a]
-            ahead = (np.roll(core.x, -i) - core.x[i]) % core.length
-            o = np.concatenate(
-                [
-                    core.observe(a),
-                    [core.x[i] / core.length],
-                    np.roll(core.v, -i) / FULL_SPEED_SCALE,
-                    ahead / core.length,
-                ]
-            )
-            out[a] = np.clip(o, sp.low, sp.high).astype(np.float32)
-        return out
+        if not self.agents:
+            return {}
+        n = len(core.x)
+        slots = np.array([self._slot[a] for a in self.agents])
+        order = (slots[:, None] + np.arange(n)) % n  # each agent's loop order, from itself
+        own = np.array([core.observe(a) for a in self.agents])
+        rows = np.concatenate(
+            [
+                own,
+                (core.x[slots] / core.length)[:, None],
+                core.v[order] / FULL_SPEED_SCALE,
+                (core.x[order] - core.x[slots][:, None]) % core.length / core.length,
+            ],
+            axis=1,
+        )
+        rows = np.clip(rows, sp.low, sp.high).astype(np.float32)
+        return dict(zip(self.agents, rows))
 
     reset_info_key = "loop_length"
 

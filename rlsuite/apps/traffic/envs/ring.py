@@ -396,11 +396,12 @@ class RingSimulation:
 
     def control(self, accels: dict[str, float]) -> None:
         """Command AV accelerations (m/s^2, clipped to the action bounds) and advance one step."""
-        dt = self.cfg.sim_step
-        for vid, a in accels.items():
-            i = self.ids.index(vid)
-            a = float(np.clip(a, -self.cfg.max_decel, self.cfg.max_accel))
-            self.sim.set_speed(vid, max(0.0, self.v[i] + a * dt))
+        dt, lo, hi = self.cfg.sim_step, -self.cfg.max_decel, self.cfg.max_accel
+        slot = {vid: i for i, vid in enumerate(self.ids)}
+        self.sim.set_speeds(
+            list(accels),
+            [max(0.0, self.v[slot[vid]] + min(max(float(a), lo), hi) * dt) for vid, a in accels.items()],
+        )  # fmt: skip
         self.controlled += 1
         self._advance(measure=self.controlled > self.cfg.measure_after)
 
