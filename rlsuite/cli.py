@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from rlsuite.platform import optimizers, training
+    from rlsuite.platform import checkpoints, optimizers, training
 
     plan = optimizers.make_plan(
         args.plan, env=args.env, env_config=args.env_config, **parse_sets(args.set)
@@ -128,9 +128,13 @@ def cmd_train(args: argparse.Namespace) -> int:
             checkpoint_every=args.checkpoint_every,
             stop_return=args.stop_return,
         )
+    learner = checkpoints.metadata(res.checkpoint).get("resources", {}).get("learner")
+    ran = f"\nlearner: {learner['device']} ({learner['reason']})" if learner else ""
     Console().print(
         f"trained {plan.name} on {plan.env}: {res.iterations} iterations, {res.env_steps} env steps, "
         f"{res.wall_time_s:.1f} s, return {res.final_return:.2f}\ncheckpoint: {res.checkpoint}"
+        + ran,
+        highlight=False,
     )
     return 0
 
@@ -250,10 +254,8 @@ def cmd_info(args: argparse.Namespace) -> int:
                 ray_state = "a local Ray cluster is running (ray status)"
         except (OSError, subprocess.SubprocessError):
             pass
-    c.print(
-        f"Ray: {ray_state}; this machine: {os.cpu_count()} CPUs, "
-        f"GPU: {'yes' if _has_gpu() else 'none'}"
-    )
+    c.print(f"Ray: {ray_state}; this machine: {os.cpu_count()} CPUs")
+    c.print(gpu_lines(), highlight=False)
 
     t = Table(title="real components")
     for col in ("app", "component"):
@@ -284,13 +286,28 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _has_gpu() -> bool:
-    try:
-        import torch
+def gpu_lines() -> str:
+    """What ``rlsuite info`` says about GPUs: each CUDA device torch sees, or that there
+    is none and what the learner does then."""
+    import torch
 
-        return bool(torch.cuda.is_available())
-    except ImportError:  # pragma: no cover
-        return False
+    from rlsuite.platform.resources import local_gpus
+
+    gpus = local_gpus()
+    if not gpus:
+        build = (
+            "a CPU-only build"
+            if torch.version.cuda is None
+            else f"built for CUDA {torch.version.cuda}"
+        )
+        return (
+            f"GPUs: none (torch {torch.__version__}, {build}, sees no CUDA device); "
+            "learners run on the CPU, num_gpus_per_learner > 0 is refused"
+        )
+    rows = [f"GPUs: {len(gpus)} (torch {torch.__version__}, CUDA {torch.version.cuda})"]
+    rows += [f"  cuda:{g.index}  {g.name}  {g.memory_gib:g} GiB" for g in gpus]
+    rows.append("  num_gpus_per_learner='auto' puts a learner on one when its update is large")
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,9 @@ class RLlibPlan(Plan):
     """Fields every plan that RLlib runs has."""
 
     backend: ClassVar[str] = "rllib"
+    shares_encoder: ClassVar[bool] = False
+    """Whether the module's policy and value heads share one encoder (DQN) or each has
+    its own (PPO, APPO): part of the learner's size (:func:`resources.learner_work`)."""
 
     num_env_runners: int = 2
     """Remote sampling processes (Ray actors). 0 samples in the driver."""
@@ -328,6 +331,7 @@ class ReplayPlan(RLlibPlan):
     samples it (DQN with double Q and a dueling head: the Ape-X shape)."""
 
     name: ClassVar[str] = "replay"
+    shares_encoder: ClassVar[bool] = True
 
     lr: float = 5e-4
     """Learning rate."""

@@ -218,19 +218,24 @@ def mlp_params(n_in: int, hidden: Sequence[int], n_out: int) -> int:
 
 
 def module_params(
-    obs_dim: int, action_outputs: int, hidden: Sequence[int], lstm_cell: int = 0
+    obs_dim: int,
+    action_outputs: int,
+    hidden: Sequence[int],
+    lstm_cell: int = 0,
+    shared_encoder: bool = False,
 ) -> int:
-    """Parameters of RLlib's default module as the plans build it: a policy net and a
-    separate value net (``vf_share_layers=False``), each an MLP, behind an LSTM of
-    ``lstm_cell`` units when the policy is recurrent."""
-    total = 0
-    for n_out in (action_outputs, 1):
-        n_in = obs_dim
-        if lstm_cell:
-            total += 4 * (obs_dim + lstm_cell + 2) * lstm_cell
-            n_in = lstm_cell
-        total += mlp_params(n_in, hidden, n_out)
-    return total
+    """Parameters of RLlib's default module as the plans build it: an encoder (the
+    MLP's hidden layers, then an LSTM of ``lstm_cell`` units when the policy is
+    recurrent) with a linear policy head and a linear value head. PPO and APPO give the
+    policy and the value their own encoder (``vf_share_layers=False``); DQN's Q-net
+    shares one (``shared_encoder``) between its advantage and value heads."""
+    body = mlp_params(obs_dim, hidden[:-1], hidden[-1])
+    last = hidden[-1]
+    if lstm_cell:
+        body += 4 * lstm_cell * (last + lstm_cell + 2)
+        last = lstm_cell
+    encoders = 1 if shared_encoder else 2
+    return encoders * body + (last + 1) * action_outputs + (last + 1)
 
 
 def action_outputs(space: Any) -> int:
@@ -315,7 +320,8 @@ class Resources:
 
 def learner_work(plan: Any) -> float:
     """Parameters x minibatch of one learner update of an RLlib ``plan`` (its env's
-    spaces, ``hidden``, LSTM ``cell_size`` and ``learner_minibatch_size``)."""
+    spaces, ``hidden``, LSTM ``cell_size``, ``shares_encoder`` and
+    ``learner_minibatch_size``; the largest module of a multi-agent env)."""
     import gymnasium as gym
 
     from rlsuite.platform import envs as env_registry
@@ -323,7 +329,9 @@ def learner_work(plan: Any) -> float:
     spaces = env_registry.spaces(plan.env, plan.env_config)
     cell = int(getattr(plan, "cell_size", 0)) if plan.recurrent == "lstm" else 0
     params = max(
-        module_params(gym.spaces.flatdim(obs), action_outputs(act), plan.hidden, cell)
+        module_params(
+            gym.spaces.flatdim(obs), action_outputs(act), plan.hidden, cell, plan.shares_encoder
+        )
         for obs, act in spaces.values()
     )
     return float(params * plan.learner_minibatch_size)
