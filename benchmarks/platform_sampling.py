@@ -1,15 +1,31 @@
 """Sampling and iteration throughput of the platform against a plain loop and RLlib's defaults.
 
-Pass criteria (issue #2):
+Pass criteria:
   1. the platform's default sampler >= 3x RLlib's default settings (env steps/s),
   2. the platform's default sampler >= 20% of a plain gymnasium loop per core,
   3. the ``sync`` plan's whole iterations (sampling + SGD) at least as fast as a
-     hand-written single-process torch PPO loop on the same batch and epochs.
+     hand-written single-process torch PPO loop on the same batch and epochs,
+  4. scale-out: >= 85% efficiency at 15 runners against 1 (on a machine with the CPUs),
+  5. gpu-learner (on a machine with a GPU): at every size, ``num_gpus_per_learner="auto"``
+     picks the device whose learner update is faster (``rule_agrees``).
+
+Sections (``--sections``, default ``baseline,scaling``):
+  baseline     the three criteria above;
+  scaling      sampling only, ``--runners 1,2,4,8,15`` remote runners x 32 envs, 1 CPU
+               each: steps/s, per runner and the efficiency against 1 runner. Sizes that
+               need more CPUs than Ray has are skipped and listed as skipped (this
+               2-core machine measures 1 and 2);
+  gpu-learner  the sync plan's whole iteration and learner update with the learner on
+               the CPU and on a GPU, at the default nets and at large ones, beside what
+               ``num_gpus_per_learner="auto"`` picks for each. Without a GPU the GPU
+               rows are skipped (and say why) and the CPU rows still run.
 
 Usage:
     .venv/bin/python benchmarks/platform_sampling.py [--quick] [--envs CartPole-v1,Pendulum-v1]
+        [--sections baseline,scaling,gpu-learner] [--runners 1,2,4,8,15] [--num-cpus N]
 
-Writes benchmarks/results/platform_sampling.json and platform_sampling.png.
+Writes benchmarks/results/platform_sampling.json (``--out``) and, with the baseline,
+platform_sampling.png.
 """
 
 from __future__ import annotations
@@ -230,6 +246,102 @@ def profile_iteration(config, iterations: int = 3, top: int = 12) -> list[dict[s
     return rows[:top]
 
 
+def scaling(env_id: str, runners: list[int], cpus: float, steps: int, console) -> dict:
+    """Sampling steps/s with n remote runners x 32 envs (1 CPU each), for each n that
+    Ray's CPUs allow; the others are listed as skipped."""
+    from rlsuite.platform import optimizers
+
+    rows: dict = {}
+    skipped: dict = {}
+    for n in runners:
+        if n > cpus:
+            skipped[n] = f"needs {n} CPUs (1 per runner), Ray has {cpus:g}"
+            console.print(f"{n} runners: skipped ({skipped[n]})")
+            continue
+        plan = optimizers.make_plan(
+            "sync", env=env_id, num_env_runners=n, num_envs_per_env_runner=32
+        )
+        rate = sample_rate(optimizers.to_rllib(plan), steps)
+        rows[n] = {"steps_per_s": rate, "per_runner": rate / n}
+        console.print(f"{n} runners x 32 envs: {rate:.0f} steps/s ({rate / n:.0f} per runner)")
+    if 1 in rows:
+        for n, r in rows.items():
+            r["efficiency_vs_1"] = r["steps_per_s"] / (n * rows[1]["steps_per_s"])
+    return {"runners": rows, "skipped": skipped}
+
+
+GPU_LEARNER_SIZES = {
+    "64x64, batch 4000, minibatch 500 (the default)": dict(),
+    "128x128, batch 8000, minibatch 2000": dict(
+        hidden=[128, 128], train_batch_size=8000, minibatch_size=2000
+    ),
+    "256x256, batch 16000, minibatch 4000": dict(
+        hidden=[256, 256], train_batch_size=16000, minibatch_size=4000
+    ),
+}
+"""The learner sizes of the GPU-vs-CPU rows: the two the rule of
+:mod:`rlsuite.platform.resources` was set from (GPU 0.6x and 4x the CPU) and one between,
+above the rule's threshold, where the crossover has not been measured."""
+
+
+def gpu_learner(env_id: str, its: int, console) -> dict:
+    """The sync plan's iteration and learner-update time with the learner on the CPU
+    and on one GPU, per size, beside what ``num_gpus_per_learner="auto"`` picks."""
+    from rlsuite.platform import optimizers, resources
+
+    gpus = resources.gpus_for_learners(0)
+    no_gpu = (
+        ""
+        if gpus >= 1
+        else "no GPU visible (torch.cuda sees none in this process / Ray offers none)"
+    )
+    out: dict = {"gpus_visible": gpus, "threshold_work": resources.GPU_MIN_WORK, "sizes": {}}
+    for label, values in GPU_LEARNER_SIZES.items():
+        plan = optimizers.make_plan("sync", env=env_id, **values)
+        work = resources.learner_work(plan)
+        pick = resources.choose_learner(
+            "auto", num_learners=0, gpus_visible=1, work=lambda w=work: w
+        )
+        here = resources.resolve(plan, log=False).learner
+        row: dict = {"work": work, "auto_with_a_gpu": pick.device, "auto_here": here.device}
+        for device, n_gpus in (("cpu", 0), ("cuda", 1)):
+            if device == "cuda" and no_gpu:
+                row["cuda"] = {"skipped": no_gpu}
+                continue
+            r = iteration_rate(optimizers.to_rllib(plan.replace(num_gpus_per_learner=n_gpus)), its)
+            row[device] = {
+                "iteration_steps_per_s": r["iteration_steps_per_s"],
+                "seconds_per_iteration": r["seconds_per_iteration"],
+                "learner_update_s": r["timers_mean_s"].get("learner_update_timer", float("nan")),
+            }
+        if "learner_update_s" in row["cuda"]:
+            row["gpu_speedup_learner"] = (
+                row["cpu"]["learner_update_s"] / row["cuda"]["learner_update_s"]
+            )
+            row["gpu_speedup_iteration"] = (
+                row["cuda"]["iteration_steps_per_s"] / row["cpu"]["iteration_steps_per_s"]
+            )
+            row["rule_agrees"] = (row["gpu_speedup_learner"] > 1) == (pick.device == "cuda")
+        cuda = row["cuda"].get("skipped") or f"{row['cuda']['learner_update_s']:.2f} s"
+        console.print(
+            f"{label}: work {work:.2g}, auto picks {pick.device} with a GPU; learner update "
+            f"cpu {row['cpu']['learner_update_s']:.2f} s, gpu {cuda}"
+        )
+        out["sizes"][label] = row
+    if no_gpu:
+        console.print(f"[yellow]GPU learner rows skipped: {no_gpu}[/]")
+        out["skipped"] = no_gpu
+    return out
+
+
+def _machine() -> str:
+    from rlsuite.platform.resources import local_gpus
+
+    gpus = local_gpus()
+    gpu = ", ".join(f"{g.name} ({g.memory_gib:g} GiB)" for g in gpus) if gpus else "no GPU"
+    return f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, {gpu}"
+
+
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -241,15 +353,34 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run)")
     ap.add_argument("--envs", default="CartPole-v1,Pendulum-v1")
-    ap.add_argument("--num-cpus", type=int, default=2)
+    ap.add_argument(
+        "--num-cpus", type=int, default=os.cpu_count() or 1, help="Ray's CPUs (default: all)"
+    )
     ap.add_argument("--profile", action="store_true", help="cProfile the sync plan's driver")
+    ap.add_argument(
+        "--sections",
+        default="baseline,scaling",
+        help="comma-separated: baseline, scaling, gpu-learner (default baseline,scaling)",
+    )
+    ap.add_argument(
+        "--runners",
+        type=lambda t: [int(x) for x in t.split(",")],
+        default=[1, 2],
+        help="runner counts of the scaling section, e.g. 1,2,4,8,15 (default 1,2)",
+    )
+    ap.add_argument("--out", default=os.path.join(RESULTS, "platform_sampling.json"))
     args = ap.parse_args(argv)
+    sections = args.sections.split(",")
+    bad = set(sections) - {"baseline", "scaling", "gpu-learner"}
+    if bad:
+        ap.error(f"unknown sections {sorted(bad)}; choose from baseline, scaling, gpu-learner")
     console = Console()
     steps = 4000 if args.quick else 20000
     cluster.init(num_cpus=args.num_cpus)
     cores = args.num_cpus
     out: dict = {
-        "machine": f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, no GPU",
+        "machine": _machine(),
+        "sections": sections,
         "python": sys.version.split()[0],
         "ray": __import__("ray").__version__,
         "torch": torch.__version__,
@@ -260,6 +391,15 @@ def main(argv: list[str] | None = None) -> int:
         for env_id in args.envs.split(","):
             console.rule(env_id)
             rec: dict = {}
+            if "scaling" in sections:
+                rec["scaling"] = scaling(env_id, args.runners, cores, steps, console)
+            if "gpu-learner" in sections and isinstance(
+                gym.make(env_id).action_space, gym.spaces.Discrete
+            ):
+                rec["gpu_learner"] = gpu_learner(env_id, 1 if args.quick else 3, console)
+            if "baseline" not in sections:
+                out["envs"][env_id] = rec
+                continue
             rec["plain_loop_steps_per_s"] = plain_loop(env_id, steps * 5)
             console.print(f"plain loop: {rec['plain_loop_steps_per_s']:.0f} steps/s (1 core)")
             rec["plain_policy_loop_steps_per_s"] = plain_policy_loop(env_id, steps)
@@ -344,6 +484,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         cluster.shutdown()
 
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=2, default=str)
+    if "scaling" in sections:
+        console.print(_scaling_table(out))
+    if "baseline" not in sections:
+        return 0
     t = Table(title="platform sampling (env steps/s)")
     for c in (
         "env",
@@ -374,11 +521,30 @@ def main(argv: list[str] | None = None) -> int:
             f"{r.get('sync_vs_handwritten', float('nan')):.2f}",
         )
     console.print(t)
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "platform_sampling.json"), "w") as f:
-        json.dump(out, f, indent=2, default=str)
-    _plot(out, os.path.join(RESULTS, "platform_sampling.png"))
+    _plot(out, os.path.join(os.path.dirname(os.path.abspath(args.out)), "platform_sampling.png"))
     return 0
+
+
+def _scaling_table(out: dict):
+    from rich.table import Table
+
+    t = Table(title=f"sampling scale-out, 32 envs per runner ({out['machine']})")
+    for c in ("env", "runners", "steps/s", "per runner", "efficiency vs 1"):
+        t.add_column(c, justify="right")
+    for env_id, rec in out["envs"].items():
+        sc = rec.get("scaling", {})
+        for n, r in sc.get("runners", {}).items():
+            eff = r.get("efficiency_vs_1")
+            t.add_row(
+                env_id,
+                str(n),
+                f"{r['steps_per_s']:.0f}",
+                f"{r['per_runner']:.0f}",
+                "" if eff is None else f"{100 * eff:.0f}%",
+            )
+        for n, why in sc.get("skipped", {}).items():
+            t.add_row(env_id, str(n), "skipped", why, "")
+    return t
 
 
 def _plot(out: dict, path: str) -> None:

@@ -255,7 +255,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         except (OSError, subprocess.SubprocessError):
             pass
     c.print(f"Ray: {ray_state}; this machine: {os.cpu_count()} CPUs")
-    c.print(gpu_lines(), highlight=False)
+    c.print(gpu_lines(), highlight=False, soft_wrap=True)
 
     t = Table(title="real components")
     for col in ("app", "component"):
@@ -301,8 +301,8 @@ def gpu_lines() -> str:
             else f"built for CUDA {torch.version.cuda}"
         )
         return (
-            f"GPUs: none (torch {torch.__version__}, {build}, sees no CUDA device); "
-            "learners run on the CPU, num_gpus_per_learner > 0 is refused"
+            f"GPUs: none (torch {torch.__version__}, {build}, sees no CUDA device)\n"
+            "  learners run on the CPU; num_gpus_per_learner > 0 is refused"
         )
     rows = [f"GPUs: {len(gpus)} (torch {torch.__version__}, CUDA {torch.version.cuda})"]
     rows += [f"  cuda:{g.index}  {g.name}  {g.memory_gib:g} GiB" for g in gpus]

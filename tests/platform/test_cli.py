@@ -5,6 +5,7 @@ import json
 import pytest
 
 from rlsuite import cli
+from rlsuite.platform.resources import local_gpus
 
 
 def test_parse_sets_and_search():
@@ -36,6 +37,39 @@ def test_info_lists_components(capsys):
     out = capsys.readouterr().out
     for name in ("ray", "torch", "SUMO binary", "PostgreSQL server", "pybullet"):
         assert name in out
+
+
+def test_info_lists_the_gpus_or_says_there_are_none(capsys):
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    gpus = local_gpus()
+    if gpus:
+        assert f"GPUs: {len(gpus)}" in out and gpus[0].name in out
+    else:
+        assert "GPUs: none" in out and "learners run on the CPU" in out
+
+
+@pytest.mark.skipif(bool(local_gpus()), reason="checks a machine without a GPU")
+def test_a_gpu_asked_for_on_a_cpu_machine_exits_2_naming_auto(capsys, tmp_path):
+    rc = cli.main(
+        [
+            "train",
+            "--plan",
+            "sync",
+            "--env",
+            "CartPole-v1",
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--num-cpus",
+            "2",
+            "--no-progress",
+            "--set",
+            "num_gpus_per_learner=1",
+        ]
+    )
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "no GPU is visible" in err and "num_gpus_per_learner='auto'" in err and "or 0" in err
 
 
 def test_bad_plan_key_exits_2_with_the_reason(capsys, tmp_path):
@@ -83,6 +117,7 @@ def test_train_then_evaluate_tiny(capsys, tmp_path):
         ]
     )
     assert rc == 0
+    assert "learner: cpu" in capsys.readouterr().out  # what ran, as rlsuite.json records it
     out = tmp_path / "eval.json"
     rc = cli.main(
         [
