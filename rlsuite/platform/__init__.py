@@ -5,6 +5,8 @@ A one-way stack: each module imports only those listed above it.
 Modules:
     cluster         embedded local Ray or ``--address`` of a cluster; clean shutdown
     envs            register gymnasium / PettingZoo envs by id, for RLlib and evaluation
+    resources       what a run gets: the learner's device ("auto": the measured GPU rule),
+                    GPUs asked for and not there refused, runners sharing scarce CPUs
     plans           the Plan base: frozen, documented fields; unknown keys refused; its backend
     es              evolution strategies on Ray actors: the ``es`` plan and its backend
     optimizers      the RLlib plans (sync, async, replay, imitation), ``to_rllib``, and
