@@ -1,4 +1,5 @@
-"""hier-train: hierarchical imitation (program synthesis: long-hand addition; robot control)."""
+"""hier-train: hierarchical imitation (program synthesis: long-hand addition and bubble sort;
+robot control)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ DESCRIPTION = textwrap.dedent("""\
         hier-train - learn control hierarchies by imitation
 
     SYNOPSIS
-        hier-train synthesis --strong N --weak M [--json PATH] [options]
+        hier-train synthesis [--program addition|sort] --strong N --weak M [--json PATH] [options]
         hier-train evaluate --model PATH [--lengths L,...] [--problems N] [--json PATH]
-        hier-train trace [--length L] [--seed S] [--weak]
+        hier-train trace [--program addition|sort] [--length L] [--seed S] [--weak]
         hier-train robot-demos | robot | robot-reuse ...   (pick-and-place, see their --help)
 
     DESCRIPTION
@@ -33,19 +34,28 @@ DESCRIPTION = textwrap.dedent("""\
         records demonstrations: strong ones show the call stack, the procedures' arguments
         and program counters; weak ones only the observations and elementary actions.
 
+        `--program sort` is NPI's bubble sort (Reed & de Freitas, 2016) instead: an array of
+        digits between two blank cells, three pointers (ptr1, ptr2 and a pass counter) and a
+        swap. BUBBLESORT repeats BUBBLE (one left-to-right pass: COMPSWAP where the pair
+        under ptr1, ptr2 is out of order, else RSHIFT) and RESET (the counter one step
+        right, LSHIFT back to the left boundary), until the counter has passed the array.
+
         `synthesis` trains parametrized hierarchical procedures (PHP: per procedure an
         operation network and a termination predicate on the observation and the program
         counter; strong traces by cross-entropy, weak ones by expectation-gradient over the
         hidden call stack) and the baselines (a flat LSTM; an NPI-style LSTM core with
         program embeddings, strong traces only), then measures the exact-match accuracy of
-        whole sums at several lengths on fixed seeds, in parallel Ray workers. It prints a
-        table, writes the models, a JSON and a PNG of accuracy against length.
+        whole sums (or sorted arrays) at several lengths on fixed seeds, in parallel Ray
+        workers. It prints a table, writes the models, a JSON and a PNG of accuracy against
+        length.
 
     EXAMPLES
         hier-train synthesis --strong 3 --weak 300 --json results.json
         hier-train synthesis --strong 0 --weak 300 --models php      # weak supervision only
+        hier-train synthesis --program sort --strong 3 --weak 100    # bubble sort, 10..100 elements
         hier-train evaluate --model runs/hierarchy/synthesis/php.pt --lengths 10,1000
         hier-train trace --length 3 --seed 1
+        hier-train trace --program sort --length 4
 
     EXIT STATUS
         0 on success, 2 on bad arguments.
@@ -62,6 +72,28 @@ def _models(text: str) -> tuple[str, ...]:
             f"unknown model {', '.join(bad) or text!r}; choose from {', '.join(MODELS)}"
         )
     return names
+
+
+def _program(text: str) -> str:
+    from rlsuite.apps.hierarchy.synthesis.programs import get_program
+
+    try:
+        get_program(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _program_flag(p: argparse.ArgumentParser) -> None:
+    from rlsuite.apps.hierarchy.synthesis.programs import program_names
+
+    p.add_argument(
+        "--program",
+        type=_program,
+        default="addition",
+        metavar="NAME",
+        help=f"the program family, one of {', '.join(program_names())} (default addition)",
+    )
 
 
 def _cluster_args(p: argparse.ArgumentParser) -> None:
@@ -85,13 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser(
         "synthesis",
         formatter_class=fmt,
-        help="train PHP and baselines on addition demonstrations",
+        help="train PHP and baselines on addition or sort demonstrations",
         description=textwrap.dedent("""\
-        Record teacher demonstrations (lengths 1-10 digits), train the chosen models, and
-        evaluate exact-match accuracy of whole sums per length (fixed seeds). Training of each
-        model stops at --epochs, at the loss target, or after --time-limit seconds.
-        Outputs in --out-dir: <model>.pt, synthesis.json, accuracy_vs_length.png."""),
+        Record teacher demonstrations (addition: 1-10 digits; sort: 2-10 elements), train the
+        chosen models, and evaluate exact-match accuracy of whole results per length (fixed
+        seeds). Training of each model stops at --epochs, at the loss target, or after
+        --time-limit seconds. Outputs in --out-dir: <model>.pt, synthesis.json,
+        accuracy_vs_length.png."""),
     )
+    _program_flag(s)
     s.add_argument(
         "--strong",
         type=nonneg_int,
@@ -115,8 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--lengths",
         type=positive_ints,
-        default=d.eval_lengths,
-        help="evaluation lengths in digits (default 10,100,500,1000)",
+        default=None,
+        help="evaluation lengths (default: addition 10,100,500,1000 digits; "
+        "sort 10,20,50,100 elements)",
     )
     s.add_argument(
         "--problems",
@@ -127,8 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--train-lengths",
         type=positive_ints,
-        default=d.train_lengths,
-        help="digit counts of the demonstrations (default 1..10)",
+        default=None,
+        help="lengths of the demonstrations (default: addition 1..10; sort 2..10)",
     )
     s.add_argument(
         "--epochs",
@@ -164,8 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--lengths",
         type=positive_ints,
-        default=d.eval_lengths,
-        help="digits per number (default 10,100,500,1000)",
+        default=None,
+        help="evaluation lengths (default: the model's program's, e.g. 10,100,500,1000 digits)",
     )
     e.add_argument(
         "--problems", type=positive_int, default=d.eval_problems, help="problems per length"
@@ -180,7 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="print one teacher demonstration",
         description="Show the teacher's decisions (strong trace) or actions (weak) on one problem.",
     )
-    t.add_argument("--length", type=positive_int, default=3, help="digits per number (default 3)")
+    _program_flag(t)
+    t.add_argument(
+        "--length", type=positive_int, default=3, help="digits per number or elements (default 3)"
+    )
     t.add_argument("--seed", type=int, default=0, help="problem seed")
     t.add_argument(
         "--weak", action="store_true", help="show only observations' symbols and actions"
@@ -199,14 +237,15 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_synthesis(args) -> int:
     from rlsuite.apps.hierarchy.synthesis.experiment import SynthesisConfig, run_synthesis
 
-    cfg = SynthesisConfig(
+    given = {"eval_lengths": args.lengths, "train_lengths": args.train_lengths}
+    cfg = SynthesisConfig.for_program(
+        args.program,
         strong=args.strong,
         weak=args.weak,
         models=args.models,
-        eval_lengths=args.lengths,
         eval_problems=args.problems,
-        train_lengths=args.train_lengths,
         epochs=args.epochs,
+        **{k: v for k, v in given.items() if v is not None},
         time_limit_s=args.time_limit,
         seed=args.seed,
         out_dir=args.out_dir,
@@ -225,15 +264,15 @@ def cmd_evaluate(args) -> int:
     from rlsuite.apps.hierarchy.synthesis.experiment import (
         evaluate_saved,
         load_model,
+        program_of,
         results_table,
     )
 
-    kind = load_model(args.model)  # fails early, with a clear message
-    name = getattr(kind, "kind", "php")
+    model = load_model(args.model)  # fails early, with a clear message
+    name = getattr(model, "kind", "php")
+    lengths = args.lengths or program_of(model).eval_lengths
     with ray_cluster(args):
-        ev = evaluate_saved(
-            args.model, name, args.lengths, args.problems, args.workers, progress=True
-        )
+        ev = evaluate_saved(args.model, name, lengths, args.problems, args.workers, progress=True)
     row = {
         "model": name,
         "strong": "-",
@@ -242,7 +281,7 @@ def cmd_evaluate(args) -> int:
         **ev,
         "path": args.model,
     }
-    Console().print(results_table([row], args.lengths, title=f"exact-match accuracy: {args.model}"))
+    Console().print(results_table([row], lengths, title=f"exact-match accuracy: {args.model}"))
     if args.json:
         write_json(args.json, row)
     return 0
@@ -251,27 +290,30 @@ def cmd_evaluate(args) -> int:
 def cmd_trace(args) -> int:
     from rich.console import Console
 
-    from rlsuite.apps.hierarchy.envs.addition import AdditionEnv, describe_action
-    from rlsuite.apps.hierarchy.synthesis.program import symbols, teacher_trace, to_env_action
+    from rlsuite.apps.hierarchy.synthesis.programs import get_program
 
-    env = AdditionEnv(length=args.length)
-    tr = teacher_trace(env, seed=args.seed)
+    fam = get_program(args.program)
+    env = fam.make_env(args.length)
+    tr = fam.teacher_trace(env, seed=args.seed)
     con = Console()
     con.print(
-        f"{tr.info['a']} + {tr.info['b']} = {tr.info['a'] + tr.info['b']}  "
-        f"({len(tr)} actions, {len(tr.events)} decisions)"
+        f"{fam.headline(tr.info)}  ({len(tr)} actions, {len(tr.events)} decisions)", markup=False
     )
     if args.weak:
         for t, d in enumerate(tr.actions):
-            sym = "".join("_" if v == 10 else str(v) for v in symbols(tr.observations[t]))
-            con.print(f"{t:4d}  [{sym}]  {describe_action(to_env_action(d))}", markup=False)
+            sym = "".join("_" if v == 10 else str(v) for v in fam.symbols(tr.observations[t]))
+            con.print(f"{t:4d}  [{sym}]  {fam.describe_action(fam.to_env_action(d))}", markup=False)
     else:
         for ev in tr.events:
             d = ev.decision
             what = (
                 "terminate"
                 if d.kind == "terminate"
-                else (f"call {d.op}" if d.kind == "call" else describe_action(to_env_action(d)))
+                else (
+                    f"call {d.op}"
+                    if d.kind == "call"
+                    else fam.describe_action(fam.to_env_action(d))
+                )
             )
             con.print(f"{'  ' * (ev.depth - 1)}{ev.proc}[pc={ev.pc}] {what}", markup=False)
     con.print(env.render(), markup=False)

@@ -9,6 +9,12 @@ register(
     description="long-hand addition on 4 tapes with 4 pointers (NPI/PHP)",
 )
 register(
+    "rlsuite/Sort-v0",
+    "rlsuite.apps.hierarchy.envs.sort:SortEnv",
+    default_config={"length": 10},
+    description="bubble sort of a digit array with three pointers and a swap (NPI)",
+)
+register(
     "rlsuite/PickPlace-v0",
     "rlsuite.apps.hierarchy.robot.env:PickPlaceEnv",
     description="Franka Panda pick-and-place (pybullet)",

@@ -8,6 +8,8 @@
   probability, the next operation and its arguments. A call starts the callee with a fresh
   core state and the caller's state is kept on the stack. It needs the call stack, so it
   trains on the strong traces only.
+
+Both work on any program family (``program``: its actions, its hierarchy) and save its name.
 """
 
 from __future__ import annotations
@@ -21,11 +23,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from rlsuite.apps.hierarchy.envs.addition import N_ACTIONS, STOP_ACTION
 from rlsuite.apps.hierarchy.procedures.executor import Executor, Frame
-from rlsuite.apps.hierarchy.procedures.spec import HierarchySpec
 from rlsuite.apps.hierarchy.procedures.traces import TERMINATE, Decision, Trace
-from rlsuite.apps.hierarchy.synthesis.program import SPEC, to_env_action
+from rlsuite.apps.hierarchy.synthesis.programs import get_program
 
 
 def _adam_loop(
@@ -69,22 +69,25 @@ class FlatLSTM(nn.Module):
 
     kind = "flat-lstm"
 
-    def __init__(self, obs_dim: int = SPEC.obs_dim, hidden: int = 128):
+    def __init__(self, obs_dim: int | None = None, hidden: int = 128, program: str = "addition"):
         super().__init__()
-        self.obs_dim = obs_dim
+        self.family = get_program(program)
+        self.program = program
+        self.n_actions = self.family.n_actions
+        self.obs_dim = self.family.spec.obs_dim if obs_dim is None else obs_dim
         self.hidden = hidden
-        self.cell = nn.LSTMCell(obs_dim + N_ACTIONS + 1, hidden)
-        self.out = nn.Linear(hidden, N_ACTIONS)
+        self.cell = nn.LSTMCell(self.obs_dim + self.n_actions + 1, hidden)
+        self.out = nn.Linear(hidden, self.n_actions)
 
     def _inputs(self, traces: Sequence[Trace]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         B, T = len(traces), max(len(t) for t in traces)
-        x = torch.zeros(B, T, self.obs_dim + N_ACTIONS + 1)
+        x = torch.zeros(B, T, self.obs_dim + self.n_actions + 1)
         y = torch.full((B, T), -100, dtype=torch.long)
         for b, tr in enumerate(traces):
-            acts = [to_env_action(d) for d in tr.actions]
+            acts = [self.family.to_env_action(d) for d in tr.actions]
             n = len(acts)
             x[b, :n, : self.obs_dim] = torch.as_tensor(tr.observations)
-            prev = [N_ACTIONS] + acts[:-1]
+            prev = [self.n_actions] + acts[:-1]
             x[b, torch.arange(n), self.obs_dim + torch.tensor(prev)] = 1.0
             y[b, :n] = torch.tensor(acts)
         return x, y, torch.tensor([len(t) for t in traces])
@@ -129,6 +132,7 @@ class FlatLSTM(nn.Module):
         torch.save(
             {
                 "kind": self.kind,
+                "program": self.program,
                 "obs_dim": self.obs_dim,
                 "hidden": self.hidden,
                 "state": self.state_dict(),
@@ -147,11 +151,11 @@ class FlatController:
     def reset(self, seed: int | None = None) -> None:
         z = torch.zeros(1, self.model.hidden)
         self.state = (z, z.clone())
-        self.prev = N_ACTIONS
+        self.prev = self.model.n_actions
 
     @torch.no_grad()
     def act(self, obs: np.ndarray) -> int:
-        x = torch.zeros(1, self.model.obs_dim + N_ACTIONS + 1)
+        x = torch.zeros(1, self.model.obs_dim + self.model.n_actions + 1)
         x[0, : self.model.obs_dim] = torch.as_tensor(np.asarray(obs, dtype=np.float32))
         x[0, self.model.obs_dim + self.prev] = 1.0
         self.state = self.model.cell(x, self.state)
@@ -165,9 +169,11 @@ class NPICore(nn.Module):
 
     kind = "npi"
 
-    def __init__(self, spec: HierarchySpec = SPEC, hidden: int = 64, emb: int = 16):
+    def __init__(self, hidden: int = 64, emb: int = 16, program: str = "addition"):
         super().__init__()
-        self.spec = spec
+        self.family = get_program(program)
+        self.program = program
+        self.spec = spec = self.family.spec
         self.hidden = hidden
         self.procs = [p.name for p in spec.procedures]
         self.keys = [p.name for p in spec.procedures] + [a.name for a in spec.actions]
@@ -310,7 +316,15 @@ class NPICore(nn.Module):
         return NPIController(self)
 
     def save(self, path: str) -> None:
-        torch.save({"kind": self.kind, "hidden": self.hidden, "state": self.state_dict()}, path)
+        torch.save(
+            {
+                "kind": self.kind,
+                "program": self.program,
+                "hidden": self.hidden,
+                "state": self.state_dict(),
+            },
+            path,
+        )
 
 
 class NPIController:
@@ -325,6 +339,6 @@ class NPIController:
 
     def act(self, obs: np.ndarray) -> int:
         try:
-            return to_env_action(self.executor.act(obs))
+            return self.model.family.to_env_action(self.executor.act(obs))
         except RuntimeError:
-            return STOP_ACTION
+            return self.model.family.stop_action

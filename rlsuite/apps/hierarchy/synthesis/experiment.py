@@ -1,8 +1,11 @@
 """The program-synthesis experiment: demonstrations -> PHP and baselines -> accuracy by length.
 
 Reproduces the shape of PHP's Table 2 (Fox et al., ICLR 2018): exact-match accuracy of whole
-sums at several input lengths, per model, with the number of strong (call stack visible) and
-weak (actions only) demonstrations each model was trained on. Evaluation goes through
+results (sums for ``addition``, sorted arrays for ``sort``) at several input lengths, per
+model, with the number of strong (call stack visible) and weak (actions only)
+demonstrations each model was trained on. The program family
+(:mod:`rlsuite.apps.hierarchy.synthesis.programs`) gives the hierarchy, the teacher and the
+env; saved models carry its name. Evaluation goes through
 :func:`rlsuite.platform.evaluation.evaluate` (parallel Ray workers, fixed seeds).
 """
 
@@ -18,6 +21,7 @@ import numpy as np
 import torch
 
 ENV_ID = "rlsuite/Addition-v0"
+"""The default program's env (``addition``); other programs name their own."""
 MODELS = ("php", "flat-lstm", "npi")
 EVAL_SEED0 = 1_000_000_000
 """Evaluation problems use seeds ``EVAL_SEED0 + i`` (training draws its own from ``seed``)."""
@@ -25,8 +29,11 @@ EVAL_SEED0 = 1_000_000_000
 
 @dataclass(frozen=True)
 class SynthesisConfig:
-    """One run of the synthesis experiment."""
+    """One run of the synthesis experiment (:meth:`for_program` fills a program's default
+    lengths)."""
 
+    program: str = "addition"
+    """The program family: ``addition`` (long-hand addition) or ``sort`` (NPI's bubble sort)."""
     strong: int = 3
     """Strongly supervised demonstrations (call stack, arguments and pcs visible), in total."""
     weak: int = 300
@@ -34,9 +41,10 @@ class SynthesisConfig:
     models: tuple[str, ...] = MODELS
     """Which models to train: ``php``, ``flat-lstm``, ``npi`` (NPI needs strong traces)."""
     train_lengths: tuple[int, ...] = tuple(range(1, 11))
-    """Digits per number in demonstrations (drawn uniformly), as PHP: 1-10."""
+    """Lengths of the demonstrations (drawn uniformly): addition as PHP, 1-10 digits; sort
+    2-10 elements (:meth:`for_program`)."""
     eval_lengths: tuple[int, ...] = (10, 100, 500, 1000)
-    """Digits per number at evaluation."""
+    """Lengths at evaluation: addition 10-1000 digits; sort 10-100 elements."""
     eval_problems: int = 100
     """Problems per evaluation length (seeds ``EVAL_SEED0 + i``)."""
     seed: int = 0
@@ -58,7 +66,20 @@ class SynthesisConfig:
     out_dir: str = "runs/hierarchy/synthesis"
     """Where models, the JSON and the PNG go."""
 
+    @classmethod
+    def for_program(cls, program: str = "addition", **fields: Any) -> SynthesisConfig:
+        """A config for ``program`` whose lengths, where not given, are the program's own."""
+        from rlsuite.apps.hierarchy.synthesis.programs import get_program
+
+        fam = get_program(program)
+        fields.setdefault("train_lengths", fam.train_lengths)
+        fields.setdefault("eval_lengths", fam.eval_lengths)
+        return cls(program=program, **fields)
+
     def validate(self) -> SynthesisConfig:
+        from rlsuite.apps.hierarchy.synthesis.programs import get_program
+
+        get_program(self.program)  # an unknown program is refused with the valid ones
         if self.strong < 0:
             raise ValueError(
                 f"--strong must be >= 0 (number of strong demonstrations), got {self.strong}"
@@ -79,7 +100,7 @@ class SynthesisConfig:
             ("eval_lengths", self.eval_lengths),
         ):
             if not ls or min(ls) < 1:
-                raise ValueError(f"{name} must be positive digit counts, got {list(ls)}")
+                raise ValueError(f"{name} must be positive lengths, got {list(ls)}")
         if self.eval_problems < 1:
             raise ValueError(f"eval_problems must be >= 1, got {self.eval_problems}")
         if self.curriculum_length < 1:
@@ -110,13 +131,14 @@ def save_model(model: Any, path: str, extra: dict[str, Any] | None = None) -> No
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if isinstance(model, ProcedureModel):
-        model.save(path, extra={"kind": "php", **(extra or {})})
+        model.save(path, extra={"kind": "php", **model.extra, **(extra or {})})
     else:
         model.save(path)
 
 
 def load_model(path: str) -> Any:
-    """A model saved by :func:`save_model` (PHP, flat LSTM or NPI), kind read from the file."""
+    """A model saved by :func:`save_model` (PHP, flat LSTM or NPI), kind and program read
+    from the file."""
     from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
     from rlsuite.apps.hierarchy.synthesis.baselines import FlatLSTM, NPICore
 
@@ -128,10 +150,11 @@ def load_model(path: str) -> Any:
     kind = blob.get("kind") or blob.get("extra", {}).get("kind")
     if kind == "php" or "spec" in blob:
         return ProcedureModel.load(path)
+    program = blob.get("program", "addition")  # models saved before sort existed: addition
     if kind == "flat-lstm":
-        m = FlatLSTM(obs_dim=blob["obs_dim"], hidden=blob["hidden"])
+        m = FlatLSTM(obs_dim=blob["obs_dim"], hidden=blob["hidden"], program=program)
     elif kind == "npi":
-        m = NPICore(hidden=blob["hidden"])
+        m = NPICore(hidden=blob["hidden"], program=program)
     else:
         raise ValueError(f"{path!r} is not a hierarchy synthesis model (kind {kind!r})")
     m.load_state_dict(blob["state"])
@@ -139,12 +162,22 @@ def load_model(path: str) -> Any:
     return m
 
 
-def controller_for(model: Any) -> Any:
+def program_of(model: Any) -> Any:
+    """The program family a loaded model belongs to."""
     from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
-    from rlsuite.apps.hierarchy.synthesis.program import ProcedureController
+    from rlsuite.apps.hierarchy.synthesis.programs import get_program, program_of_spec
 
     if isinstance(model, ProcedureModel):
-        return ProcedureController(model, name="php")
+        name = model.extra.get("program")
+        return get_program(name) if name else program_of_spec(model.spec.root)
+    return model.family
+
+
+def controller_for(model: Any) -> Any:
+    from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
+
+    if isinstance(model, ProcedureModel):
+        return program_of(model).controller(model, name="php")
     return model.controller()
 
 
@@ -159,8 +192,9 @@ def train_model(
     from rlsuite.apps.hierarchy.procedures.fit import fit
     from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
     from rlsuite.apps.hierarchy.synthesis.baselines import FlatLSTM, NPICore
-    from rlsuite.apps.hierarchy.synthesis.program import SPEC
+    from rlsuite.apps.hierarchy.synthesis.programs import get_program
 
+    spec = get_program(cfg.program).spec
     torch.set_num_threads(1)
     t_cpu, t_wall = time.process_time(), time.perf_counter()
 
@@ -169,7 +203,8 @@ def train_model(
             log(kind, ep, row)
 
     if kind == "php":
-        model = ProcedureModel(SPEC, hidden=cfg.hidden)
+        model = ProcedureModel(spec, hidden=cfg.hidden)
+        model.extra["program"] = cfg.program
         hist: list[dict] = []
         if strong:  # fit the few strong traces first: it pins the call structure for EM
             hist += fit(
@@ -210,7 +245,7 @@ def train_model(
             )
         used = {"strong": len(strong), "weak": len(weak)}
     elif kind == "flat-lstm":
-        model = FlatLSTM()
+        model = FlatLSTM(program=cfg.program)
         hist = model.fit(
             strong + weak,
             epochs=cfg.epochs,
@@ -222,7 +257,7 @@ def train_model(
         )
         used = {"strong": len(strong), "weak": len(weak)}
     elif kind == "npi":
-        model = NPICore()
+        model = NPICore(program=cfg.program)
         hist = model.fit(
             strong,
             epochs=cfg.epochs,
@@ -250,13 +285,15 @@ def train_model(
 def evaluate_saved(
     path: str, name: str, lengths, problems: int, num_workers: int | None, progress: bool = False
 ) -> dict[str, Any]:
-    """Exact-match accuracy per length of a saved model through the platform's evaluation."""
+    """Exact-match accuracy per length of a saved model (on its program's env) through the
+    platform's evaluation."""
     from rlsuite.platform.evaluation import evaluate, scenarios
 
+    fam = program_of(load_model(path))
     scen = []
     for L in lengths:
         scen += scenarios(
-            ENV_ID, [EVAL_SEED0 + i for i in range(problems)], {"length": int(L)}, name=f"{L}"
+            fam.env_id, [EVAL_SEED0 + i for i in range(problems)], {"length": int(L)}, name=f"{L}"
         )
     res = evaluate(
         SavedController(path, name), scen, num_workers=num_workers, progress=progress, name=name
@@ -264,7 +301,8 @@ def evaluate_saved(
     per = res.by_scenario()
     return {
         "accuracy": {str(L): per[str(L)]["correct"]["mean"] for L in lengths},
-        "digit_accuracy": {str(L): per[str(L)]["digit_accuracy"]["mean"] for L in lengths},
+        fam.detail_metric: {str(L): per[str(L)][fam.detail_metric]["mean"] for L in lengths},
+        "program": fam.name,
         "problems": problems,
         "eval_wall_s": res.wall_time_s,
     }
@@ -274,17 +312,19 @@ def run_synthesis(cfg: SynthesisConfig, console=None) -> dict[str, Any]:
     """Demonstrations, training of each model, evaluation; writes models, JSON and PNG to out_dir."""
     from rich.console import Console
 
-    from rlsuite.apps.hierarchy.synthesis.program import make_traces
+    from rlsuite.apps.hierarchy.synthesis.programs import get_program
 
     cfg.validate()
+    fam = get_program(cfg.program)
     console = console or Console()
     os.makedirs(cfg.out_dir, exist_ok=True)
     t0 = time.perf_counter()
-    strong = make_traces(cfg.strong, seed=cfg.seed, lengths=cfg.train_lengths)
-    weak = make_traces(cfg.weak, seed=cfg.seed + 1, lengths=cfg.train_lengths, strong=False)
+    strong = fam.make_traces(cfg.strong, seed=cfg.seed, lengths=cfg.train_lengths)
+    weak = fam.make_traces(cfg.weak, seed=cfg.seed + 1, lengths=cfg.train_lengths, strong=False)
     n_cols = sum(t.info["length"] for t in strong + weak)
     console.print(
-        f"demonstrations: {len(strong)} strong + {len(weak)} weak ({n_cols} columns, "
+        f"{fam.title} demonstrations: {len(strong)} strong + {len(weak)} weak "
+        f"({n_cols} {fam.unit.split()[0]}, "
         f"{sum(len(t) for t in strong + weak)} actions)"
     )
 
@@ -322,9 +362,10 @@ def run_synthesis(cfg: SynthesisConfig, console=None) -> dict[str, Any]:
         rows,
         cfg.eval_lengths,
         os.path.join(cfg.out_dir, "accuracy_vs_length.png"),
-        title=f"long-hand addition: {cfg.strong} strong + {cfg.weak} weak demonstrations",
+        title=f"{fam.title}: {cfg.strong} strong + {cfg.weak} weak demonstrations",
+        unit=fam.unit,
     )
-    console.print(results_table(rows, cfg.eval_lengths))
+    console.print(results_table(rows, cfg.eval_lengths, title=f"{fam.title}: exact-match accuracy"))
     return result
 
 
@@ -351,7 +392,9 @@ def results_table(rows: list[dict], lengths, title: str = "exact-match accuracy 
     return t
 
 
-def plot_accuracy(rows: list[dict], lengths, path: str, title: str = "") -> str:
+def plot_accuracy(
+    rows: list[dict], lengths, path: str, title: str = "", unit: str = "digits per number"
+) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -369,7 +412,7 @@ def plot_accuracy(rows: list[dict], lengths, path: str, title: str = "") -> str:
     ax.set_xticks(list(lengths))
     ax.set_xticklabels([str(L) for L in lengths])
     ax.minorticks_off()
-    ax.set_xlabel("digits per number")
+    ax.set_xlabel(unit)
     ax.set_ylabel("exact-match accuracy (%)")
     ax.set_ylim(-5, 105)
     ax.grid(alpha=0.3)

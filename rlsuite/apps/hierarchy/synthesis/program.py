@@ -26,17 +26,21 @@ import numpy as np
 from rlsuite.apps.hierarchy.envs.addition import (
     BLANK,
     LEFT,
+    N_ACTIONS,
     N_SYMBOLS,
     N_TAPES,
     RIGHT,
     STOP_ACTION,
     AdditionEnv,
+    describe_action,
     move_action,
     write_action,
 )
-from rlsuite.apps.hierarchy.procedures.executor import Executor, Frame
+from rlsuite.apps.hierarchy.procedures.executor import Frame
 from rlsuite.apps.hierarchy.procedures.spec import ActionSpec, ArgSpec, HierarchySpec, ProcedureSpec
 from rlsuite.apps.hierarchy.procedures.traces import TERMINATE, Decision, Trace
+from rlsuite.apps.hierarchy.synthesis.family import ProcedureController as FamilyController
+from rlsuite.apps.hierarchy.synthesis.family import ProgramFamily
 
 IN1, IN2, CARRY_TAPE, OUT = range(4)
 
@@ -124,6 +128,32 @@ class Teacher:
         raise ValueError(f"the teacher has no procedure {frame.proc!r}")
 
 
+def _load_problem(env: AdditionEnv, problem: tuple[int, int]) -> tuple[np.ndarray, dict]:
+    return env.set_problem(*problem), {"a": problem[0], "b": problem[1]}
+
+
+FAMILY = ProgramFamily(
+    name="addition",
+    spec=SPEC,
+    env_id="rlsuite/Addition-v0",
+    env_cls=AdditionEnv,
+    teacher=Teacher,
+    to_env_action=to_env_action,
+    describe_action=describe_action,
+    load_problem=_load_problem,
+    stop_action=STOP_ACTION,
+    n_actions=N_ACTIONS,
+    train_lengths=tuple(range(1, 11)),
+    eval_lengths=(10, 100, 500, 1000),
+    unit="digits per number",
+    detail_metric="digit_accuracy",
+    title="long-hand addition",
+    symbols=symbols,
+    headline=lambda info: f"{info['a']} + {info['b']} = {info['a'] + info['b']}",
+)
+"""Long-hand addition as a program family (what ``hier-train synthesis`` runs by default)."""
+
+
 def rollout(
     env: AdditionEnv,
     policy: Any,
@@ -132,61 +162,22 @@ def rollout(
     problem: tuple[int, int] | None = None,
 ) -> Trace:
     """Run ``policy`` (procedures) on one seeded problem; the trace's info says if it was right."""
-    ex = Executor(SPEC, policy, record=record)
-    obs, info = env.reset(seed=seed)
-    if problem is not None:
-        obs = env.set_problem(*problem)
-        info = {"a": problem[0], "b": problem[1]}
-    while True:
-        d = ex.act(obs)
-        obs, _, term, trunc, _ = env.step(to_env_action(d))
-        if term or trunc:
-            break
-    info = dict(info, correct=env.is_correct(), length=env.length, seed=seed)
-    return (
-        ex.trace(info) if record else Trace(np.zeros((0, SPEC.obs_dim), np.float32), [], None, info)
-    )
+    return FAMILY.rollout(env, policy, seed, record=record, problem=problem)
 
 
 def teacher_trace(env: AdditionEnv, seed: int, problem: tuple[int, int] | None = None) -> Trace:
-    tr = rollout(env, Teacher(), seed, problem=problem)
-    if not tr.info["correct"]:  # pragma: no cover - a teacher bug
-        raise AssertionError(f"the teacher got problem {tr.info} wrong")
-    return tr
+    return FAMILY.teacher_trace(env, seed, problem=problem)
 
 
 def make_traces(
     n: int, seed: int, lengths: Sequence[int] = tuple(range(1, 11)), strong: bool = True
 ) -> list[Trace]:
     """``n`` teacher demonstrations with lengths drawn uniformly from ``lengths``."""
-    if n < 0:
-        raise ValueError(f"the number of traces must be >= 0, got {n}")
-    if not lengths or min(lengths) < 1:
-        raise ValueError(f"trace lengths must be positive digit counts, got {list(lengths)}")
-    rng = np.random.default_rng(seed)
-    envs: dict[int, AdditionEnv] = {}
-    out = []
-    for i in range(n):
-        L = int(rng.choice(list(lengths)))
-        env = envs.setdefault(L, AdditionEnv(length=L))
-        tr = teacher_trace(env, seed=int(rng.integers(2**31)) + i)
-        out.append(tr if strong else tr.weak())
-    return out
+    return FAMILY.make_traces(n, seed, lengths, strong=strong)
 
 
-class ProcedureController:
+class ProcedureController(FamilyController):
     """Evaluation controller: runs a procedure policy (learned model or teacher) on the env."""
 
     def __init__(self, policy: Any, name: str = "PHP"):
-        self.policy = policy
-        self.name = name
-        self.executor = Executor(SPEC, policy)
-
-    def reset(self, seed: int | None = None) -> None:
-        self.executor.reset()
-
-    def act(self, obs: np.ndarray) -> int:
-        try:
-            return to_env_action(self.executor.act(obs))
-        except RuntimeError:
-            return STOP_ACTION  # a learned policy that breaks the stack rules gives up
+        super().__init__(policy, FAMILY, name)
