@@ -16,7 +16,8 @@ Sections (``--sections``, default ``baseline,scaling``):
                need more CPUs than Ray has are skipped and listed as skipped (this
                2-core machine measures 1 and 2);
   gpu-learner  the sync plan's whole iteration and learner update with the learner on
-               the CPU and on a GPU, at the default nets and at large ones, beside what
+               the CPU and on a GPU, at the default nets and at large ones (on the
+               discrete-action envs of ``--envs``), beside what
                ``num_gpus_per_learner="auto"`` picks for each. Without a GPU the GPU
                rows are skipped (and say why) and the CPU rows still run.
 
