@@ -67,16 +67,17 @@ def evaluate_controllers(
 def finish(
     name: str, argv: list[str] | None, plan, cfg: dict, res, curve: list[dict], rows: list[dict],
     train_s: float, checks: Mapping[str, bool], console, bars: list[dict] | None = None,
-    **plot: str,
+    script: str | None = None, **plot: str,
 ) -> int:  # fmt: skip
     """Print each check's PASS/FAIL, save the result (:func:`save_training_result` with
-    ``plot``'s labels) and return the exit status (0 when every check passed)."""
+    ``plot``'s labels) and return the exit status (0 when every check passed).
+    ``script`` names the benchmark script in the recorded command when it is not ``name``."""
     for k, ok in checks.items():
         console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
     out = dict(benchmark=name, machine=MACHINE, plan=plan.to_dict(), env_config=cfg,
                curve=curve, rows=rows, train_s=train_s, checkpoint=res.checkpoint,
                checks=dict(checks),
-               command=f"flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/{name}.py "
+               command=f"flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/{script or name}.py "
                + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
     save_training_result(name, out, bars=bars, **plot)
     return 0 if all(checks.values()) else 1

@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     console.print(t)
     return finish(
         name, argv, plan, cfg, res, curve, rows, train_s, checks, console,
-        metric="mean_speed", curve_label="episode return",
+        script="traffic_figure_eight", metric="mean_speed", curve_label="episode return",
         curve_title=f"{plan.name} on figure-eight {args.variant}", bar_label="mean speed (m/s)",
         bar_title=f"figure-eight {args.variant}, {14 - avs} humans + {avs} AVs",
     )  # fmt: skip
