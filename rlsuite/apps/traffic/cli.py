@@ -71,6 +71,10 @@ SCENARIOS
     merge         Flow's merge: highway + on-ramp, AVs enter and leave as agents, one
                   shared policy (rlsuite/MergeMulti-v0); --env-set av_share=0.25 or
                   0.333 for merge 1 and 2
+    bottleneck    Flow's bottleneck0: 4 -> 2 -> 1 lanes, 1900 veh/h, 10% AVs whose speed
+                  limits one controller sets per lane-segment (rlsuite/Bottleneck-v0);
+                  metric outflow_veh_h over the last 500 s; baselines all-human (no
+                  AVs) and alinea (a feedback ramp meter); --env-set inflow=1500
     signals       sumo-rl intersection(s), one agent per light (rlsuite/Signals-v0);
                   --network single|grid2x2|grid4x4; baselines fixed, actuated, maxpressure
 
@@ -112,8 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--scenario",
             default="ring",
-            help="ring, ring_multi, figure_eight, figure_eight_multi, ring_2lane, merge or "
-            "signals (default ring)",
+            help="ring, ring_multi, figure_eight, figure_eight_multi, ring_2lane, merge, "
+            "bottleneck or signals (default ring)",
         )
         sp.add_argument(
             "--ring-length",
@@ -149,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--controller",
         required=True,
-        help="idm, followerstopper, pi (signals: fixed, actuated, maxpressure) or a checkpoint path",
+        help="idm, followerstopper, pi (signals: fixed, actuated, maxpressure; bottleneck: "
+        "all-human, alinea) or a checkpoint path",
     )
     ev.add_argument("--episodes", type=int, default=4, help="seeded episodes (default 4)")
     ev.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
@@ -297,7 +302,14 @@ def _console():
     return Console(width=None if sys.stdout.isatty() else 150)
 
 
-METRICS = ("mean_speed", "speed_std", "frac_below_0_5", "throughput_veh_h", "return")
+METRICS = (
+    "mean_speed",
+    "speed_std",
+    "frac_below_0_5",
+    "throughput_veh_h",
+    "outflow_veh_h",
+    "return",
+)
 SIGNAL_METRICS = ("mean_waiting_time", "mean_queue", "mean_speed", "return")
 
 

@@ -93,6 +93,15 @@ SCENARIOS: dict[str, TrafficScenario] = {
             "Flow's merge (highway + on-ramp, --env-set av_share=0.1), one agent per AV on the road",
         ),
         TrafficScenario(
+            "bottleneck",
+            "rlsuite/Bottleneck-v0",
+            False,
+            ("all-human", "alinea"),
+            False,
+            False,
+            "Flow's bottleneck0 (4 -> 2 -> 1 lanes), AV speed limits per lane-segment; outflow",
+        ),
+        TrafficScenario(
             "signals",
             "rlsuite/Signals-v0",
             True,
@@ -143,6 +152,10 @@ def controller_for(
     """
     if scenario.name == "ring_2lane" and name in scenario.baselines:
         return _ring_2lane_baseline(name, env_config)
+    if scenario.name == "bottleneck" and name in scenario.baselines:
+        from rlsuite.apps.traffic.envs import bottleneck
+
+        return bottleneck.baseline(name, env_config)
     known = (controllers.BASELINES, controllers.SIGNAL_PROGRAMS, controllers.TEAM_BASELINES)
     if any(name in k for k in known):
         if name not in scenario.baselines:

@@ -73,3 +73,11 @@ _envs.register(
     max_envs_per_process=1,
     description="Flow's merge under one centralised policy for up to num_rl AVs (Flow's MergePOEnv)",
 )
+
+_envs.register(
+    "rlsuite/Bottleneck-v0",
+    "rlsuite.apps.traffic.envs.bottleneck:BottleneckEnv",
+    default_config={},
+    max_envs_per_process=1,  # libsumo: one simulation per process
+    description="Flow's bottleneck0 (4 -> 2 -> 1 lanes, 1900 veh/h, 10% AVs): one controller sets the AVs' speed limits per lane-segment",
+)
