@@ -35,6 +35,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -130,7 +131,7 @@ class RLlibPlan(Plan):
             f"policies must be 'shared' or 'per_agent', got {self.policies!r}",
         )
         _check(
-            isinstance(self.num_learners, int) and self.num_learners >= 0,
+            isinstance(self.num_learners, numbers.Integral) and self.num_learners >= 0,
             f"num_learners must be an int >= 0, got {self.num_learners!r}",
         )
         resources.check_gpus_requested(self.num_gpus_per_learner)
