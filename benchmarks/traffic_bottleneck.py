@@ -131,9 +131,16 @@ def run_rows(names, learned: str, cfg: dict, seeds: list[int]) -> dict[str, dict
 
 
 def raw_rate(steps: int) -> float:
-    """Steps/s of a raw libsumo loop of the same network and demand: one SUMO step and every
-    vehicle's lane state read per step, no control, from the end of the warm-up on."""
-    from rlsuite.apps.traffic.envs.bottleneck import BottleneckConfig, BottleneckSimulation
+    """Steps/s of a raw libsumo loop of the same network and demand: one SUMO step, the
+    drivers' modes set as they enter (no lane changes, speed mode 9, as the scenario has
+    them) and every vehicle's lane state read per step, no control, from the end of the
+    warm-up on."""
+    from rlsuite.apps.traffic.envs.bottleneck import (
+        LANE_CHANGE_MODE,
+        SPEED_MODE,
+        BottleneckConfig,
+        BottleneckSimulation,
+    )
 
     core = BottleneckSimulation(BottleneckConfig(horizon=10_000))
     try:
@@ -143,6 +150,10 @@ def raw_rate(steps: int) -> float:
         t = time.perf_counter()
         for _ in range(steps):
             sim.step()
+            departed = sim.call("simulation", "getDepartedIDList")
+            for vid in departed:  # the scenario's drivers: no lane changes, speed mode 9
+                sim.call("vehicle", "setLaneChangeMode", vid, LANE_CHANGE_MODE)
+            sim.set_speed_modes(departed, SPEED_MODE)
             sim.vehicle_lane_states(sim.vehicle_ids())
         return steps / (time.perf_counter() - t)
     finally:
