@@ -382,7 +382,9 @@ def merge_routes(
     lines.append(f'  <route id="ramp" edges="{" ".join(MERGE_RAMP_ROUTE)}"/>')
     lines.append('  <route id="left" edges="left center"/>')
     for vid, vtype, x in initial:
-        route, pos = ("highway", x) if x < MERGE_INFLOW_LENGTH else ("left", x - MERGE_INFLOW_LENGTH)
+        route, pos = (
+            ("highway", x) if x < MERGE_INFLOW_LENGTH else ("left", x - MERGE_INFLOW_LENGTH)
+        )
         lines.append(
             f'  <vehicle id="{vid}" type="{vtype}" route="{route}" depart="0" '
             f'departPos="{pos:.2f}" departSpeed="0" departLane="0"/>'
@@ -395,5 +397,84 @@ def merge_routes(
             f'  <flow id="{fid}" type="{vtype}" route="{route}" begin="0" end="{end:g}" '
             f'vehsPerHour="{rate:g}" departLane="free" departSpeed="{speed:g}"/>'
         )
+    lines.append("</routes>")
+    _atomic_write(path, "\n".join(lines) + "\n")
+
+
+BOTTLENECK_EDGES = ("1", "2", "3", "4", "5")
+"""Flow's bottleneck: its edges in driving order (Flow's names)."""
+BOTTLENECK_EDGE_LENGTHS = (100.0, 310.0, 140.0, 280.0, 155.0)
+"""Their lengths (m)."""
+BOTTLENECK_EDGE_LANES = (4, 4, 4, 2, 1)
+"""Their lanes at ``lane_scale`` 1: 4 -> 2 at node 4, 2 -> 1 at node 5."""
+BOTTLENECK_SPEED_LIMIT = 23.0
+"""The road's speed limit (m/s)."""
+
+
+def bottleneck_network(lane_scale: int = 1, metered: bool = False) -> str:
+    """Flow's bottleneck as a SUMO network: edges 1-5 (100, 310, 140, 280, 155 m; 4, 4, 4, 2,
+    1 lanes x ``lane_scale``; 23 m/s) in a straight line, zipper merges at nodes 4 and 5
+    where lanes 2i and 2i+1 feed lane i, and with ``metered`` a traffic light at node 3 (one
+    signal per lane). Returns the .net.xml path (cached)."""
+    xs = np.concatenate([[0.0], np.cumsum(BOTTLENECK_EDGE_LENGTHS)])
+    node = '  <node id="{0}" x="{1:g}" y="0"{2}/>'
+    kinds = {
+        "3": ' type="traffic_light"' if metered else "",
+        "4": ' type="zipper" radius="20"',
+        "5": ' type="zipper" radius="20"',
+    }
+    nodes = "\n".join(
+        [
+            "<nodes>",
+            *[node.format(str(i + 1), x, kinds.get(str(i + 1), "")) for i, x in enumerate(xs)],
+            "</nodes>",
+        ]
+    )
+    edge = '  <edge id="{0}" from="{1}" to="{2}" numLanes="{3}" speed="{4:g}" length="{5:g}" spreadType="center"/>'
+    edges = "\n".join(
+        [
+            "<edges>",
+            *[
+                edge.format(e, i + 1, i + 2, n * lane_scale, BOTTLENECK_SPEED_LIMIT, length)
+                for i, (e, n, length) in enumerate(
+                    zip(BOTTLENECK_EDGES, BOTTLENECK_EDGE_LANES, BOTTLENECK_EDGE_LENGTHS)
+                )
+            ],
+            "</edges>",
+        ]
+    )
+    conns = ["<connections>"]
+    for a, b in (("2", "3"), ("3", "4"), ("4", "5")):
+        n_a, n_b = (
+            BOTTLENECK_EDGE_LANES[BOTTLENECK_EDGES.index(a)],
+            BOTTLENECK_EDGE_LANES[BOTTLENECK_EDGES.index(b)],
+        )
+        for i in range(n_a * lane_scale):
+            j = i * n_b // n_a
+            conns.append(f'  <connection from="{a}" to="{b}" fromLane="{i}" toLane="{j}"/>')
+    conns.append("</connections>")
+    key = f"bottleneck_x{lane_scale}{'_metered' if metered else ''}"
+    con = os.path.join(cache_dir(), f"{key}.con.xml")
+    if not os.path.exists(con):
+        _atomic_write(con, "\n".join(conns) + "\n")
+    return _compile(key, nodes, edges, extra=["--connection-files", con])
+
+
+def bottleneck_routes(
+    path: str, human: VehicleType, inflow: float, av_share: float, end: float, av_flow: str
+) -> None:
+    """Flow's bottleneck demand: ``inflow`` veh/h (``av_share`` of them AVs of flow id
+    ``av_flow``, the humans' type recoloured) inserted on a random lane of edge 1 at 10 m/s,
+    evenly spaced, until ``end`` s."""
+    av = VehicleType(**{**human.__dict__, "id": "av", "color": "1,0,0"})
+    rate_av = inflow * av_share
+    lines = ["<routes>", human.xml(), av.xml(),
+             f'  <route id="road" edges="{" ".join(BOTTLENECK_EDGES)}"/>']  # fmt: skip
+    for fid, vtype, rate in (("human", "human", inflow - rate_av), (av_flow, "av", rate_av)):
+        if rate > 0:
+            lines.append(
+                f'  <flow id="{fid}" type="{vtype}" route="road" begin="0" end="{end:g}" '
+                f'vehsPerHour="{rate:g}" departLane="random" departSpeed="10"/>'
+            )
     lines.append("</routes>")
     _atomic_write(path, "\n".join(lines) + "\n")

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from rlsuite.apps.traffic import cli, scenarios
+from rlsuite.apps.traffic.controllers import AlineaMeter
 from rlsuite.apps.traffic.envs.bottleneck import (
-    AlineaMeter,
     BottleneckConfig,
     BottleneckEnv,
     BottleneckSimulation,

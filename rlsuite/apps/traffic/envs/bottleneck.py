@@ -26,15 +26,16 @@ import gymnasium as gym
 import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
+from rlsuite.apps.traffic.controllers import AlineaMeter
 from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
 
-EDGES = ("1", "2", "3", "4", "5")
+EDGES = networks.BOTTLENECK_EDGES
 """The road's edges in driving order (Flow's names)."""
-EDGE_LENGTHS = (100.0, 310.0, 140.0, 280.0, 155.0)
+EDGE_LENGTHS = networks.BOTTLENECK_EDGE_LENGTHS
 """Their lengths (m)."""
-EDGE_LANES = (4, 4, 4, 2, 1)
+EDGE_LANES = networks.BOTTLENECK_EDGE_LANES
 """Their lanes at ``lane_scale`` 1: 4 -> 2 at node 4, 2 -> 1 at node 5."""
-SPEED_LIMIT = 23.0
+SPEED_LIMIT = networks.BOTTLENECK_SPEED_LIMIT
 """The road's speed limit and the AVs' highest speed limit (m/s)."""
 CONTROLLED_SEGMENTS = {"2": 2, "3": 2, "4": 2}
 """Edges whose AVs take the action, and the segments each is cut into (Flow's bottleneck0):
@@ -194,124 +195,6 @@ class BottleneckConfig(EnvConfig):
         return 4 * sum(n * self.lanes(e) for e, n in OBSERVED_SEGMENTS.items()) + 1
 
 
-# --- the network -----------------------------------------------------------------------
-
-
-def bottleneck_network(lane_scale: int = 1, metered: bool = False) -> str:
-    """Flow's bottleneck as a SUMO network: edges 1-5 (100, 310, 140, 280, 155 m; 4, 4, 4, 2,
-    1 lanes x ``lane_scale``; 23 m/s) in a straight line, zipper merges at nodes 4 and 5
-    where lanes 2i and 2i+1 feed lane i, and with ``metered`` a traffic light at node 3 (one
-    signal per lane). Returns the .net.xml path (cached)."""
-    xs = np.concatenate([[0.0], np.cumsum(EDGE_LENGTHS)])
-    node = '  <node id="{0}" x="{1:g}" y="0"{2}/>'
-    kinds = {
-        "3": ' type="traffic_light"' if metered else "",
-        "4": ' type="zipper" radius="20"',
-        "5": ' type="zipper" radius="20"',
-    }
-    nodes = "\n".join(
-        [
-            "<nodes>",
-            *[node.format(str(i + 1), x, kinds.get(str(i + 1), "")) for i, x in enumerate(xs)],
-            "</nodes>",
-        ]
-    )
-    edge = '  <edge id="{0}" from="{1}" to="{2}" numLanes="{3}" speed="{4:g}" length="{5:g}" spreadType="center"/>'
-    edges = "\n".join(
-        [
-            "<edges>",
-            *[
-                edge.format(e, i + 1, i + 2, n * lane_scale, SPEED_LIMIT, length)
-                for i, (e, n, length) in enumerate(zip(EDGES, EDGE_LANES, EDGE_LENGTHS))
-            ],
-            "</edges>",
-        ]
-    )
-    conns = ["<connections>"]
-    for a, b in (("2", "3"), ("3", "4"), ("4", "5")):
-        n_a, n_b = EDGE_LANES[EDGES.index(a)], EDGE_LANES[EDGES.index(b)]
-        for i in range(n_a * lane_scale):
-            j = i * n_b // n_a
-            conns.append(f'  <connection from="{a}" to="{b}" fromLane="{i}" toLane="{j}"/>')
-    conns.append("</connections>")
-    key = f"bottleneck_x{lane_scale}{'_metered' if metered else ''}"
-    con = os.path.join(networks.cache_dir(), f"{key}.con.xml")
-    if not os.path.exists(con):
-        networks._atomic_write(con, "\n".join(conns) + "\n")
-    return networks._compile(key, nodes, edges, extra=["--connection-files", con])
-
-
-def bottleneck_routes(path: str, cfg: BottleneckConfig) -> None:
-    """The demand: humans and AVs inserted on a random lane of edge 1 at 10 m/s (Flow's),
-    evenly spaced, until the episode ends."""
-    h = cfg.human_type
-    av = networks.VehicleType(**{**h.__dict__, "id": "av", "color": "1,0,0"})
-    end = cfg.episode_seconds
-    rate_av = cfg.inflow * cfg.av_share
-    lines = ["<routes>", h.xml(), av.xml(), f'  <route id="road" edges="{" ".join(EDGES)}"/>']
-    for fid, vtype, rate in (("human", "human", cfg.inflow - rate_av), (AV_FLOW, "av", rate_av)):
-        if rate > 0:
-            lines.append(
-                f'  <flow id="{fid}" type="{vtype}" route="road" begin="0" end="{end:g}" '
-                f'vehsPerHour="{rate:g}" departLane="random" departSpeed="10"/>'
-            )
-    lines.append("</routes>")
-    networks._atomic_write(path, "\n".join(lines) + "\n")
-
-
-# --- the ramp meter ---------------------------------------------------------------------
-
-
-class AlineaMeter:
-    """ALINEA (Papageorgiou et al. 1991) metering a road's lanes: every ``period`` seconds
-    the rate becomes ``rate + gain * (target - occupancy)``, with ``occupancy`` the mean
-    downstream occupancy (%) over the period, kept within ``rate_range`` (veh/h, all lanes).
-    Each lane's light gives ``green`` seconds of green per cycle of ``lanes * 3600 / rate``
-    seconds (one vehicle per lane and cycle); the lanes' cycles are staggered. At the top of
-    the range the lights stay green."""
-
-    def __init__(
-        self,
-        lanes: int,
-        target: float,
-        gain: float,
-        period: float,
-        rate_range: tuple[float, float],
-        green: float,
-    ):
-        self.lanes, self.target, self.gain, self.period = lanes, target, gain, period
-        self.lo, self.hi = rate_range
-        self.green = green
-        self.rate = self.hi
-        self._occ_sum, self._occ_n, self._clock = 0.0, 0, 0.0
-
-    def update(self, occupancy: float, dt: float) -> None:
-        """Record one step's downstream occupancy (%); adjust the rate at the period's end."""
-        self._occ_sum += occupancy
-        self._occ_n += 1
-        self._clock += dt
-        if self._clock + 1e-9 >= self.period:
-            mean = self._occ_sum / self._occ_n
-            self.rate = float(
-                np.clip(self.rate + self.gain * (self.target - mean), self.lo, self.hi)
-            )
-            self._occ_sum, self._occ_n, self._clock = 0.0, 0, 0.0
-
-    def state(self, t: float) -> str:
-        """The lights at time ``t`` (s): one ``G`` or ``r`` per lane."""
-        if self.rate >= self.hi:
-            return "G" * self.lanes
-        cycle = self.lanes * 3600.0 / self.rate
-        out = []
-        for lane in range(self.lanes):
-            phase = (t + lane * cycle / self.lanes) % cycle
-            out.append("G" if phase < self.green else "r")
-        return "".join(out)
-
-
-# --- the road -----------------------------------------------------------------------------
-
-
 class BottleneckSimulation:
     """The bottleneck's SUMO simulation: the vehicles, the AVs' speed limits, the meter and
     the episode's measurements. :meth:`advance` runs one step with the given per lane-segment
@@ -355,11 +238,13 @@ class BottleneckSimulation:
     def start(self, rng: np.random.Generator) -> None:
         """Start a fresh simulation and run the warm-up (no actions)."""
         cfg = self.cfg
-        net = bottleneck_network(cfg.lane_scale, metered=cfg.meter == "alinea")
+        net = networks.bottleneck_network(cfg.lane_scale, metered=cfg.meter == "alinea")
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="rlsuite-bottleneck-")
         routes = os.path.join(self._dir, "bottleneck.rou.xml")
-        bottleneck_routes(routes, cfg)
+        networks.bottleneck_routes(
+            routes, cfg.human_type, cfg.inflow, cfg.av_share, cfg.episode_seconds, AV_FLOW
+        )
         seed = int(rng.integers(0, 2**31 - 1))
         self.sim.start(
             [
