@@ -42,8 +42,10 @@ def test_async_improves_clearly_over_random(ray_local, tmp_path):
     plan = optimizers.make_plan(
         "async", env="CartPole-v1", num_env_runners=2, seed=0, min_time_s_per_iteration=1.0
     )
+    # iterations last >= 1 s and stop at the target: on a loaded machine fewer steps arrive
+    # per second, so the cap is loose and a quiet machine stops early
     res = training.train(
-        plan, iterations=30, run_dir=str(tmp_path), progress=False, stop_return=3 * RANDOM_CARTPOLE
+        plan, iterations=90, run_dir=str(tmp_path), progress=False, stop_return=3 * RANDOM_CARTPOLE
     )
     assert res.final_return >= 3 * RANDOM_CARTPOLE, [m["episode_return_mean"] for m in res.metrics]
 
