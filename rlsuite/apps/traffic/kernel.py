@@ -48,6 +48,17 @@ class SimulationError(RuntimeError):
     """SUMO failed (crashed, was killed, or rejected its input)."""
 
 
+def teleport_storm(teleports: int, max_teleports: int, teleport_time: float) -> str:
+    """Why an episode ends when more than ``max_teleports`` vehicles were teleported (stuck
+    over ``teleport_time`` s), or ``""`` while it may go on."""
+    if teleports <= max_teleports:
+        return ""
+    return (
+        f"teleport storm: {teleports} vehicles teleported (stuck over "
+        f"{teleport_time:g} s), more than max_teleports={max_teleports}"
+    )
+
+
 def sumo_home() -> str:
     """SUMO's home inside the ``eclipse-sumo`` wheel; sets ``SUMO_HOME`` if unset."""
     home = os.environ.get("SUMO_HOME")

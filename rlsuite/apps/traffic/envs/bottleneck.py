@@ -481,11 +481,9 @@ class BottleneckEnv(gym.Env):
             self.core.sim.close()
             return np.zeros(self.cfg.num_observations, np.float32), 0.0, True, False, self._info()
         cfg = self.cfg
-        if self.core.teleports > cfg.max_teleports:
-            self._end_reason = (
-                f"teleport storm: {self.core.teleports} vehicles teleported (stuck over "
-                f"{cfg.teleport_time:g} s), more than max_teleports={cfg.max_teleports}"
-            )
+        self._end_reason = kernel.teleport_storm(
+            self.core.teleports, cfg.max_teleports, cfg.teleport_time
+        )
         term = bool(self._end_reason)
         trunc = not term and self.core.t >= cfg.horizon
         return self.core.observation(), float(self.core.reward()), term, trunc, self._info()

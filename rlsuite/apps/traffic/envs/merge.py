@@ -491,10 +491,9 @@ class _Episode:
         cfg = self.cfg
         if self.core.collisions > 0:
             self._end_reason = f"collision ({self.core.collisions} vehicles)"
-        elif self.core.teleports > cfg.max_teleports:
-            self._end_reason = (
-                f"teleport storm: {self.core.teleports} vehicles teleported (stuck over "
-                f"{cfg.teleport_time:g} s), more than max_teleports={cfg.max_teleports}"
+        else:
+            self._end_reason = kernel.teleport_storm(
+                self.core.teleports, cfg.max_teleports, cfg.teleport_time
             )
         terminated = bool(self._end_reason)
         return entered, gone, terminated, not terminated and self.core.t >= cfg.horizon
