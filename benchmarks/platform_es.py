@@ -1,4 +1,4 @@
-"""Benchmark of the ``es`` plan (issue #8): scaling, a simulated cluster, time to solve.
+"""Benchmark of the ``es`` plan: scaling, a simulated cluster, time to solve.
 
 Parts and their pass criteria:
 
