@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import signal
 import sqlite3
+import threading
 import time
 
 import pytest
@@ -89,6 +92,12 @@ def test_replayed_ratios_pair_each_run_with_the_nearest_standard_run():
     # each run of the rewrite over the standard run nearest to it; the median of the newest 5
     assert sx.ratio(fa) == pytest.approx(0.12)
     assert sx.ratio(()) == 1.0
+    # right after the drift, before the standard plan is measured again: the rewrite's
+    # dearer runs are not held against the cheap standard run (that read 30x, capped 10x,
+    # and retrains swapped planner arms in); its ratio stays what was measured before
+    drifted = [((), 1.0), (fa, 0.3), (fa, 0.3), (fa, 0.3), (fa, 30.0), (fa, 31.0), (fa, 29.0)]
+    rows = [Experience("qopt_udf", "SELECT ?", a, ms, "model") for a, ms in drifted]
+    assert summarise(rows)["SELECT ?"].ratio(fa) == pytest.approx(0.3)
 
 
 def test_guard_compares_predicted_runtimes_on_recent_shapes():
@@ -115,14 +124,10 @@ def test_guard_compares_predicted_runtimes_on_recent_shapes():
         guard({"q": sx}, {}, {}, lambda obs: [math.nan] * (R.STOP + 1), 2, 0.05)
 
 
-class _NanLearner(OnlineLearner):
-    """A small fake of the training step only: it reports a NaN loss."""
+def test_failing_retrain_keeps_the_current_model(tmp_path, monkeypatch):
+    from rlsuite.apps.queryopt.envs.replay import ShapeExperience
+    from rlsuite.apps.queryopt.plugin import retrainer as RT
 
-    def _train(self, run_dir, version):
-        return "unused", [0.5, math.nan]
-
-
-def test_failing_retrain_keeps_the_current_model(tmp_path):
     store = ExperienceStore(tmp_path / "e.sqlite", "qopt_joins")
     swapped = []
     kw = dict(
@@ -134,12 +139,30 @@ def test_failing_retrain_keeps_the_current_model(tmp_path):
         swap=lambda d, v, p: swapped.append(v),
         current_choices=dict,
     )
-    out = _NanLearner(OnlineConfig(), store, str(tmp_path / "m"), **kw).retrain()
+
+    class InProcess:  # runs the retrain process's work here (no child, no Ray)
+        pid = None
+
+        def run(self, req, should_stop):
+            return RT.retrain_once(req)
+
+        def close(self):
+            pass
+
+        def state(self):
+            return {}
+
+    learner = OnlineLearner(OnlineConfig(), store, str(tmp_path / "m"), retrainer=InProcess(), **kw)
+    # an empty store: nothing to learn from (refused before any training starts)
+    out = learner.retrain()
+    assert not out["swapped"] and "nothing to learn from yet" in out["reason"]
+    assert "kept the current model" in out["reason"]
+    # a NaN loss (a small fake of the training step only)
+    monkeypatch.setattr(RT, "_experience", lambda req: ([], {"q": ShapeExperience()}))
+    monkeypatch.setattr(RT, "_train", lambda req: ("unused", [0.5, math.nan]))
+    out = learner.retrain()
     assert not out["swapped"] and "not finite" in out["reason"] and "kept" in out["reason"]
-    # an exception while training (an empty store: nothing to learn from) keeps it too
-    out = OnlineLearner(OnlineConfig(), store, str(tmp_path / "m"), **kw).retrain()
-    assert not out["swapped"] and "kept the current model" in out["reason"]
-    assert swapped == []
+    assert swapped == [] and learner.version == 0
 
 
 # ------------------------------------------------------------ the store
@@ -236,6 +259,8 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
         assert any(e.applied == ("eager_aggregation",) for e in rows)
         out = srv.learner.retrain()  # what the schedule triggers in the background
         assert out["swapped"], out
+        # trained in a process of its own, never in the serving one
+        assert out["pid"] not in (None, os.getpid()) and out["pid"] == srv.learner.retrainer.pid
         assert srv.version == 1 and srv.decider.name.startswith("learned")
         _run(session, TWO_TABLES.format(700), 3)
         _wait(lambda: srv.book.state(next(iter(srv.examples))).model_version == 1)
@@ -291,3 +316,97 @@ def test_a_regression_falls_back_to_the_standard_plan(sock_dir, dsn, db, plugin_
     finally:
         session.close()
         srv.close()
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (from /proc)."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo = set(), [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.add(k)
+            todo.append(k)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
+    tmp_path, sock_dir, dsn, db, plugin_lib
+):
+    """The retrain process is killed mid-retrain: serving goes on, the retrain fails with
+    the reason, the next one runs in a new process; closing the server ends it (and its Ray)."""
+    from rlsuite.apps.queryopt.db import Database
+
+    cfg = OnlineConfig(
+        explore_share=0.3,
+        explore_window=10,
+        retry_after=1,
+        retrain_every=10_000,
+        iterations=1,
+        env_steps_per_iteration=200,
+    )
+    decider = M.RulesDecider(dsn, "joins", [])
+    store = ExperienceStore(tmp_path / "exp.sqlite", decider.schema)
+    srv = M.ModelServer(str(sock_dir / "crash.sock"), decider, 20_000, online=cfg, store=store)
+    srv.learner = OnlineLearner(
+        cfg,
+        store,
+        str(tmp_path / "models"),
+        dsn=dsn,
+        workload="joins",
+        workload_config={},
+        max_steps=2,
+        make_decider=lambda ckpt: M.ModelDecider(ckpt, dsn, workload="joins"),
+        swap=srv.swap,
+        current_choices=srv.current_choices,
+    )
+    session = Database(plugin_dsn(dsn, sock_dir / "crash.sock", timeout_ms=20_000))
+    sql = TWO_TABLES.format(600)
+    seen: set[int] = set()
+    try:
+        srv.start()
+        _run(session, sql, 12)
+        _wait(lambda: store.count() >= 12)
+        done: list[dict] = []
+        t = threading.Thread(target=lambda: done.append(srv.learner.retrain()))
+        t.start()
+        _wait(lambda: srv.learner.retrainer.pid is not None)
+        first = srv.learner.retrainer.pid
+        time.sleep(1.0)  # the child is importing / starting Ray / training
+        seen |= _descendants(first)
+        os.kill(first, signal.SIGKILL)
+        _run(session, sql, 3)  # serving goes on meanwhile
+        t.join(timeout=60)
+        assert done and not done[0]["swapped"], done
+        assert "died" in done[0]["reason"] and "kept the current model" in done[0]["reason"]
+        assert srv.version == 0 and M.request(srv.address, {"op": "ping"})["ok"]
+        out = srv.learner.retrain()  # a new process
+        assert out["swapped"], out
+        second = srv.learner.retrainer.pid
+        assert second not in (None, first) and out["pid"] == second
+        seen |= {second} | _descendants(second)
+        state = M.request(srv.address, {"op": "stats"})["retrainer"]
+        assert state["starts"] == 2 and [d["pid"] for d in state["deaths"]] == [first]
+    finally:
+        session.close()
+        srv.close()
+    assert srv.learner.retrainer.pid is None
+    deadline = time.time() + 20  # Ray's own processes end with the retrain process
+    while any(_alive(p) for p in seen) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in seen if _alive(p)]

@@ -41,6 +41,9 @@ import numpy as np
 from rlsuite.apps.queryopt import rules as R
 from rlsuite.apps.queryopt.featurizer import Featurizer
 
+LEVEL_SHIFT = 4.0
+"""A decision's runtime changing by more than this factor marks a drift between two runs."""
+
 
 @dataclass
 class ShapeExperience:
@@ -53,6 +56,9 @@ class ShapeExperience:
     ratios: dict[tuple[str, ...], list[float]] = field(default_factory=dict)
     """Newest runtimes per decision, each over the standard plan's run nearest to it in the
     shape's executions (so that a drift, a dearer UDF, does not compare runs across it)."""
+    paired: bool = False
+    """Whether ``ratios`` were paired from the shape's run sequence (:func:`summarise`);
+    then a decision none of whose runs could be paired has no ratio."""
 
     def ratio(self, applied: tuple[str, ...], max_ratio: float = 10.0) -> float | None:
         """Median runtime of ``applied`` relative to the standard plan's; None when unmeasured."""
@@ -63,6 +69,8 @@ class ShapeExperience:
             return 1.0
         if self.ratios.get(applied):
             return min(max_ratio, statistics.median(self.ratios[applied]))
+        if self.paired:  # measured only across a drift from every standard run: not known
+            return None
         got = self.ms.get(applied)  # runs not paired (built by hand): medians over medians
         if not got:
             return None
@@ -72,7 +80,14 @@ class ShapeExperience:
 def summarise(
     rows: Sequence[Any], schema: str | None = None, per_decision: int = 5, size: int | None = None
 ) -> dict[str, ShapeExperience]:
-    """Group experience rows by shape (newest ``per_decision`` runtimes per decision)."""
+    """Group experience rows by shape (newest ``per_decision`` runtimes per decision).
+
+    Each run of a rewrite is paired with the standard plan's run nearest to it, unless the
+    rewrite's own runtime jumped by more than :data:`LEVEL_SHIFT` between that standard
+    run and this run (its run nearest to the standard run against this one): a drift lies
+    between them (the UDF got dearer), and the standard run measured before it says nothing
+    about the run after it. Such runs are left unpaired until the standard plan is measured
+    again (the model server does that when a decision's runtime jumps)."""
     out: dict[str, ShapeExperience] = {}
     seq: dict[str, list[tuple[tuple[str, ...], float]]] = {}
     for e in rows:  # oldest first: later rows overwrite states and push out runtimes
@@ -92,11 +107,21 @@ def summarise(
         if not std_at:
             continue
         sx = out[shp]
+        sx.paired = True
+        at: dict[tuple[str, ...], list[int]] = {}
+        for k, (a, _) in enumerate(runs_):
+            at.setdefault(a, []).append(k)
         for k, (a, ms) in enumerate(runs_):
             if a == ():
                 continue
             j = bisect.bisect_left(std_at, k)
             near = min(std_at[max(0, j - 1) : j + 1], key=lambda x: abs(x - k))
+            mine = at[a]
+            i = bisect.bisect_left(mine, near)
+            ref = min(mine[max(0, i - 1) : i + 1], key=lambda x: abs(x - near))
+            lo, hi = sorted((ms, runs_[ref][1]))
+            if hi > LEVEL_SHIFT * max(lo, 1e-3):
+                continue
             r = sx.ratios.setdefault(a, [])
             r.append(ms / max(runs_[near][1], 1e-3))
             del r[:-per_decision]

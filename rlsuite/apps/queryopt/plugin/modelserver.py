@@ -681,6 +681,7 @@ class ModelServer:
             "regressions_caught": list(self.book.regressions),
             "models": list(self.models),
             "retrains": [] if self.learner is None else list(self.learner.history),
+            "retrainer": None if self.learner is None else self.learner.retrainer.state(),
             "store": None
             if self.store is None
             else {"path": self.store.path, "rows": self.store.count(), "window": self.store.window},

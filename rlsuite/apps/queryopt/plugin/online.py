@@ -15,7 +15,8 @@ Three pieces, as Bao has them:
 - :class:`OnlineLearner` retrains the DQN in the background every ``retrain_every``
   new rewards or ``retrain_seconds`` seconds, with the same learner as ``qopt-bench
   train`` (the platform's ``replay`` plan via :func:`rlsuite.apps.queryopt.train.train`)
-  on the experience store (:mod:`rlsuite.apps.queryopt.envs.replay`).
+  on the experience store (:mod:`rlsuite.apps.queryopt.envs.replay`), in a niced process
+  of its own (:mod:`.retrainer`): serving never waits on training.
 - :func:`guard`: a new model is swapped in only when, on the recently seen shapes, its
   choices are not predicted slower than the current model's by more than
   ``guard_margin`` (predictions: the store's measured runtimes of a decision on that
@@ -34,7 +35,6 @@ import math
 import os
 import shutil
 import statistics
-import sys
 import threading
 import time
 from collections import deque
@@ -388,8 +388,12 @@ def guard(
 class OnlineLearner:
     """Retrains the DQN from the experience store in the background; swaps after the guard.
 
-    ``swap(decider, version, path)`` is the server's; ``current_choices()`` returns the
-    served decision per shape string; ``make_decider(checkpoint)`` builds a decider.
+    The schedule runs in a thread of the server; each retrain runs in a process of its own
+    (``retrainer``, a :class:`~rlsuite.apps.queryopt.plugin.retrainer.ProcessRetrainer`
+    unless given), which trains, checks and guards a candidate; this thread only loads a
+    candidate that passed (``make_decider(checkpoint)``) and swaps it in
+    (``swap(decider, version, path)``, the server's). ``current_choices()`` returns the
+    served decision per shape string (what the guard compares against).
     """
 
     def __init__(
@@ -406,6 +410,7 @@ class OnlineLearner:
         swap: Callable[[Any, int, str], None],
         current_choices: Callable[[], dict[str, Applied]],
         start_version: int = 0,
+        retrainer: Any = None,
     ):
         cfg.validate()
         self.cfg, self.store = cfg, store
@@ -421,9 +426,12 @@ class OnlineLearner:
         self._cond = threading.Condition()
         self._stop = False
         self._thread: threading.Thread | None = None
-        self._started_ray = False
-        self._current_values: Callable[[Any], Any] | None = None
         self._check_writable()
+        if retrainer is None:
+            from rlsuite.apps.queryopt.plugin.retrainer import ProcessRetrainer
+
+            retrainer = ProcessRetrainer()
+        self.retrainer = retrainer
 
     def _check_writable(self) -> None:
         try:
@@ -434,20 +442,7 @@ class OnlineLearner:
             raise RuntimeError(f"the models directory {self.models_dir} is not writable")
 
     def start(self) -> OnlineLearner:
-        """Start Ray (one CPU, in this thread) and the background retraining thread."""
-        import ray
-
-        from rlsuite.platform import cluster
-
-        if not ray.is_initialized():
-            cluster.init(num_cpus=1)
-            self._started_ray = True
-        import torch
-
-        torch.set_num_threads(1)  # the learner runs in this process, beside the queries
-        # ...and beside the answers: a thread waits for the GIL up to the switch interval
-        # (5 ms by default, more than a cheap query takes) while a retrain holds it
-        sys.setswitchinterval(0.0005)
+        """Start the background schedule (the retrain process starts with the first retrain)."""
         if self.store.count():  # a restarted server learns from what the store kept at once
             self.new_rewards = self.cfg.retrain_every
         self._thread = threading.Thread(target=self._loop, name="qopt-learn", daemon=True)
@@ -467,10 +462,6 @@ class OnlineLearner:
         return self.new_rewards >= 1 and time.time() - self.last_retrain >= self.cfg.retrain_seconds
 
     def _loop(self) -> None:
-        try:  # the queries come first: retraining runs niced, on one core (Linux: per thread)
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-        except (AttributeError, OSError):
-            pass
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._stop or self._due(), timeout=1.0)
@@ -482,22 +473,43 @@ class OnlineLearner:
                 self.last_retrain = time.time()
             self.retrain()
 
+    def request(self, version: int, run_dir: str) -> Any:
+        """The retrain request for ``version`` (what the retrain process gets)."""
+        from rlsuite.apps.queryopt.plugin.retrainer import RetrainRequest
+
+        return RetrainRequest(
+            version=version,
+            run_dir=run_dir,
+            experience=self.store.path,
+            schema=self.store.schema,
+            dsn=self.dsn,
+            workload=self.workload,
+            workload_config=self.workload_config,
+            max_steps=self.max_steps,
+            iterations=self.cfg.iterations,
+            env_steps_per_iteration=self.cfg.env_steps_per_iteration,
+            guard_margin=self.cfg.guard_margin,
+            current=self.current_choices(),
+        )
+
     def retrain(self) -> dict[str, Any]:
-        """One retrain: train, check, guard, swap. Never raises; the outcome is logged and kept."""
+        """One retrain: trained, checked and guarded in the retrain process, swapped in here.
+        Never raises; the outcome is logged and kept."""
         v = self.version + 1
         run_dir = os.path.join(self.models_dir, f"v{v:04d}")
         t0 = time.time()
         out: dict[str, Any] = {"version": v, "time": t0, "swapped": False}
+        reply = self.retrainer.run(self.request(v, run_dir), lambda: self._stop)
+        out["pid"] = reply.get("pid")
+        out["train_seconds"] = reply.get("seconds")
         try:
-            ckpt, losses = self._train(run_dir, v)
-            bad = [x for x in losses if not math.isfinite(x)]
-            if bad:
-                raise FloatingPointError(f"the training loss is not finite ({bad[0]})")
-            values = _q_values(ckpt)
-            g = self._guard(values)
+            if not reply.get("ok"):
+                raise RuntimeError(reply.get("error") or "no reason given")
+            g = reply["guard"]
             out["guard"] = {
                 k: g[k] for k in ("passed", "shapes", "current_predicted", "new_predicted")
             }
+            ckpt = reply["checkpoint"]
             if not g["passed"]:
                 out["reason"] = (
                     f"guard: the new model is predicted at {g['new_predicted']:.3f} standard-plan "
@@ -508,12 +520,12 @@ class OnlineLearner:
             else:
                 decider = self.make_decider(ckpt)
                 self.swap(decider, v, ckpt)
-                self.version, self._current_values = v, values
+                self.version = v
                 out.update(swapped=True, checkpoint=ckpt)
                 self.store.add_model(
                     v, ckpt, f"guard {g['new_predicted']:.3f} <= {g['current_predicted']:.3f}"
                 )
-                log.info("model v%d swapped in (%s)", v, ckpt)
+                log.info("model v%d swapped in (%s; trained in process %s)", v, ckpt, out["pid"])
         except Exception as e:  # noqa: BLE001 - a failed retrain keeps the current model
             out["reason"] = f"retrain failed, kept the current model: {type(e).__name__}: {e}"
             log.warning("retrain v%d: %s", v, out["reason"])
@@ -523,44 +535,6 @@ class OnlineLearner:
         self._prune()
         self.history.append(out)
         return out
-
-    def _train(self, run_dir: str, version: int) -> tuple[str, list[float]]:
-        """The same learner as ``qopt-bench train`` on the experience store; the checkpoint
-        and the learner's losses."""
-        from rlsuite.apps.queryopt import train as T
-
-        shutil.rmtree(run_dir, ignore_errors=True)
-        steps = self.cfg.env_steps_per_iteration
-        cfg = T.TrainConfig(
-            dsn=self.dsn,
-            workload=self.workload,
-            workload_config=self.workload_config,
-            experience=self.store.path,
-            max_steps=self.max_steps,
-            iterations=self.cfg.iterations,
-            num_env_runners=0,
-            env_steps_per_iteration=steps,
-            learning_starts=min(100, steps),
-            epsilon_timesteps=max(1, steps * self.cfg.iterations // 2),
-            target_update_freq=50,
-            seed=version,
-        )
-        res = T.train(cfg, run_dir, progress=False)
-        losses = [float(v) for row in res.metrics for k, v in row.items() if k.endswith("qf_loss")]
-        return res.checkpoint, losses
-
-    def _guard(self, values: Callable[[Any], Any]) -> dict[str, Any]:
-        from rlsuite.apps.queryopt.envs.replay import summarise
-        from rlsuite.apps.queryopt.featurizer import Featurizer
-
-        rows = self.store.recent()
-        shapes = summarise(rows, self.store.schema, size=Featurizer(max_steps=self.max_steps).size)
-        weights: dict[str, float] = {}
-        for e in rows:
-            weights[e.shape] = weights.get(e.shape, 0.0) + 1.0
-        return guard(
-            shapes, weights, self.current_choices(), values, self.max_steps, self.cfg.guard_margin
-        )
 
     def _prune(self) -> None:
         try:
@@ -573,20 +547,10 @@ class OnlineLearner:
                 shutil.rmtree(os.path.join(self.models_dir, d), ignore_errors=True)
 
     def close(self) -> None:
+        """Stop the schedule and end the retrain process (a retrain in flight is abandoned)."""
         with self._cond:
             self._stop = True
             self._cond.notify()
         if self._thread is not None:
-            self._thread.join(timeout=120)
-        if self._started_ray:
-            from rlsuite.platform import cluster
-
-            cluster.shutdown()
-
-
-def _q_values(checkpoint: str) -> Callable[[Any], Any]:
-    """The checkpoint's Q-values of a state (through the platform's controller)."""
-    from rlsuite.platform.checkpoints import load_controller
-
-    ctrl = load_controller(checkpoint)
-    return ctrl.action_values
+            self._thread.join(timeout=30)
+        self.retrainer.close()
