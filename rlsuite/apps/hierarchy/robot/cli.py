@@ -42,24 +42,28 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     """Add ``robot-demos``, ``robot`` and ``robot-reuse`` to ``hier-train``'s subparsers."""
-    from rlsuite.apps.hierarchy.robot.program import TASKS  # no pybullet import for --help
+    from rlsuite.apps.hierarchy.robot.tasks import TASKS, get  # no pybullet import for --help
+
+    task_help = "; ".join(f"{t}: {get(t).description}" for t in TASKS)
 
     fmt = argparse.RawDescriptionHelpFormatter
     p = subparsers.add_parser(
         "robot-demos",
         formatter_class=fmt,
-        help="record scripted-expert demonstrations of pybullet pick-and-place",
+        help="record scripted-expert demonstrations of a pybullet Panda task",
         description=textwrap.dedent("""\
             Record N successful demonstrations of the scripted hierarchical expert
             (PICK_AND_PLACE -> PICK(cube) -> [MOVE_TO, OPEN, MOVE_TO, CLOSE, MOVE_TO],
-            PLACE(target) -> [MOVE_TO, MOVE_TO, OPEN, MOVE_TO]) on a Franka Panda in
-            pybullet, in parallel Ray tasks. Each demonstration keeps observations,
+            PLACE(target) -> [MOVE_TO, MOVE_TO, OPEN, MOVE_TO]; the long tasks' roots
+            SORT, TOWER and CLEAR_THEN_PLACE make 6 or 4 such PICK / PLACE calls) on a
+            Franka Panda in pybullet, in parallel Ray tasks. Each demonstration keeps observations,
             actions and the call stack with arguments (strong supervision); --weak
             drops the stacks (observations and actions only).
 
             EXAMPLES
               hier-train robot-demos --n 50
               hier-train robot-demos --n 20 --task stack --out runs/stack.npz --weak
+              hier-train robot-demos --n 100 --task sort --out runs/sort.npz
             """),
     )
     p.add_argument("--n", type=positive_int, required=True, help="demonstrations to record")
@@ -67,7 +71,7 @@ def register(subparsers: Any) -> None:
         "--task",
         choices=TASKS,
         default="pick_place",
-        help="pick_place: cube into the tray; stack: cube onto a second cube",
+        help=task_help,
     )
     p.add_argument(
         "--out", default=DEFAULT_DEMOS_PATH, help=f"output .npz (default {DEFAULT_DEMOS_PATH})"
@@ -85,7 +89,7 @@ def register(subparsers: Any) -> None:
     q = subparsers.add_parser(
         "robot",
         formatter_class=fmt,
-        help="learn pick-and-place from demonstrations: hierarchical vs flat cloning",
+        help="learn a Panda task from demonstrations: hierarchical vs flat cloning",
         description=textwrap.dedent("""\
             Train hierarchical procedures (strong: from recorded call stacks; weak:
             stacks filled in by EM) and the flat behaviour-cloning baseline on the
@@ -100,6 +104,7 @@ def register(subparsers: Any) -> None:
             EXAMPLES
               hier-train robot --demos 20 --supervision strong --json runs/robot.json
               hier-train robot --demos 5,10,20,50 --supervision both --episodes 100
+              hier-train robot --task sort --demos 5,20,100 --supervision both
             """),
     )
     q.add_argument(
@@ -116,7 +121,9 @@ def register(subparsers: Any) -> None:
         help="which hierarchical model(s) to train (default strong)",
     )
     q.add_argument("--no-flat", action="store_true", help="skip the flat cloning baseline")
-    q.add_argument("--task", choices=TASKS, default="pick_place", help="task to learn")
+    q.add_argument(
+        "--task", choices=TASKS, default="pick_place", help=f"task to learn ({task_help})"
+    )
     q.add_argument(
         "--episodes", type=positive_int, default=100, help="evaluation episodes (default 100)"
     )
@@ -125,7 +132,9 @@ def register(subparsers: Any) -> None:
         "--seed", type=nonneg_int, default=0, help="seed of the networks' initial weights"
     )
     q.add_argument(
-        "--demo-file", default=None, help="use demonstrations from hier-train robot-demos"
+        "--demo-file",
+        default=None,
+        help="use demonstrations from hier-train robot-demos (recorded for the same --task)",
     )
     add_json_flag(q)
     q.add_argument("--png", default=None, metavar="PATH", help="plot of success vs demonstrations")

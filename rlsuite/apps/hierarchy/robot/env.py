@@ -1,15 +1,17 @@
-"""PickPlaceEnv: a Franka Panda puts a 5 cm cube into a tray, or stacks it on a second cube.
+"""PickPlaceEnv: a Franka Panda moves 5 cm cubes into trays, onto each other or onto pads.
 
-Registered as ``rlsuite/PickPlace-v0``. Physics run in pybullet (DIRECT mode) through
+Registered as ``rlsuite/PickPlace-v0``; its ``task`` (:mod:`.tasks`) picks the objects and
+the goal: ``pick_place``, ``stack``, and the long-horizon ``sort``, ``tower`` and
+``clear_then_place``. Physics run in pybullet (DIRECT mode) through
 :mod:`rlsuite.apps.hierarchy.robot.sim`; each env owns its own physics client and
 disconnects it in :meth:`PickPlaceEnv.close`.
 
 Example::
 
-    >>> env = PickPlaceEnv(task="pick_place")
+    >>> env = PickPlaceEnv(task="sort")
     >>> obs, info = env.reset(seed=0)
-    >>> obs.shape
-    (20,)
+    >>> obs.shape, env.config.max_steps
+    ((65,), 400)
     >>> env.close()
 """
 
@@ -23,8 +25,22 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from rlsuite.apps.hierarchy.robot.program import TASKS
+from rlsuite.apps.hierarchy.robot import tasks as T
 from rlsuite.apps.hierarchy.robot.sim import CUBE_SIZE, FINGER_MAX, TRAY_HALF_INNER, PandaScene
+from rlsuite.apps.hierarchy.robot.tasks import (
+    KINDS,
+    OBS_DIM,
+    OBS_EE,
+    OBS_EE_YAW,
+    OBS_WIDTH,
+    PAD_HALF,
+    SLOT_KIND,
+    SLOT_POS,
+    SLOT_REL,
+    SLOT_REL_YAW,
+    TASKS,
+    slot_index,
+)
 
 MOVE_STEP = 0.03
 """Largest end-effector displacement per step along each axis (m), at action 1.0."""
@@ -35,23 +51,10 @@ GRIP_THRESHOLD = 0.5
 HOME = (0.40, 0.0, 0.30)
 WORKSPACE_LOW = np.array([0.20, -0.45, 0.012])
 WORKSPACE_HIGH = np.array([0.80, 0.45, 0.45])
+REST_SPEED = 0.05
+"""A cube moving faster than this (m/s) is not at rest."""
 
-# Observation layout (indices into the 20-vector).
-OBS_EE = slice(0, 3)
-OBS_EE_YAW = 3
-OBS_WIDTH = 4
-OBS_CUBE = slice(5, 8)
-OBS_CUBE_REL_YAW = 8
-OBS_TARGET = slice(9, 12)
-OBS_TARGET_REL_YAW = 12
-OBS_CUBE_MINUS_EE = slice(13, 16)
-OBS_TARGET_MINUS_EE = slice(16, 19)
-OBS_TARGET_KIND = 19
-OBS_DIM = 20
-OBJECTS = ("cube", "target")
-"""The objects a procedure can take as its argument, in observation order."""
-OBJECT_SLICES = {"cube": OBS_CUBE, "target": OBS_TARGET}
-OBJECT_REL_YAW = {"cube": OBS_CUBE_REL_YAW, "target": OBS_TARGET_REL_YAW}
+__all__ = ["OBS_DIM", "OBS_EE", "OBS_EE_YAW", "OBS_WIDTH", "TASKS", "PickPlaceEnv"]
 
 
 def wrap_quarter(a: float) -> float:
@@ -64,18 +67,20 @@ class PickPlaceConfig:
     """Keyword arguments of :class:`PickPlaceEnv` (all validated)."""
 
     task: str = "pick_place"
-    """``pick_place`` (cube into the tray) or ``stack`` (cube onto a second cube)."""
-    max_steps: int = 150
-    """Episode horizon (steps); the scripted expert needs about 60-80."""
+    """One of :data:`~.tasks.TASKS` (see :mod:`.tasks`)."""
+    max_steps: int | None = None
+    """Episode horizon (steps); ``None``: the task's own (150 for one PICK + PLACE, 320-400
+    for the long tasks; the scripted expert needs about 45 per PICK + PLACE)."""
     substeps: int = 6
     """Physics steps (1/180 s each) per env step."""
     randomize_yaw: bool = True
-    """Random yaw of the cubes (in [-pi/4, pi/4)) and of the tray."""
+    """Random yaw of the cubes (in [-pi/4, pi/4)), trays and pads."""
 
     def validate(self) -> PickPlaceConfig:
-        if self.task not in TASKS:
-            raise ValueError(f"unknown task {self.task!r}: choose one of {', '.join(TASKS)}")
-        if not isinstance(self.max_steps, int) or self.max_steps < 1:
+        T.get(self.task)
+        if self.max_steps is not None and (
+            not isinstance(self.max_steps, int) or self.max_steps < 1
+        ):
             raise ValueError(f"max_steps must be a positive int, got {self.max_steps!r}")
         if not isinstance(self.substeps, int) or not 1 <= self.substeps <= 50:
             raise ValueError(f"substeps must be an int in 1..50, got {self.substeps!r}")
@@ -83,13 +88,13 @@ class PickPlaceConfig:
 
 
 class PickPlaceEnv(gym.Env):
-    """A Panda arm, a 5 cm cube and a target (a tray or a second cube) at random places.
+    """A Panda arm and a task's objects (cubes, trays, pads) at random places.
 
     States:
-        The 20-vector ``[ee_xyz(3), ee_yaw, finger_width, cube_xyz(3), cube_rel_yaw,
-        target_xyz(3), target_rel_yaw, cube-ee(3), target-ee(3), target_kind]`` (metres,
-        radians). ``*_rel_yaw`` is the object's yaw minus the gripper's, modulo a quarter
-        turn; ``target_kind`` is 0 for the tray, 1 for a cube.
+        A 65-vector: ``[ee_xyz(3), ee_yaw, finger_width]`` then six object slots of 10
+        ``[xyz(3), rel_yaw, xyz - ee(3), kind one-hot (cube, tray, pad)(3)]`` in the task's
+        object order (:mod:`.tasks`); unused slots are zero. ``rel_yaw`` is the object's
+        yaw minus the gripper's, modulo a quarter turn (metres, radians).
     Actions:
         ``Box(-1, 1, (5,))``: end-effector displacement ``dx, dy, dz`` (times 3 cm),
         rotation ``dyaw`` (times 0.15 rad) and a gripper command (``> 0.5`` open,
@@ -98,8 +103,10 @@ class PickPlaceEnv(gym.Env):
     Rewards:
         1.0 on the step the task is achieved, 0 otherwise.
     Termination:
-        Terminated when the cube rests, released, inside the tray (``pick_place``) or
-        on top of the second cube (``stack``); truncated after ``max_steps``.
+        Terminated when every relation of the task holds with every cube released and at
+        rest (the cube in the tray; on the second cube; each cube in the tray of its colour;
+        three cubes stacked; the blocker off the target pad and the cube on it); truncated
+        after ``max_steps``.
     """
 
     metadata = {"render_modes": []}
@@ -107,11 +114,14 @@ class PickPlaceEnv(gym.Env):
     def __init__(
         self,
         task: str = "pick_place",
-        max_steps: int = 150,
+        max_steps: int | None = None,
         substeps: int = 6,
         randomize_yaw: bool = True,
     ):
         self.config = PickPlaceConfig(task, max_steps, substeps, randomize_yaw).validate()
+        self.task = T.get(task)
+        if self.config.max_steps is None:
+            self.config = PickPlaceConfig(task, self.task.max_steps, substeps, randomize_yaw)
         self.observation_space = spaces.Box(-5.0, 5.0, (OBS_DIM,), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (5,), np.float32)
         self._scene: PandaScene | None = None
@@ -127,19 +137,16 @@ class PickPlaceEnv(gym.Env):
         super().reset(seed=seed)
         if self._scene is None:
             self._scene = PandaScene(substeps=self.config.substeps)
-        rng = self.np_random
-        cube_xy, target_xy = self._sample_layout(rng)
-        span = math.pi / 4 if self.config.randomize_yaw else 0.0
-        cube_yaw = float(rng.uniform(-span, span))
-        target_yaw = float(rng.uniform(-span, span))
+        layout = self.task.sample(self.np_random, self.config.randomize_yaw)
         s = self._scene
-        s.place_cube("cube", cube_xy, cube_yaw)
-        if self.config.task == "pick_place":
-            s.remove("base")
-            s.place_tray("tray", target_xy, target_yaw)
-        else:
-            s.remove("tray")
-            s.place_cube("base", target_xy, target_yaw, color=(0.2, 0.4, 0.9, 1.0))
+        for o in self.task.objects:
+            xy, yaw = layout[o.name]
+            if o.kind == "cube":
+                s.place_cube(o.name, xy, yaw, color=o.color)
+            elif o.kind == "tray":
+                s.place_tray(o.name, xy, yaw, color=o.color)
+            else:
+                s.place_pad(o.name, xy, yaw, PAD_HALF, o.color)
         s.reset_arm(HOME, 0.0, FINGER_MAX)
         s.step(30)
         self._target = s.ee_position()
@@ -147,12 +154,7 @@ class PickPlaceEnv(gym.Env):
         self._finger = FINGER_MAX
         self._steps = 0
         self._success = False
-        self._layout = dict(
-            cube_xy=list(cube_xy),
-            target_xy=list(target_xy),
-            cube_yaw=cube_yaw,
-            target_yaw=target_yaw,
-        )
+        self._layout = {k: {"xy": list(v[0]), "yaw": v[1]} for k, v in layout.items()}
         return self._obs(), {"layout": dict(self._layout)}
 
     def step(self, action):
@@ -194,48 +196,46 @@ class PickPlaceEnv(gym.Env):
         return {"success": float(self._success), "steps": float(self._steps)}
 
     # ---- helpers -----------------------------------------------------------------------
-    def _sample_layout(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        margin = 0.22 if self.config.task == "pick_place" else 0.15
-        while True:
-            cube = np.array([rng.uniform(0.35, 0.65), rng.uniform(-0.30, 0.30)])
-            target = np.array([rng.uniform(0.35, 0.62), rng.uniform(-0.30, 0.30)])
-            if np.linalg.norm(cube - target) >= margin:
-                return cube, target
-
-    def _target_name(self) -> str:
-        return "tray" if self.config.task == "pick_place" else "base"
-
     def _obs(self) -> np.ndarray:
         s = self._scene
         assert s is not None
         ee = s.ee_position()
         ee_yaw = s.ee_yaw()
-        cube, cube_yaw = s.pose("cube")
-        target, target_yaw = s.pose(self._target_name())
         o = np.zeros(OBS_DIM, dtype=np.float64)
         o[OBS_EE] = ee
         o[OBS_EE_YAW] = ee_yaw
         o[OBS_WIDTH] = s.finger_width()
-        o[OBS_CUBE] = cube
-        o[OBS_CUBE_REL_YAW] = wrap_quarter(cube_yaw - ee_yaw)
-        o[OBS_TARGET] = target
-        o[OBS_TARGET_REL_YAW] = wrap_quarter(target_yaw - ee_yaw)
-        o[OBS_CUBE_MINUS_EE] = cube - ee
-        o[OBS_TARGET_MINUS_EE] = target - ee
-        o[OBS_TARGET_KIND] = 0.0 if self.config.task == "pick_place" else 1.0
+        for i, obj in enumerate(self.task.objects):
+            pos, yaw = s.pose(obj.name)
+            o[slot_index(i, SLOT_POS)] = pos
+            o[slot_index(i, SLOT_REL_YAW)] = wrap_quarter(yaw - ee_yaw)
+            o[slot_index(i, SLOT_REL)] = pos - ee
+            o[slot_index(i, SLOT_KIND).start + KINDS.index(obj.kind)] = 1.0
         return np.clip(o, -5.0, 5.0).astype(np.float32)
 
     def _achieved(self) -> bool:
+        """Every relation of the task holds, every cube released and at rest."""
         s = self._scene
         assert s is not None
-        cube, _ = s.pose("cube")
-        if s.touching("cube") or s.speed("cube") > 0.05:
-            return False
-        target, target_yaw = s.pose(self._target_name())
-        d = cube[:2] - target[:2]
-        if self.config.task == "pick_place":
-            c, si = math.cos(-target_yaw), math.sin(-target_yaw)
-            local = np.array([c * d[0] - si * d[1], si * d[0] + c * d[1]])
-            return bool(np.all(np.abs(local) < TRAY_HALF_INNER) and cube[2] < 0.07)
-        on_top = abs(cube[2] - (target[2] + CUBE_SIZE)) < 0.012
-        return bool(np.linalg.norm(d) < 0.03 and on_top and s.speed("base") < 0.05)
+        for o in self.task.objects:
+            if o.kind == "cube" and (s.touching(o.name) or s.speed(o.name) > REST_SPEED):
+                return False
+        return all(self._holds(rel, a, b) for rel, a, b in self.task.relations)
+
+    def _holds(self, rel: str, a: int, b: int) -> bool:
+        s = self._scene
+        assert s is not None
+        pa, _ = s.pose(self.task.objects[a].name)
+        pb, yaw_b = s.pose(self.task.objects[b].name)
+        d = pa[:2] - pb[:2]
+        c, si = math.cos(-yaw_b), math.sin(-yaw_b)
+        local = np.abs(np.array([c * d[0] - si * d[1], si * d[0] + c * d[1]]))
+        if rel == "in":
+            return bool(np.all(local < TRAY_HALF_INNER) and pa[2] < 0.07)
+        if rel == "on":
+            return bool(np.linalg.norm(d) < 0.03 and abs(pa[2] - (pb[2] + CUBE_SIZE)) < 0.012)
+        if rel == "on_pad":
+            return bool(np.all(local < PAD_HALF - 0.01) and pa[2] < CUBE_SIZE / 2 + 0.01)
+        if rel == "off":
+            return bool(np.any(local > PAD_HALF + CUBE_SIZE / 2))
+        raise ValueError(f"unknown relation {rel!r}")

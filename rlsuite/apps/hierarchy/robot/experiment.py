@@ -22,7 +22,7 @@ import torch
 from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
 from rlsuite.apps.hierarchy.procedures.traces import Trace
 from rlsuite.apps.hierarchy.robot import recording as D
-from rlsuite.apps.hierarchy.robot.env import TASKS
+from rlsuite.apps.hierarchy.robot import tasks as T
 from rlsuite.apps.hierarchy.robot.model import (
     SUPERVISION,
     FlatBC,
@@ -53,7 +53,7 @@ class RobotRunConfig:
     flat: bool = True
     """Also train the flat behaviour-cloning baseline on the same demonstrations."""
     task: str = "pick_place"
-    """``pick_place`` or ``stack``."""
+    """One of ``pick_place``, ``stack``, ``sort``, ``tower``, ``clear_then_place``."""
     episodes: int = 100
     """Evaluation episodes (seeds ``0..episodes-1``, disjoint from demonstration seeds)."""
     num_workers: int | None = None
@@ -79,8 +79,7 @@ class RobotRunConfig:
             )
         if not self.supervision and not self.flat:
             raise ValueError("nothing to train: give a supervision or keep the flat baseline")
-        if self.task not in TASKS:
-            raise ValueError(f"unknown task {self.task!r}: choose one of {', '.join(TASKS)}")
+        T.get(self.task)
         if self.num_workers is not None and self.num_workers < 0:
             raise ValueError(f"num_workers must be >= 0, got {self.num_workers}")
         if not isinstance(self.train_steps, int) or self.train_steps < 1:
@@ -139,11 +138,11 @@ def get_demos(
     n = cfg.demos if n is None else n
     task = task or cfg.task
     if cfg.demo_path:
-        data = [d for d in D.load(cfg.demo_path) if d.info["task"] == task]
+        data = D.of_task(D.load(cfg.demo_path), task, f"the demonstrations in {cfg.demo_path}")
         if len(data) < n:
             raise ValueError(
                 f"{cfg.demo_path} holds {len(data)} {task} demonstrations, fewer than "
-                f"the {n} asked for: record more with `hier-train robot-demos --n {n}`"
+                f"the {n} asked for: record more with `hier-train robot-demos --task {task} --n {n}`"
             )
         return data[:n]
     return D.collect(n, task, num_workers=cfg.num_workers, progress=progress)

@@ -27,17 +27,18 @@ import numpy as np
 
 from rlsuite.apps.hierarchy.procedures.executor import Frame
 from rlsuite.apps.hierarchy.procedures.traces import TERMINATE, Decision
-from rlsuite.apps.hierarchy.robot.env import (
-    MOVE_STEP,
-    OBJECT_REL_YAW,
-    OBJECTS,
+from rlsuite.apps.hierarchy.robot import tasks as T
+from rlsuite.apps.hierarchy.robot.env import MOVE_STEP, YAW_STEP
+from rlsuite.apps.hierarchy.robot.program import Controller, anchor_position, spec_for
+from rlsuite.apps.hierarchy.robot.tasks import (
+    KINDS,
     OBS_EE,
     OBS_EE_YAW,
-    OBS_TARGET_KIND,
     OBS_WIDTH,
-    YAW_STEP,
+    SLOT_KIND,
+    SLOT_REL_YAW,
+    slot_index,
 )
-from rlsuite.apps.hierarchy.robot.program import ROOT, Controller, anchor_position
 
 APPROACH = 0.12
 """Height of the pre-grasp point above the cube (m)."""
@@ -45,18 +46,24 @@ LIFT = 0.15
 """Height the cube is lifted to after the grasp (m)."""
 VIA = 0.20
 """Height of the via-point above the target: the arm crosses at this height."""
-RELEASE = {0.0: 0.10, 1.0: 0.056}
-"""Release height above the target by target kind (tray: drop; cube: set down)."""
+RELEASE = {"tray": 0.10, "cube": 0.056, "pad": 0.032}
+"""Release height above the target by its kind (tray: drop; cube: set down; pad: set down
+on the floor)."""
 REACHED = 0.008
 """MOVE_TO returns when the hand is this close to its goal (m) ..."""
 YAW_REACHED = 0.05
 """... and this close to its yaw (rad)."""
 
 
+def kind_of(obs: np.ndarray, obj: int) -> str:
+    """The kind (cube / tray / pad) of the object in slot ``obj``."""
+    return KINDS[int(np.argmax(obs[slot_index(obj, SLOT_KIND)]))]
+
+
 def goal(obs: np.ndarray, obj: int, offset: tuple[float, float, float], align: bool) -> np.ndarray:
     """A MOVE_TO goal: object ``obj``'s position plus ``offset``; yaw aligned to it or kept."""
     pos = anchor_position(obs, obj) + np.asarray(offset)
-    rel_yaw = float(obs[OBJECT_REL_YAW[OBJECTS[obj]]]) if align else 0.0
+    rel_yaw = float(obs[slot_index(obj, SLOT_REL_YAW)]) if align else 0.0
     return np.array([*pos, float(obs[OBS_EE_YAW]) + rel_yaw], dtype=np.float32)
 
 
@@ -70,12 +77,18 @@ def move_action(obs: np.ndarray, goal_pose: np.ndarray) -> np.ndarray:
 
 
 class ScriptedPolicy:
-    """The hand-written procedures (a :class:`procedures.Policy` for ``program.SPEC``)."""
+    """The hand-written procedures (a :class:`procedures.Policy` for ``spec_for(task)``):
+    the root makes the task's planned ``(skill, object)`` calls in order (:mod:`.tasks`)."""
+
+    def __init__(self, task: str = "pick_place"):
+        self.task = T.get(task)
 
     def decide(self, frame: Frame, obs: np.ndarray) -> Decision:
-        if frame.proc == ROOT:
-            plan = [Decision("call", "PICK", (0,)), Decision("call", "PLACE", (1,))]
-            return plan[frame.pc] if frame.pc < len(plan) else TERMINATE
+        if frame.proc == self.task.root:
+            if frame.pc >= len(self.task.plan):
+                return TERMINATE
+            skill, obj = self.task.plan[frame.pc]
+            return Decision("call", skill, (obj,))
         if frame.proc in ("PICK", "PLACE"):
             return self._skill(frame, obs)
         if frame.pc > 0 and self._leaf_done(frame, obs):
@@ -93,7 +106,7 @@ class ScriptedPolicy:
                 ("MOVE_TO", lambda: goal(obs, obj, (0, 0, LIFT), align=False)),
             ]
         else:
-            release = RELEASE[float(round(obs[OBS_TARGET_KIND]))]
+            release = RELEASE[kind_of(obs, obj)]
             plan = [
                 ("MOVE_TO", lambda: goal(obs, obj, (0, 0, VIA), align=True)),
                 ("MOVE_TO", lambda: goal(obs, obj, (0, 0, release), align=False)),
@@ -127,7 +140,9 @@ class ScriptedPolicy:
         return np.array([0, 0, 0, 0, grip], dtype=np.float32)
 
 
-def make_expert(record: bool = False) -> Controller:
-    """A fresh scripted expert (a controller: ``reset(seed)``, ``act(obs)``; ``trace()``
-    with ``record=True``)."""
-    return Controller(ScriptedPolicy(), name="scripted expert", record=record)
+def make_expert(record: bool = False, task: str = "pick_place") -> Controller:
+    """A fresh scripted expert of ``task`` (a controller: ``reset(seed)``, ``act(obs)``;
+    ``trace()`` with ``record=True``)."""
+    return Controller(
+        ScriptedPolicy(task), name="scripted expert", record=record, spec=spec_for(task)
+    )

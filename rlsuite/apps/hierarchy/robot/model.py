@@ -58,18 +58,24 @@ from rlsuite.apps.hierarchy.procedures.fit import fit
 from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
 from rlsuite.apps.hierarchy.procedures.segmentation import LeafLevel, refine_segments
 from rlsuite.apps.hierarchy.procedures.traces import Trace
-from rlsuite.apps.hierarchy.robot.env import OBS_DIM, OBS_EE, OBS_EE_YAW
 from rlsuite.apps.hierarchy.robot.program import (
     LEAVES,
     MAX_LEAF_STEPS,
-    OBJECTS,
-    ROOT,
+    MAX_PC,
     SKILLS,
-    SPEC,
     Controller,
+    anchor_position,
     make_model,
 )
 from rlsuite.apps.hierarchy.robot.recording import commands
+from rlsuite.apps.hierarchy.robot.tasks import (
+    N_SLOTS,
+    OBS_DIM,
+    OBS_EE,
+    OBS_EE_YAW,
+    SLOT_KIND,
+    slot_index,
+)
 
 SUPERVISION = ("strong", "weak")
 FORMAT_VERSION = 2
@@ -125,7 +131,7 @@ def fit_hierarchical(
     if not demos:
         raise ValueError("no demonstrations to learn from")
     cfg = (config or TrainConfig()).validate()
-    model = make_model(cfg.hidden, cfg.seed)
+    model = make_model(cfg.hidden, cfg.seed, task_of(demos))
     with _one_thread():
         if supervision == "strong":
             if any(d.events is None for d in demos):
@@ -151,6 +157,14 @@ def fit_hierarchical(
     return model
 
 
+def task_of(demos: Sequence[Trace]) -> str:
+    """The one task all ``demos`` were recorded on (a model learns one task's root)."""
+    found = sorted({str(d.info.get("task")) for d in demos})
+    if len(found) != 1:
+        raise ValueError(f"demonstrations of one task at a time, got tasks {found}")
+    return found[0]
+
+
 def D_weak(demos: Sequence[Trace]) -> list[Trace]:  # noqa: N802 - mirrors recording.weak
     return [d.weak() for d in demos]
 
@@ -168,7 +182,7 @@ def retrain(model: ProcedureModel, demos: Sequence[Trace], config: TrainConfig,
 
 def controller(model: ProcedureModel, name: str = "hierarchical") -> Controller:
     """A deterministic controller (``reset``/``act``) running the model through the Executor."""
-    return Controller(model.eval(), name=name)
+    return Controller(model.eval(), name=name, spec=model.spec)
 
 
 def meta(model: ProcedureModel | FlatBC) -> dict[str, Any]:
@@ -332,7 +346,7 @@ its call ends; OPEN and CLOSE count their steps."""
 def goal_to_arg(obs: np.ndarray, obj: int, goal: Sequence[float]) -> np.ndarray:
     """A MOVE_TO goal as skill ``obj``'s argument output (what :class:`RobotView` encodes)."""
     g = np.asarray(goal, dtype=np.float64)
-    pos = np.asarray(obs[(slice(5, 8), slice(9, 12))[obj]], dtype=np.float64)
+    pos = anchor_position(obs, obj)
     return np.array([*((g[:3] - pos) * 10.0), _wrap(g[3] - obs[OBS_EE_YAW])], dtype=np.float32)
 
 
@@ -349,12 +363,11 @@ def infer_stacks(
     under them (E-step: a Gaussian around each leaf's STEP output with the residual
     spread), where a MOVE_TO call's goal is the hand pose where it ends
     (:func:`~rlsuite.apps.hierarchy.procedures.segmentation.refine_segments`). Level 2
-    (skills): split each demonstration's leaf calls into the root's two skill calls and give
-    each skill an object, by hard EM over (split, objects) with every split point tried as
-    a start; the score is the likelihood of each skill's call sequence and of its MOVE_TO
-    offsets from its object.
+    (skills): cut each demonstration's leaf calls into the root's skill calls, each with a
+    skill type and an object (:func:`group_skills`).
     """
     cfg = (config or TrainConfig()).validate()
+    spec = model.spec
     data = [commands(d) for d in demos]
     segs = [_initial_segments(act) for _, act in data]
     segs = refine_segments(
@@ -369,16 +382,19 @@ def infer_stacks(
         seed=cfg.seed,
         penalty=cfg.segment_penalty,
     )
-    groups = _group_skills(data, segs)
+    groups = group_skills(data, segs, spec.pc_clip(spec.root))
     out = []
-    for d, (obs, _), sg, (split, objs) in zip(demos, data, segs, groups):
-        skills = [Call(SKILLS[0], (objs[0],)), Call(SKILLS[1], (objs[1],))]
-        for i, (p, s, e) in enumerate(sg):
-            args = (LEAF_LEVEL.goal_at(obs, e).astype(np.float32),) if p == "MOVE_TO" else ()
-            skills[0 if i < split else 1].children.append(Call(p, args, list(range(s, e))))
+    for d, (obs, _), sg, calls in zip(demos, data, segs, groups):
+        skills = []
+        for k, o, a, b in calls:
+            c = Call(SKILLS[k], (o,))
+            for p, s, e in sg[a:b]:
+                args = (LEAF_LEVEL.goal_at(obs, e).astype(np.float32),) if p == "MOVE_TO" else ()
+                c.children.append(Call(p, args, list(range(s, e))))
+            skills.append(c)
         info = {**d.info, "inferred": True}
         out.append(
-            trace_from_calls(SPEC, Call(ROOT, (), list(skills)), d.observations, d.actions, info)
+            trace_from_calls(spec, Call(spec.root, (), skills), d.observations, d.actions, info)
         )
     return out
 
@@ -399,73 +415,189 @@ def _initial_segments(a: np.ndarray) -> list[tuple[str, int, int]]:
     return segs
 
 
-OBJ = tuple(range(len(OBJECTS)))
-"""Object argument values."""
+ANCHOR_SD = 0.3
+"""Skill-level start: a skill's MOVE_TO goals lie above its object, within this (x10 m) in xy."""
+ANCHOR_COST = 3.0
+"""Skill-level start: log-likelihood cost of one more skill call."""
+_OPS = (*LEAVES, "END")
+
+SkillCall = tuple[int, int, int, int]
+"""One inferred skill call: ``(skill index, object slot, first leaf call, one past the last)``."""
 
 
-def _group_skills(demos, segs) -> list[tuple[int, tuple[int, int]]]:
-    """Per demo: where the first skill's calls end and each skill's object (hard EM)."""
-    calls = []
-    for d, sg in zip(demos, segs):
-        rows = []
+def _present(obs: np.ndarray) -> list[int]:
+    return [o for o in range(N_SLOTS) if obs[0, slot_index(o, SLOT_KIND)].any()]
+
+
+def _semi_markov(n: int, max_calls: int, objects, seg_score, root_score) -> list[SkillCall]:
+    """Best cut of ``n`` leaf calls into at most ``max_calls`` skill calls (Viterbi)."""
+    V = np.full((n + 1, max_calls + 1), -np.inf)
+    back: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+    V[0, 0] = 0.0
+    for a in range(n):
+        for j in range(max_calls):
+            if V[a, j] == -np.inf:
+                continue
+            for k in range(len(SKILLS)):
+                for o in objects:
+                    base = V[a, j] + root_score(j, (k, o))
+                    for b, sc in seg_score(k, o, a):
+                        if base + sc > V[b, j + 1]:
+                            V[b, j + 1] = base + sc
+                            back[(b, j + 1)] = (a, j, k, o)
+    ends = [V[n, j] + root_score(j, None) for j in range(max_calls + 1)]
+    j = int(np.argmax(ends))
+    if ends[j] == -np.inf:
+        raise ValueError("no cut of the leaf calls into skill calls fits the hierarchy")
+    calls, b = [], n
+    while j > 0:
+        a, j, k, o = back[(b, j)]
+        calls.append((k, o, a, b))
+        b = a
+    return calls[::-1]
+
+
+def group_skills(
+    data: Sequence[tuple[np.ndarray, np.ndarray]],
+    segs: Sequence[Sequence[tuple[str, int, int]]],
+    max_calls: int,
+    rounds: int = 8,
+) -> list[list[SkillCall]]:
+    """Cut each demonstration's leaf calls into skill calls with a skill type and an object.
+
+    Hard EM with a semi-Markov Viterbi pass over the leaf calls. Start: cut where the
+    MOVE_TO goals move to another object (a skill's goals lie above its object, within
+    :data:`ANCHOR_SD`) at :data:`ANCHOR_COST` per call, and type the calls by clustering
+    their leaf sequences into ``len(SKILLS)`` groups (the type of the first call is
+    ``SKILLS[0]``). Then ``rounds`` times: fit a model (the root's choice of (skill,
+    object) or return per pc; per skill and pc the next leaf or return, and a Gaussian of
+    MOVE_TO's goal offset from the object) and re-cut every demonstration under it.
+    """
+    rows = []  # per demo: [(leaf, {object: goal offset} or None)]
+    objects = []
+    for (obs, _), sg in zip(data, segs):
+        present = _present(obs)
+        objects.append(present)
+        r = []
         for p, s, e in sg:
             g = None
-            if p == "MOVE_TO":  # the goal as an argument of a skill on each object
-                g = {o: goal_to_arg(d[0][s], o, LEAF_LEVEL.goal_at(d[0], e)) for o in OBJ}
-            rows.append((p, s, g))
-        calls.append(rows)
-    options = [
-        (k, (o1, o2)) for k in range(1, 1 + max(len(c) for c in calls)) for o1 in OBJ for o2 in OBJ
+            if p == "MOVE_TO":
+                goal = LEAF_LEVEL.goal_at(obs, e)
+                g = {o: goal_to_arg(obs[s], o, goal) for o in present}
+            r.append((p, g))
+        rows.append(r)
+
+    def anchor_scores(r):
+        def seg_score(k, o, a):
+            if k:
+                return []
+            out, tot, moves = [], -ANCHOR_COST, 0
+            for b in range(a, min(len(r), a + MAX_PC)):
+                p, g = r[b]
+                if g is not None:
+                    moves += 1
+                    z = g[o][:2] / ANCHOR_SD
+                    tot += float(-0.5 * (z @ z))
+                if moves:
+                    out.append((b + 1, tot))
+            return out
+
+        return seg_score
+
+    assign = [
+        _semi_markov(len(r), max_calls, objs, anchor_scores(r), lambda j, c: 0.0)
+        for r, objs in zip(rows, objects)
+    ]
+    assign = _type_by_signature(rows, assign)
+    for _ in range(rounds):
+        root_lp, op_lp, goal_lp = _fit_skill_model(rows, objects, assign, max_calls)
+        new = [
+            _semi_markov(len(r), max_calls, objs, _skill_scores(r, op_lp, goal_lp), root_lp)
+            for r, objs in zip(rows, objects)
+        ]
+        if new == assign:
+            break
+        assign = new
+    return assign
+
+
+def _skill_scores(r, op_lp, goal_lp):
+    """``seg_score(k, o, a)``: (end, log-likelihood) of skill ``k`` on object ``o`` making
+    the leaf calls ``r[a:end]`` and returning, for every end it can reach."""
+
+    def seg_score(k, o, a):
+        out, tot = [], 0.0
+        for i, b in enumerate(range(a, min(len(r), a + MAX_PC))):
+            p, g = r[b]
+            tot += op_lp(k, i, p) + (goal_lp(k, i, g[o]) if g is not None else 0.0)
+            out.append((b + 1, tot + op_lp(k, i + 1, "END")))
+        return out
+
+    return seg_score
+
+
+def _type_by_signature(rows, assign) -> list[list[SkillCall]]:
+    """Give each skill call a type: cluster the calls' leaf sequences around the most common
+    one and the one farthest from it; the first call's type becomes type 0."""
+    sig = [
+        [tuple(r[i][0] for i in range(a, b)) for _, _, a, b in calls]
+        for r, calls in zip(rows, assign)
+    ]
+    counts: dict[tuple, int] = {}
+    for ss in sig:
+        for x in ss:
+            counts[x] = counts.get(x, 0) + 1
+
+    def dist(x, y):
+        return sum(1 for i in range(max(len(x), len(y))) if x[i : i + 1] != y[i : i + 1])
+
+    seeds = [max(counts, key=lambda x: counts[x])]
+    while len(seeds) < len(SKILLS) and len(seeds) < len(counts):
+        seeds.append(max(counts, key=lambda x: (min(dist(x, s) for s in seeds), counts[x])))
+    kind = {x: min(range(len(seeds)), key=lambda i: dist(x, seeds[i])) for x in counts}
+    first = kind[sig[0][0]] if sig and sig[0] else 0
+    swap = {first: 0, 0: first}
+    return [
+        [(swap.get(kind[x], kind[x]), o, a, b) for x, (_, o, a, b) in zip(ss, calls)]
+        for ss, calls in zip(sig, assign)
     ]
 
-    def fit(assign):
-        stats: dict[tuple[int, int], dict] = {}
-        for _d, c, (k, objs) in zip(demos, calls, assign):
-            for i, (p, _s, g) in enumerate(c):
-                sk, pc = (0, i) if i < k else (1, i - k)
-                obj = objs[sk]
-                st = stats.setdefault((sk, pc), {"ops": [], "args": []})
-                st["ops"].append(p)
+
+def _fit_skill_model(rows, objects, assign, max_calls, alpha: float = 0.1):
+    """The M-step: smoothed categoricals and Gaussians of the skill level, as scorers."""
+    root: dict[int, dict] = {}
+    ops: dict[tuple[int, int], dict] = {}
+    goals: dict[tuple[int, int], list] = {}
+    for r, calls in zip(rows, assign):
+        for j, (k, o, a, b) in enumerate(calls):
+            root.setdefault(j, {})[(k, o)] = root.get(j, {}).get((k, o), 0) + 1
+            for i, t in enumerate(range(a, b)):
+                p, g = r[t]
+                ops.setdefault((k, i), {})[p] = ops.get((k, i), {}).get(p, 0) + 1
                 if g is not None:
-                    st["args"].append(g[obj])
-        model = {}
-        for key, st in stats.items():
-            ops = {o: st["ops"].count(o) / len(st["ops"]) for o in set(st["ops"])}
-            args = np.asarray(st["args"])
-            mean = args.mean(0) if len(args) else np.zeros(4)
-            sd = np.maximum(args.std(0), 0.1) if len(args) > 1 else np.full(4, 0.1)
-            model[key] = (ops, mean, sd)
-        return model
+                    goals.setdefault((k, i), []).append(g[o])
+            ops.setdefault((k, b - a), {})["END"] = ops.get((k, b - a), {}).get("END", 0) + 1
+        root.setdefault(len(calls), {})[None] = root.get(len(calls), {}).get(None, 0) + 1
+    n_choices = len(SKILLS) * N_SLOTS + 1
+    gauss = {}
+    for key, v in goals.items():
+        x = np.asarray(v)
+        sd = np.maximum(x.std(0), 0.1) if len(x) > 1 else np.full(4, 1.0)
+        gauss[key] = (x.mean(0), sd, float(np.log(sd).sum()))
 
-    def score(model, d, c, k, objs) -> float:
-        if k > len(c) - 1:
-            return -np.inf
-        total = 0.0
-        for i, (p, _s, g) in enumerate(c):
-            sk, pc = (0, i) if i < k else (1, i - k)
-            ops, mean, sd = model.get((sk, pc), ({}, np.zeros(4), np.full(4, 1.0)))
-            total += math.log(ops.get(p, 1e-3))
-            if g is not None:
-                z = (g[objs[sk]] - mean) / sd
-                total += float(-0.5 * (z @ z) - np.log(sd).sum())
-        return total
+    def root_lp(j, choice):
+        c = root.get(j, {})
+        return math.log((c.get(choice, 0) + alpha) / (sum(c.values()) + alpha * n_choices))
 
-    best, best_total = None, -np.inf
-    for k0 in range(1, max(len(c) for c in calls)):
-        for objs0 in [(o1, o2) for o1 in OBJ for o2 in OBJ]:
-            assign = [(min(k0, len(c) - 1), objs0) for c in calls]
-            for _ in range(6):
-                model = fit(assign)
-                new = [
-                    max(options, key=lambda opt, d=d, c=c: score(model, d, c, *opt))
-                    for d, c in zip(demos, calls)
-                ]
-                if new == assign:
-                    break
-                assign = new
-            model = fit(assign)
-            total = sum(score(model, d, c, *a) for d, c, a in zip(demos, calls, assign))
-            if total > best_total:
-                best, best_total = assign, total
-    assert best is not None
-    return best
+    def op_lp(k, i, p):
+        c = ops.get((k, i), {})
+        return math.log((c.get(p, 0) + alpha) / (sum(c.values()) + alpha * len(_OPS)))
+
+    def goal_lp(k, i, g):
+        if (k, i) not in gauss:
+            return -0.5 * float(g @ g) - 4 * math.log(10.0)
+        mean, sd, log_sd = gauss[(k, i)]
+        z = (g - mean) / sd
+        return float(-0.5 * (z @ z)) - log_sd
+
+    return root_lp, op_lp, goal_lp

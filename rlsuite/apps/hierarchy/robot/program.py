@@ -6,12 +6,16 @@ the scripted expert (:mod:`.expert`) and the learned :class:`ProcedureModel` are
 policies run by the same :class:`~rlsuite.apps.hierarchy.procedures.executor.Executor`,
 which records :class:`Trace` s::
 
-    PICK_AND_PLACE()      -> PICK(object), PLACE(object)
+    PICK_AND_PLACE()      -> PICK(object), PLACE(object)              (pick_place, stack)
+    SORT()                -> PICK(object), PLACE(object), ... (6 calls)  (sort)
+    TOWER(), CLEAR_THEN_PLACE() -> PICK(object), PLACE(object), ... (4 calls)
     PICK(object)          -> MOVE_TO(goal), OPEN, MOVE_TO(goal), CLOSE, MOVE_TO(goal)
     PLACE(object)         -> MOVE_TO(goal), MOVE_TO(goal), OPEN, MOVE_TO(goal)
     MOVE_TO(goal), OPEN, CLOSE -> STEP(command), STEP(command), ... (until they terminate)
 
-``object`` is a discrete argument (0: the cube, 1: the target, see :data:`OBJECTS`);
+Each task has its own root (:func:`spec_for`; :mod:`.tasks` lists them) over the same
+skills and leaves, so PICK and PLACE learned on one task run on another.
+``object`` is a discrete argument: an object slot of the observation (:mod:`.tasks`);
 ``goal`` is continuous ``(x, y, z, yaw)``; ``STEP``'s ``command`` is the env's 5-D action.
 A leaf's pc counts the steps it has taken.
 
@@ -25,10 +29,13 @@ Example::
 
     >>> ProcedureModel(SPEC, view=RobotView()).heads[SPEC_INDEX["PICK"]].n_ops
     3
+    >>> spec_for("sort").root, spec_for("sort").pc_clip("SORT")
+    ('SORT', 6)
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -40,131 +47,158 @@ from rlsuite.apps.hierarchy.procedures.executor import Executor, Policy
 from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
 from rlsuite.apps.hierarchy.procedures.spec import ActionSpec, ArgSpec, HierarchySpec, ProcedureSpec
 from rlsuite.apps.hierarchy.procedures.traces import Decision, Trace
+from rlsuite.apps.hierarchy.robot import tasks as T
+from rlsuite.apps.hierarchy.robot.tasks import (
+    N_SLOTS,
+    OBS_DIM,
+    OBS_EE,
+    OBS_EE_YAW,
+    OBS_WIDTH,
+    SLOT_BASE,
+    SLOT_DIM,
+    SLOT_KIND,
+    SLOT_POS,
+    SLOT_REL_YAW,
+    TASKS,
+)
 
-TASKS = ("pick_place", "stack")
-"""``pick_place``: the cube into the tray; ``stack``: the cube on top of a second cube."""
 ROOT = "PICK_AND_PLACE"
+"""The root of ``pick_place`` and ``stack``."""
 SKILLS = ("PICK", "PLACE")
 """Procedures that take an object and call leaves (the reusable skills)."""
 LEAVES = ("MOVE_TO", "OPEN", "CLOSE")
 """Procedures that emit elementary actions (STEP)."""
-OBJECTS = ("cube", "target")
-"""Values of a skill's ``object`` argument (index = argument value)."""
+OBJECTS = tuple(range(N_SLOTS))
+"""Values of a skill's ``object`` argument: an object slot of the observation."""
 MAX_LEAF_STEPS = {"MOVE_TO": 40, "OPEN": 12, "CLOSE": 12}
 """A leaf call returns after this many steps whatever its termination predicate says."""
 MAX_PC = 8
 """A skill returns after this many calls whatever its termination predicate says."""
-ROOT_MAX_PC = 2
 IDLE_ACTION = np.zeros(5, dtype=np.float32)
 
-SPEC = HierarchySpec(
-    obs_dim=20,
-    actions=(ActionSpec("STEP", (ArgSpec("command", "continuous", 5),)),),
-    procedures=(
-        ProcedureSpec(ROOT, SKILLS, max_pc=ROOT_MAX_PC, max_ops=ROOT_MAX_PC),
-        *(
-            ProcedureSpec(s, LEAVES, (ArgSpec("object", "discrete", len(OBJECTS)),), max_ops=MAX_PC)
-            for s in SKILLS
-        ),
-        ProcedureSpec(
-            "MOVE_TO",
-            ("STEP",),
-            (ArgSpec("goal", "continuous", 4),),
-            max_ops=MAX_LEAF_STEPS["MOVE_TO"],
-        ),
-        ProcedureSpec("OPEN", ("STEP",), max_ops=MAX_LEAF_STEPS["OPEN"]),
-        ProcedureSpec("CLOSE", ("STEP",), max_ops=MAX_LEAF_STEPS["CLOSE"]),
-    ),
-    root=ROOT,
-    max_pc=MAX_PC,
-)
-"""The robot's hierarchy (validated at import)."""
-SPEC.validate()
-SPEC_INDEX = {p.name: i for i, p in enumerate(SPEC.procedures)}
 
-# observation layout (kept here, without pybullet, so the spec imports cheaply; env.py
-# asserts they agree)
-_EE = slice(0, 3)
-_EE_YAW = 3
-_WIDTH = 4
-_OBJ_POS = (slice(5, 8), slice(9, 12))
-_OBJ_REL_YAW = (8, 12)
-_TARGET_KIND = 19
+@functools.cache
+def spec_for(task: str) -> HierarchySpec:
+    """The hierarchy of ``task``: its root over the shared skills and leaves (validated)."""
+    t = T.get(task)
+    calls = len(t.plan)
+    spec = HierarchySpec(
+        obs_dim=OBS_DIM,
+        actions=(ActionSpec("STEP", (ArgSpec("command", "continuous", 5),)),),
+        procedures=(
+            ProcedureSpec(t.root, SKILLS, max_pc=calls, max_ops=calls),
+            *(
+                ProcedureSpec(s, LEAVES, (ArgSpec("object", "discrete", N_SLOTS),), max_ops=MAX_PC)
+                for s in SKILLS
+            ),
+            ProcedureSpec(
+                "MOVE_TO",
+                ("STEP",),
+                (ArgSpec("goal", "continuous", 4),),
+                max_ops=MAX_LEAF_STEPS["MOVE_TO"],
+            ),
+            ProcedureSpec("OPEN", ("STEP",), max_ops=MAX_LEAF_STEPS["OPEN"]),
+            ProcedureSpec("CLOSE", ("STEP",), max_ops=MAX_LEAF_STEPS["CLOSE"]),
+        ),
+        root=t.root,
+        max_pc=MAX_PC,
+    )
+    spec.validate()
+    return spec
+
+
+SPEC = spec_for("pick_place")
+"""The hierarchy of ``pick_place`` and ``stack`` (root PICK_AND_PLACE)."""
+SPEC_INDEX = {p.name: i for i, p in enumerate(SPEC.procedures)}
+ROOT_CALLS = {T.get(t).root: len(T.get(t).plan) for t in TASKS}
+"""Every task's root procedure -> its number of calls (its pc clip)."""
+ROOTS = tuple(ROOT_CALLS)
 
 
 def _wrap(a: torch.Tensor) -> torch.Tensor:
     return torch.remainder(a + math.pi, 2 * math.pi) - math.pi
 
 
+def _slot_field(obs: torch.Tensor, obj: torch.Tensor, field: slice) -> torch.Tensor:
+    """Rows of ``obs[:, field of slot obj]`` ([N, width]) for per-row slots ``obj``."""
+    start = SLOT_BASE + obj.long().clamp(0, N_SLOTS - 1) * SLOT_DIM + field.start
+    idx = start[:, None] + torch.arange(field.stop - field.start, device=obs.device)[None]
+    return torch.gather(obs, 1, idx)
+
+
 def _object_pos(obs: torch.Tensor, obj: torch.Tensor) -> torch.Tensor:
-    return torch.where((obj == 0).unsqueeze(-1), obs[:, _OBJ_POS[0]], obs[:, _OBJ_POS[1]])
+    return _slot_field(obs, obj, SLOT_POS)
 
 
 class RobotView:
     """Per-procedure features and argument units of the robot's :class:`ProcedureModel`.
 
-    - root: the target kind and its pc (one-hot, clipped at 2);
+    - a root: its pc (one-hot, clipped at its number of calls) and which slots are used;
     - PICK / PLACE: its object seen from the hand (x5), the object's yaw relative to the
-      hand, finger width (x10), target kind, hand height (x5), pc one-hot; their MOVE_TO goal
-      output is ``(goal - object) x10`` and the yaw change;
+      hand, finger width (x10), the object's kind (one-hot), hand height (x5), pc one-hot;
+      their MOVE_TO goal output is ``(goal - object) x10`` and the yaw change;
     - MOVE_TO: the goal seen from the hand (x10), its distance, yaw error, finger width;
     - OPEN / CLOSE: finger width (x10) and the steps taken / 5.
     Every STEP command is clipped to the action box ``[-1, 1]`` when decoded.
     """
 
-    DIMS = {ROOT: 1 + ROOT_MAX_PC + 1, "PICK": 7 + MAX_PC + 1, "PLACE": 7 + MAX_PC + 1,
-            "MOVE_TO": 6, "OPEN": 2, "CLOSE": 2}  # fmt: skip
+    DIMS = {"PICK": 9 + MAX_PC + 1, "PLACE": 9 + MAX_PC + 1, "MOVE_TO": 6, "OPEN": 2, "CLOSE": 2}
 
     def in_dim(self, spec: HierarchySpec, proc: ProcedureSpec) -> int:
+        if proc.name == spec.root:
+            return spec.pc_clip(proc.name) + 1 + N_SLOTS
         return self.DIMS[proc.name]
 
     def features(
         self, proc: str, obs: torch.Tensor, pc: torch.Tensor, args: list[torch.Tensor]
     ) -> torch.Tensor:
         obs = obs.float()
-        if proc == ROOT:
-            pc1 = F.one_hot(pc.clamp(max=ROOT_MAX_PC), ROOT_MAX_PC + 1).float()
-            return torch.cat([obs[:, _TARGET_KIND : _TARGET_KIND + 1], pc1], dim=1)
+        if proc in ROOTS:
+            clip = ROOT_CALLS[proc]
+            pc1 = F.one_hot(pc.clamp(max=clip), clip + 1).float()
+            kinds = obs[:, SLOT_BASE:].reshape(-1, N_SLOTS, SLOT_DIM)[:, :, SLOT_KIND]
+            return torch.cat([pc1, kinds.sum(-1)], dim=1)
         if proc in SKILLS:
             obj = args[0]
-            rel = (_object_pos(obs, obj) - obs[:, _EE]) * 5.0
-            yaw = torch.where(obj == 0, obs[:, _OBJ_REL_YAW[0]], obs[:, _OBJ_REL_YAW[1]])
+            rel = (_object_pos(obs, obj) - obs[:, OBS_EE]) * 5.0
+            yaw = _slot_field(obs, obj, slice(SLOT_REL_YAW, SLOT_REL_YAW + 1))
+            kind = _slot_field(obs, obj, SLOT_KIND)
             pc1 = F.one_hot(pc.clamp(max=MAX_PC), MAX_PC + 1).float()
             return torch.cat(
-                [
-                    rel,
-                    yaw[:, None],
-                    obs[:, _WIDTH : _WIDTH + 1] * 10,
-                    obs[:, _TARGET_KIND : _TARGET_KIND + 1],
-                    obs[:, 2:3] * 5,
-                    pc1,
-                ],
+                [rel, yaw, obs[:, OBS_WIDTH : OBS_WIDTH + 1] * 10, kind, obs[:, 2:3] * 5, pc1],
                 dim=1,
             )
         if proc == "MOVE_TO":
             goal = args[0]
-            d = (goal[:, :3] - obs[:, _EE]) * 10.0
-            yaw = _wrap(goal[:, 3] - obs[:, _EE_YAW])
+            d = (goal[:, :3] - obs[:, OBS_EE]) * 10.0
+            yaw = _wrap(goal[:, 3] - obs[:, OBS_EE_YAW])
             return torch.cat(
-                [d, d.norm(dim=1, keepdim=True), yaw[:, None], obs[:, _WIDTH : _WIDTH + 1] * 10],
+                [
+                    d,
+                    d.norm(dim=1, keepdim=True),
+                    yaw[:, None],
+                    obs[:, OBS_WIDTH : OBS_WIDTH + 1] * 10,
+                ],
                 dim=1,
             )
         if proc in ("OPEN", "CLOSE"):
-            return torch.stack([obs[:, _WIDTH] * 10, pc.float() / 5.0], dim=1)
+            return torch.stack([obs[:, OBS_WIDTH] * 10, pc.float() / 5.0], dim=1)
         raise KeyError(f"unknown robot procedure {proc!r}")
 
     def encode_arg(self, proc, op, index, obs, args, value):
         if proc in SKILLS and op == "MOVE_TO":
             obs = obs.float()
             off = (value[:, :3] - _object_pos(obs, args[0])) * 10.0
-            return torch.cat([off, _wrap(value[:, 3:4] - obs[:, _EE_YAW : _EE_YAW + 1])], dim=1)
+            return torch.cat(
+                [off, _wrap(value[:, 3:4] - obs[:, OBS_EE_YAW : OBS_EE_YAW + 1])], dim=1
+            )
         return value
 
     def decode_arg(self, proc, op, index, obs, args, raw):
         if proc in SKILLS and op == "MOVE_TO":
             obs = obs.float()
             pos = _object_pos(obs, args[0]) + raw[:, :3] / 10.0
-            return torch.cat([pos, obs[:, _EE_YAW : _EE_YAW + 1] + raw[:, 3:4]], dim=1)
+            return torch.cat([pos, obs[:, OBS_EE_YAW : OBS_EE_YAW + 1] + raw[:, 3:4]], dim=1)
         if op == "STEP":
             return raw.clamp(-1.0, 1.0)
         return raw
@@ -180,10 +214,17 @@ class Controller:
     After the root returns it holds still (zero action). ``trace(info)`` is the recorded
     :class:`Trace` (``record=True``)."""
 
-    def __init__(self, policy: Policy, name: str = "procedures", record: bool = False):
+    def __init__(
+        self,
+        policy: Policy,
+        name: str = "procedures",
+        record: bool = False,
+        spec: HierarchySpec = SPEC,
+    ):
         self.policy = policy
         self.name = name
-        self.executor = Executor(SPEC, policy, record=record)
+        self.spec = spec
+        self.executor = Executor(spec, policy, record=record)
 
     def reset(self, seed: int | None = None) -> None:
         self.executor.reset(seed)
@@ -207,14 +248,15 @@ class Controller:
 
 
 def anchor_position(obs: np.ndarray, obj: int) -> np.ndarray:
-    """Position of object ``obj`` (0: cube, 1: target) in ``obs``."""
-    return np.asarray(obs[_OBJ_POS[obj]], dtype=np.float64)
+    """Position of the object in slot ``obj`` in ``obs``."""
+    b = SLOT_BASE + int(obj) * SLOT_DIM
+    return np.asarray(obs[b : b + 3], dtype=np.float64)
 
 
-def make_model(hidden: int = 64, seed: int = 0) -> ProcedureModel:
-    """A fresh learned controller of the robot's hierarchy (untrained)."""
+def make_model(hidden: int = 64, seed: int = 0, task: str = "pick_place") -> ProcedureModel:
+    """A fresh learned controller of ``task``'s hierarchy (untrained)."""
     return ProcedureModel(
-        SPEC,
+        spec_for(task),
         hidden=(hidden, hidden),
         cache=False,  # observations never repeat: memoising would only grow
         seed=seed,

@@ -2,13 +2,13 @@
 
 A demonstration is a :class:`~rlsuite.apps.hierarchy.procedures.traces.Trace` recorded by
 the shared :class:`~rlsuite.apps.hierarchy.procedures.executor.Executor`: ``observations``
-``[T, 20]`` (row ``t`` is what action ``t`` was chosen on), ``actions`` (``STEP(command)``
+``[T, 65]`` (row ``t`` is what action ``t`` was chosen on), ``actions`` (``STEP(command)``
 decisions; a final ``STOP`` if the root returned before the episode ended), ``events``
 (strong: every decision with the call stack and arguments; ``None`` for weak ones) and
 ``info``::
 
     {"seed": int, "task": str, "success": bool,
-     "final_obs": float32 (20,)}   # the observation after the last STEP
+     "final_obs": float32 (65,)}   # the observation after the last STEP
 
 Demonstration seeds start at :data:`DEMO_SEED_BASE`, far from the evaluation seeds (0, 1, ...).
 
@@ -27,16 +27,17 @@ from collections.abc import Sequence
 import numpy as np
 
 from rlsuite.apps.hierarchy.procedures.traces import Trace, load_traces, save_traces
-from rlsuite.apps.hierarchy.robot.env import TASKS, PickPlaceEnv
+from rlsuite.apps.hierarchy.robot import tasks as T
+from rlsuite.apps.hierarchy.robot.env import OBS_DIM, PickPlaceEnv
 from rlsuite.apps.hierarchy.robot.expert import make_expert
 
 DEMO_SEED_BASE = 100_000
 
 
-def record(seed: int, task: str = "pick_place", max_steps: int = 150) -> Trace:
+def record(seed: int, task: str = "pick_place", max_steps: int | None = None) -> Trace:
     """One expert episode on ``seed``: its strong trace (observations, actions, call stack)."""
     env = PickPlaceEnv(task=task, max_steps=max_steps)
-    expert = make_expert(record=True)
+    expert = make_expert(record=True, task=task)
     try:
         obs, _ = env.reset(seed=int(seed))
         expert.reset(seed)
@@ -75,15 +76,14 @@ def collect(
 ) -> list[Trace]:
     """``n`` successful expert demonstrations of ``task``, from seeds ``seed, seed+1, ...``.
 
-    Failed expert episodes (about 1 in 30 on ``stack``) are skipped and replaced by the
+    Failed expert episodes (a few in 100, see ``benchmarks/RESULTS.md``) are skipped and replaced by the
     next seeds, so the result is always ``n`` successes. ``num_workers=0`` records in
     this process; otherwise the seeds are spread over Ray tasks (an embedded Ray is
     started if none is running). ``strong=False`` drops the call stacks.
     """
     if not isinstance(n, int | np.integer) or n < 1:
         raise ValueError(f"number of demonstrations must be a positive int, got {n!r}")
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}: choose one of {', '.join(TASKS)}")
+    T.get(task)
     out: list[Trace] = []
     next_seed = int(seed)
     t0 = time.perf_counter()
@@ -160,7 +160,7 @@ def save(path: str, demos: Sequence[Trace]) -> None:
 def load(path: str) -> list[Trace]:
     """Read demonstrations written by :func:`save`."""
     try:
-        return load_traces(path)
+        demos = load_traces(path)
     except FileNotFoundError:
         raise FileNotFoundError(
             f"no demonstrations at {path!r}: record some with `hier-train robot-demos`"
@@ -170,6 +170,24 @@ def load(path: str) -> list[Trace]:
             f"{path!r} is not a demonstration file of this version ({e}): record it again "
             "with `hier-train robot-demos`"
         ) from None
+    width = demos[0].observations.shape[-1] if demos else OBS_DIM
+    if width != OBS_DIM:
+        raise ValueError(
+            f"{path!r} holds {width}-float observations, not the {OBS_DIM} of this version's "
+            "robot env: record it again with `hier-train robot-demos`"
+        )
+    return demos
+
+
+def of_task(demos: Sequence[Trace], task: str, source: str = "the demonstrations") -> list[Trace]:
+    """``demos`` if every one was recorded on ``task``; otherwise an error naming both tasks."""
+    other = sorted({d.info.get("task") for d in demos} - {task}, key=str)
+    if other:
+        raise ValueError(
+            f"{source} were recorded for task {', '.join(map(repr, other))}, not {task!r}: "
+            f"record {task} demonstrations with `hier-train robot-demos --task {task}`"
+        )
+    return list(demos)
 
 
 def weak(demos: Sequence[Trace]) -> list[Trace]:

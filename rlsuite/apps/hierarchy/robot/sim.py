@@ -87,7 +87,9 @@ class PandaScene:
             p.resetBasePositionAndOrientation(self.bodies[name], pos, orn, physicsClientId=c)
             p.resetBaseVelocity(self.bodies[name], (0, 0, 0), (0, 0, 0), physicsClientId=c)
 
-    def place_tray(self, name: str, xy: Sequence[float], yaw: float) -> None:
+    def place_tray(
+        self, name: str, xy: Sequence[float], yaw: float, color: Sequence[float] | None = None
+    ) -> None:
         """Put the scaled tray ``name`` (created on first use) on the floor at ``xy``."""
         c = self.client
         pos = (float(xy[0]), float(xy[1]), 0.0)
@@ -101,6 +103,27 @@ class PandaScene:
                 globalScaling=TRAY_SCALE,
                 physicsClientId=c,
             )
+            if color is not None:
+                p.changeVisualShape(self.bodies[name], -1, rgbaColor=color, physicsClientId=c)
+        else:
+            p.resetBasePositionAndOrientation(self.bodies[name], pos, orn, physicsClientId=c)
+
+    def place_pad(
+        self, name: str, xy: Sequence[float], yaw: float, half: float, color: Sequence[float]
+    ) -> None:
+        """Put the flat square marker ``name`` (half-side ``half``; seen, never touched: it
+        has no collision shape) on the floor at ``xy``."""
+        c = self.client
+        pos = (float(xy[0]), float(xy[1]), 0.001)
+        orn = p.getQuaternionFromEuler((0, 0, float(yaw)))
+        if name not in self.bodies:
+            vis = p.createVisualShape(
+                p.GEOM_BOX, halfExtents=(half, half, 0.001), rgbaColor=color, physicsClientId=c
+            )
+            self.bodies[name] = p.createMultiBody(
+                baseMass=0, baseCollisionShapeIndex=-1, baseVisualShapeIndex=vis,
+                basePosition=pos, baseOrientation=orn, physicsClientId=c,
+            )  # fmt: skip
         else:
             p.resetBasePositionAndOrientation(self.bodies[name], pos, orn, physicsClientId=c)
 

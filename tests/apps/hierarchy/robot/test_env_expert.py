@@ -7,7 +7,10 @@ import pytest
 
 from rlsuite.apps.hierarchy.procedures.calls import call_tree
 from rlsuite.apps.hierarchy.robot import recording as D
-from rlsuite.apps.hierarchy.robot.env import OBS_CUBE, OBS_DIM, PickPlaceEnv
+from rlsuite.apps.hierarchy.robot.env import OBS_DIM, PickPlaceEnv
+from rlsuite.apps.hierarchy.robot.tasks import SLOT_POS, slot_index
+
+OBS_CUBE = slot_index(0, SLOT_POS)
 from rlsuite.apps.hierarchy.robot.expert import REACHED, make_expert
 from rlsuite.apps.hierarchy.robot.program import ROOT
 from rlsuite.platform import envs
@@ -137,15 +140,23 @@ def test_old_or_foreign_demo_files_are_a_clear_error(tmp_path):
 def test_the_robot_spec_reads_the_env_observation_layout():
     from rlsuite.apps.hierarchy.robot import env as E
     from rlsuite.apps.hierarchy.robot import program
+    from rlsuite.apps.hierarchy.robot.tasks import SLOT_KIND, SLOT_REL, SLOT_REL_YAW
 
-    assert program.SPEC.obs_dim == E.OBS_DIM and program.OBJECTS == E.OBJECTS
-    assert program._OBJ_POS == (E.OBS_CUBE, E.OBS_TARGET) and program._EE == E.OBS_EE
-    assert program._OBJ_REL_YAW == (E.OBS_CUBE_REL_YAW, E.OBS_TARGET_REL_YAW)
-    assert (program._EE_YAW, program._WIDTH, program._TARGET_KIND) == (
-        E.OBS_EE_YAW,
-        E.OBS_WIDTH,
-        E.OBS_TARGET_KIND,
-    )
+    assert program.SPEC.obs_dim == E.OBS_DIM == 65
+    env = PickPlaceEnv(task="stack")
+    try:
+        obs, _ = env.reset(seed=0)
+        ee = obs[E.OBS_EE]
+        for slot, name in enumerate(("cube", "base")):
+            pos, yaw = env._scene.pose(name)
+            np.testing.assert_allclose(program.anchor_position(obs, slot), pos, atol=1e-5)
+            np.testing.assert_allclose(obs[slot_index(slot, SLOT_REL)], pos - ee, atol=1e-5)
+            rel = obs[slot_index(slot, SLOT_REL_YAW)]
+            assert -np.pi / 4 <= rel < np.pi / 4
+            assert obs[slot_index(slot, SLOT_KIND)].tolist() == [1.0, 0.0, 0.0]  # cubes
+        assert not obs[slot_index(2, SLOT_POS).start :].any()  # unused slots are zero
+    finally:
+        env.close()
     assert [p.name for p in program.SPEC.procedures] == [
         "PICK_AND_PLACE", "PICK", "PLACE", "MOVE_TO", "OPEN", "CLOSE"
     ]  # fmt: skip
