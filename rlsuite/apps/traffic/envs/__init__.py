@@ -54,6 +54,8 @@ _envs.register(
     "rlsuite.apps.traffic.envs.ring_2lane:Ring2LaneEnv",
     default_config={},
     max_envs_per_process=1,  # libsumo: one simulation per process
+    # ...so RLlib's runners step N two-lane rings in ONE simulation instead.
+    vector_entry_point="rlsuite.apps.traffic.envs.ring_2lane_vector:Ring2LaneVectorEnv",
     description="two-lane ring (230 m, 41 humans + 1 AV that accelerates and changes lanes)",
 )
 

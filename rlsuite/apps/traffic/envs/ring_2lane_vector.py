@@ -1,0 +1,521 @@
+"""N two-lane rings in ONE SUMO simulation, as a gymnasium ``VectorEnv``.
+
+The two-lane ring's SUMO step is cheap (~0.13 ms for 42 vehicles) and RLlib's env runner
+costs ~1 ms per env step (a batch-1 forward pass, the connector pipeline, episode
+bookkeeping), so one ring per runner samples at a tenth of what SUMO could give. As
+:mod:`~rlsuite.apps.traffic.envs.ring_vector` does for the single-lane ring, one network
+here holds N disjoint two-lane rings, each with its 41 humans and its AV, one
+``simulationStep`` advances all of them, one subscription read gets every vehicle, and the
+observations, lane logic and rewards are numpy over the rings. The platform builds it
+through ``rlsuite/Ring2Lane-v0``'s ``vector_entry_point``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from rlsuite.apps.traffic import kernel, networks
+from rlsuite.apps.traffic.envs import ring as ring_mod
+from rlsuite.apps.traffic.envs.ring import AV_SPEED_MODE, GAP_SCALE, SLOW_SPEED, SPEED_SCALE
+from rlsuite.apps.traffic.envs.ring_2lane import (
+    AV_LANE_CHANGE_MODE,
+    LANE_GAP_SCALE,
+    Ring2LaneConfig,
+    lane_direction,
+    observation_space,
+)
+
+MAX_RINGS = 128
+"""Most rings in one simulation (a sanity bound: 128 rings are 5,376 vehicles)."""
+
+
+def lane_rings_network(length: float, lanes: int, rings: int) -> str:
+    """``rings`` disjoint rings of ``length`` m and ``lanes`` lanes in ONE network, each
+    as :func:`~rlsuite.apps.traffic.networks.ring_network` builds one (four quarter edges
+    of exactly ``length / 4`` m, ``r{i}_bottom``..., no internal junction lanes); cached."""
+    if not 20 <= length <= 10_000:
+        raise ValueError(f"ring length must be within [20, 10000] m, got {length}")
+    nodes, edges = ["<nodes>"], ["<edges>"]
+    r = length / (2 * math.pi)
+    for i in range(rings):  # side by side, 20 m apart
+        ring_nodes, ring_edges = networks._ring_xml(
+            length, lanes, i * (2 * r + 20.0) + r,
+            lambda n, i=i: f"r{i}_n_{n}", lambda n, i=i: networks.ring_edge(i, n),
+        )  # fmt: skip
+        nodes += ring_nodes
+        edges += ring_edges
+    nodes.append("</nodes>")
+    edges.append("</edges>")
+    key = f"rings_{rings}x_{length:.2f}m_{lanes}l"
+    return networks._compile(
+        key, "\n".join(nodes), "\n".join(edges), ["--no-internal-links", "true"]
+    )
+
+
+def lane_rings_routes(
+    path: str, cfg: Ring2LaneConfig, rings: int, vehicles: list[tuple[str, str]], laps: int
+) -> None:
+    """The demand of :func:`lane_rings_network`: on every ring ``i`` the same ``vehicles``
+    placed as :func:`~rlsuite.apps.traffic.networks.ring_routes` places them on one ring
+    (vehicle ``j`` on lane ``j % lanes``), with ids ``r{i}.{id}``."""
+    length, quarter = float(cfg.ring_length), float(cfg.ring_length) / 4
+    types = [cfg.human_type, ring_mod.av_type(cfg.human_type)]
+    lines = ["<routes>", *[t.xml() for t in types]]
+    spacing = (length - cfg.bunching) / len(vehicles)
+    for i in range(rings):
+        for k, name in enumerate(networks.RING_EDGES):
+            loop = [
+                networks.ring_edge(i, networks.RING_EDGES[(k + j) % 4]) for j in range(4 * laps)
+            ]
+            lines.append(f'  <route id="r{i}_r_{name}" edges="{" ".join(loop)}"/>')
+        for j, (vid, vtype) in enumerate(vehicles):
+            x = j * spacing
+            edge = min(int(x // quarter), 3)
+            lines.append(
+                f'  <vehicle id="r{i}.{vid}" type="{vtype}" route="r{i}_r_{networks.RING_EDGES[edge]}" '
+                f'depart="0" departPos="{x - edge * quarter:.4f}" departSpeed="0" '
+                f'departLane="{j % cfg.lanes}"/>'
+            )
+    lines.append("</routes>")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+class Ring2LaneVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` two-lane rings with one AV each, stepped by one SUMO simulation.
+
+    Ring ``i`` behaves as a :class:`~rlsuite.apps.traffic.envs.ring_2lane.Ring2LaneEnv`
+    with the same keyword arguments reset with seed ``seed + i``: the same humans, noise
+    (each ring draws from its own generator, in the scalar env's order), warm-up, lane
+    changes, observation, action and reward, so its trajectory is the scalar env's.
+
+    States:
+        ``Box(num_envs, 5 + 4 * lanes)``: per ring, Ring2LaneEnv's observation.
+    Actions:
+        ``Box(num_envs, 2)``: per ring, the AV's acceleration and lane action, as in
+        Ring2LaneEnv (a lane change is a request SUMO carries out or refuses).
+    Rewards:
+        per ring, Flow's lane-change reward: the desired-velocity reward over the ring's
+        vehicles minus ``lane_change_penalty`` per lane change of its AV.
+    Termination:
+        All rings share one clock, so their episodes end together: truncated after
+        ``horizon`` controlled steps. A collision or a teleport storm terminates its
+        ring's episode and truncates the others' at the same step; a SUMO failure
+        terminates every ring (``info["termination_reason"]``). Autoreset is gymnasium's
+        next-step mode (what RLlib's runners expect): the step after the episodes end
+        restarts the simulation (a fresh warm-up) and returns the first observations
+        with zero reward.
+
+    ``av_driver="sumo"`` (the all-human baseline), ``record`` and ``gui`` are kept by the
+    scalar env only.
+
+    Example::
+
+        >>> env = Ring2LaneVectorEnv(num_envs=4, warmup_steps=10, horizon=5)  # doctest: +SKIP
+        >>> obs, _ = env.reset(seed=0)  # doctest: +SKIP
+        >>> obs.shape  # doctest: +SKIP
+        (4, 13)
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int = 8, **kwargs: Any):
+        if not 1 <= int(num_envs) <= MAX_RINGS:
+            raise ValueError(f"num_envs (rings in one simulation) must be in [1, {MAX_RINGS}]")
+        self.cfg = cfg = Ring2LaneConfig.from_kwargs(**kwargs)
+        for name, bad, why in (
+            ("av_driver", cfg.av_driver != "policy", "av_driver='sumo' (the all-human baseline)"),
+            ("record", cfg.record, "record=True (space-time diagrams)"),
+            ("gui", cfg.gui, "gui=True"),
+        ):
+            if bad:
+                raise ValueError(
+                    f"{why} is kept by Ring2LaneEnv only; use rlsuite/Ring2Lane-v0 ({name})"
+                )
+        self.num_envs = int(num_envs)
+        self.single_observation_space = observation_space(cfg)
+        self.single_action_space = gym.spaces.Box(
+            np.array([-cfg.max_decel, -1.0], np.float32),
+            np.array([cfg.max_accel, 1.0], np.float32),
+            dtype=np.float32,
+        )
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+        n, N = cfg.num_vehicles, self.num_envs
+        self._names = ring_mod.vehicle_ids(n, 1)
+        self.av_slot = self._names.index("av_0")
+        self.ids = [f"r{i}.{v}" for i in range(N) for v in self._names]
+        self.av_ids = [f"r{i}.av_0" for i in range(N)]
+        self._human = np.array([v.startswith("human_") for v in self._names])
+        self._humans_flat = [vid for vid in self.ids if ".human_" in vid]  # ring-major
+        self._others = np.arange(n) != self.av_slot
+        self.length = float(cfg.ring_length)
+        self._edge_start = {  # metres from the ring's start to each edge, as the scalar ring
+            networks.ring_edge(i, e): k * self.length / 4
+            for i in range(N) for k, e in enumerate(networks.RING_EDGES)
+        }  # fmt: skip
+        self.sim = kernel.Simulation(cfg.backend, name="rlsuite/Ring2LaneVec-v0")
+        self.rngs = [np.random.default_rng() for _ in range(N)]
+        self._seeded = False
+        self.x = np.zeros((N, n))
+        self.v = np.zeros((N, n))
+        self.lane = np.zeros((N, n), dtype=int)
+        self.teleporting = np.zeros((N, n), dtype=bool)
+        self._dir: str | None = None
+        self._subscribed = False
+        self._needs_reset = True
+        self.closed = False
+        self.t = 0  # controlled steps this episode
+        self.controlled = False  # AVs are human-driven during the warm-up
+        self.step_count = 0  # simulation steps this episode (warm-up included)
+        self._obs_last = np.zeros(self.observation_space.shape, np.float32)
+        self._reset_measurements()
+
+    # --- episode ------------------------------------------------------------------
+
+    def _reset_measurements(self) -> None:
+        N, lanes = self.num_envs, self.cfg.lanes
+        self.samples = np.zeros(N)
+        self.speed_sum = np.zeros(N)
+        self.slow = np.zeros(N)
+        self.std_sum = np.zeros(N)
+        self.crossings = np.zeros(N)
+        self.av_speed_sum = np.zeros(N)
+        self.collisions = np.zeros(N)
+        self.teleports = np.zeros(N)
+        self.measured_steps = 0
+        self.lane_changes = np.zeros(N)
+        self.lane_changes_refused = np.zeros(N)
+        self.lane_change_requests = np.zeros(N)
+        self.human_lane_changes = np.zeros(N)
+        self.lane_speed_sum = np.zeros((N, lanes))
+        self.lane_samples = np.zeros((N, lanes))
+        self.av_lane_steps = np.zeros((N, lanes))
+        self.last_change = np.full(N, -(10**9))  # controlled step of each AV's last change
+
+    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
+        """Restart the simulation with every ring. ``seed``: an int (ring ``i`` gets
+        ``seed + i``, as gymnasium's SyncVectorEnv seeds its copies) or one per ring."""
+        if seed is not None:
+            seeds = (
+                [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
+            )
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"reset needs {self.num_envs} seeds, got {len(seeds)}")
+            self.rngs = [seeding.np_random(int(s))[0] for s in seeds]
+            self._seeded = True
+        elif not self._seeded:
+            self.rngs = [seeding.np_random(None)[0] for _ in range(self.num_envs)]
+            self._seeded = True
+        self._start()
+        return self._obs_last, {"ring_length": np.full(self.num_envs, self.length)}
+
+    def _workdir(self) -> str:
+        if self._dir is None:
+            self._dir = tempfile.mkdtemp(prefix="rlsuite-traffic-vec2-")
+        return self._dir
+
+    def _start(self) -> None:
+        cfg = self.cfg
+        self.closed = False
+        seeds = [int(rng.integers(0, 2**31 - 1)) for rng in self.rngs]  # the scalar env's draw
+        net = lane_rings_network(self.length, cfg.lanes, self.num_envs)
+        routes = os.path.join(self._workdir(), "rings_2lane.rou.xml")
+        t_total = (cfg.warmup_steps + cfg.horizon + 1) * cfg.sim_step
+        laps = int(math.ceil(t_total * cfg.human_type.max_speed / self.length)) + 2
+        vehicles = [(v, "av" if v.startswith("av_") else "human") for v in self._names]
+        lane_rings_routes(routes, cfg, self.num_envs, vehicles, laps)
+        args = ring_mod.sumo_args(net, routes, cfg, seeds[0])  # type: ignore[arg-type]
+        args[args.index("--time-to-teleport") + 1] = f"{cfg.time_to_teleport:g}"
+        self.sim.start(args)
+        self._subscribed = False
+        self.step_count = 0
+        self.t = 0
+        self.controlled = False
+        self._reset_measurements()
+        self.lane[:] = 0
+        self._advance(measure=False)  # vehicles are inserted in the first step
+        for _ in range(cfg.warmup_steps):
+            self._advance(measure=False)
+        for vid in self.av_ids:
+            self.sim.set_speed_mode(vid, AV_SPEED_MODE)
+            self.sim.set_lane_change_mode(vid, AV_LANE_CHANGE_MODE)
+        self._needs_reset = False
+        self._obs_last = self._obs()
+
+    # --- simulation ---------------------------------------------------------------
+
+    def _read(self) -> None:
+        """Every vehicle's speed, lane and position along its ring, in one subscription
+        read (a vehicle in a teleport is kept where it was last seen, stopped)."""
+        conn = self.sim._need()
+        sp, rd = kernel.VAR_SPEED, kernel.VAR_ROAD_ID
+        lp, li = kernel.VAR_LANEPOSITION, kernel.VAR_LANE_INDEX
+        try:
+            if not self._subscribed:
+                ids = conn.vehicle.getIDList()
+                if len(ids) != len(self.ids):
+                    raise kernel.SimulationError(
+                        f"{len(ids)} of {len(self.ids)} vehicles are in the ring simulation"
+                    )
+                for vid in self.ids:
+                    conn.vehicle.subscribe(vid, (sp, rd, lp, li))
+                self._subscribed = True
+                # New subscriptions answer from the next step: read this one directly.
+                v = conn.vehicle
+                rows = [
+                    {sp: v.getSpeed(i), rd: v.getRoadID(i), lp: v.getLanePosition(i),
+                     li: v.getLaneIndex(i)}
+                    for i in self.ids
+                ]  # fmt: skip
+            else:
+                res = conn.vehicle.getAllSubscriptionResults()
+                rows = [res.get(vid) for vid in self.ids]
+                if any(r is None for r in rows):
+                    raise kernel.SimulationError("vehicles are missing from the ring simulation")
+        except kernel.sumo_errors() as e:
+            raise self.sim._fail("reading vehicle states", e) from e
+        start = self._edge_start
+        edge0 = np.array([start.get(r[rd], -1.0) for r in rows]).reshape(self.x.shape)
+        on = edge0 >= 0
+        pos = np.array([r[lp] for r in rows]).reshape(self.x.shape)
+        speed = np.array([r[sp] for r in rows]).reshape(self.x.shape)
+        lane = np.array([r[li] for r in rows]).reshape(self.x.shape)
+        self.x[on] = edge0[on] + pos[on]
+        self.v[:] = np.where(on, speed, 0.0)
+        self.lane[on] = lane[on]
+        self.teleporting[:] = ~on
+
+    def _advance(self, measure: bool) -> None:
+        """One simulation step of every ring: step, read, the humans' noise, measurements
+        (the scalar ring's ``_advance`` over the rings)."""
+        cfg = self.cfg
+        x_before, lane_before = self.x.copy(), self.lane.copy()
+        self.sim.step()
+        self._read()
+        if self.step_count == 0:
+            x_before = self.x.copy()
+        if cfg.accel_noise > 0:
+            dt, n = cfg.sim_step, cfg.num_vehicles
+            sd = math.sqrt(dt)
+            noise = np.stack([sd * rng.normal(0.0, cfg.accel_noise, n) for rng in self.rngs])
+            mask = self._human if self.controlled else np.ones(n, bool)
+            self.v[:, mask] = np.maximum(0.0, self.v[:, mask] + noise[:, mask] * dt)
+            ids = self._humans_flat if self.controlled else self.ids
+            self.sim.set_previous_speeds(ids, self.v[:, mask].ravel().tolist())
+        self.step_count += 1
+        if self.sim.teleports_started():
+            for vid in self.sim.call("simulation", "getStartingTeleportIDList"):
+                self.teleports[self._ring_of(vid)] += 1
+        if measure:
+            self._measure(x_before, lane_before)
+
+    def _ring_of(self, vid: str) -> int:
+        return int(str(vid).split(".", 1)[0][1:])
+
+    def _measure(self, x_before: np.ndarray, lane_before: np.ndarray) -> None:
+        if self.sim.collisions():
+            for vid in self.sim.call("simulation", "getCollidingVehiclesIDList"):
+                self.collisions[self._ring_of(vid)] += 1
+        v, n = self.v, self.cfg.num_vehicles
+        self.samples += n
+        self.speed_sum += v.sum(axis=1)
+        self.slow += (v < SLOW_SPEED).sum(axis=1)
+        self.std_sum += v.std(axis=1)
+        self.crossings += (self.x < x_before - self.length / 2).sum(axis=1)
+        self.measured_steps += 1
+        self.av_speed_sum += v[:, self.av_slot]
+        self.human_lane_changes += ((self.lane != lane_before) & self._human).sum(axis=1)
+        rows = np.repeat(np.arange(self.num_envs), n)
+        np.add.at(self.lane_speed_sum, (rows, self.lane.ravel()), v.ravel())
+        np.add.at(self.lane_samples, (rows, self.lane.ravel()), 1)
+        self.av_lane_steps[np.arange(self.num_envs), self.lane[:, self.av_slot]] += 1
+
+    def cooldown_left(self) -> np.ndarray:
+        """Per ring, the fraction of the AV's lane-change cooldown still to run."""
+        cd = self.cfg.lane_change_cooldown_s
+        if cd <= 0:
+            return np.zeros(self.num_envs)
+        since = (self.t - self.last_change) * self.cfg.sim_step
+        return np.minimum(np.maximum(1.0 - since / cd, 0.0), 1.0)
+
+    def _neighbours(self) -> np.ndarray:
+        """``(rings, lanes, 4)``: per lane the gap to each AV's nearest vehicle ahead, its
+        speed, the gap to the nearest behind and its speed (bumper to bumper, m and m/s);
+        an empty lane reads the ring's length and the AV's own speed (Ring2LaneSimulation's
+        ``neighbours``, batched)."""
+        a, L = self.av_slot, self.length
+        car = self.cfg.human_type.length
+        xa = self.x[:, a : a + 1]
+        va = self.v[:, a]
+        ahead = (self.x - xa) % L
+        behind = (xa - self.x) % L
+        rows = np.arange(self.num_envs)
+        out = np.empty((self.num_envs, self.cfg.lanes, 4))
+        for lane in range(self.cfg.lanes):
+            m = self._others & (self.lane == lane)
+            lead = np.argmin(np.where(m, ahead, np.inf), axis=1)
+            foll = np.argmin(np.where(m, behind, np.inf), axis=1)
+            out[:, lane, 0] = np.maximum(ahead[rows, lead] - car, 0.0)
+            out[:, lane, 1] = self.v[rows, lead]
+            out[:, lane, 2] = np.maximum(behind[rows, foll] - car, 0.0)
+            out[:, lane, 3] = self.v[rows, foll]
+            empty = ~m.any(axis=1)
+            out[empty, lane] = np.stack([np.full(empty.sum(), L), va[empty],
+                                         np.full(empty.sum(), L), va[empty]], axis=1)  # fmt: skip
+        return out
+
+    def _obs(self) -> np.ndarray:
+        a, rows = self.av_slot, np.arange(self.num_envs)
+        v = self.v[:, a]
+        own_lane = self.lane[:, a]
+        nb = self._neighbours()
+        own = nb[rows, own_lane]
+        head = np.stack(
+            [
+                v / SPEED_SCALE,
+                (own[:, 1] - v) / SPEED_SCALE,
+                own[:, 0] / GAP_SCALE,
+                own_lane / (self.cfg.lanes - 1),
+                self.cooldown_left(),
+            ],
+            axis=1,
+        )
+        per_lane = np.stack(
+            [
+                nb[:, :, 0] / LANE_GAP_SCALE,
+                (nb[:, :, 1] - v[:, None]) / SPEED_SCALE,
+                nb[:, :, 2] / LANE_GAP_SCALE,
+                (nb[:, :, 3] - v[:, None]) / SPEED_SCALE,
+            ],
+            axis=2,
+        ).reshape(self.num_envs, -1)
+        obs = np.concatenate([head, per_lane], axis=1).astype(np.float32)
+        sp = self.single_observation_space
+        return np.clip(obs, sp.low, sp.high)
+
+    # --- gymnasium ------------------------------------------------------------------
+
+    def step(self, actions):
+        if self._needs_reset:  # next-step autoreset: the episodes ended last step
+            self._start()
+            z = np.zeros(self.num_envs, dtype=bool)
+            return self._obs_last, np.zeros(self.num_envs), z, z.copy(), {}
+        cfg = self.cfg
+        act = np.asarray(actions, dtype=float).reshape(self.num_envs, -1)
+        if act.shape[1] != 2 or not np.all(np.isfinite(act)):
+            raise ValueError(
+                f"actions must be {self.num_envs} x 2 finite numbers (acceleration, lane "
+                f"action), got {actions!r}"
+            )
+        try:
+            changed = self._drive(act)
+        except kernel.SimulationError as e:
+            self.sim.close()
+            self._needs_reset = True
+            term = np.ones(self.num_envs, dtype=bool)
+            info = {"termination_reason": np.array([f"SUMO failed: {e}"] * self.num_envs)}
+            return self._obs_last, np.zeros(self.num_envs), term, ~term, info
+        v = self.v
+        target = cfg.target_velocity
+        max_cost = target * math.sqrt(cfg.num_vehicles)
+        reward = np.maximum(max_cost - np.linalg.norm(v - target, axis=1), 0.0) / max_cost
+        reward = reward - cfg.lane_change_penalty * np.abs(changed)
+        storm = self.teleports > cfg.max_teleports
+        terminated = (self.collisions > 0) | storm
+        truncated = np.full(self.num_envs, self.t >= cfg.horizon)
+        info: dict[str, Any] = {}
+        if terminated.any():
+            truncated = ~terminated
+            info["termination_reason"] = np.array(
+                [
+                    f"collision ({c:g} in SUMO)" if c else
+                    f"teleport storm: SUMO teleported {k:g} jammed vehicle(s) (more than "
+                    f"max_teleports={cfg.max_teleports})" if s else ""
+                    for c, k, s in zip(self.collisions, self.teleports, storm, strict=True)
+                ]
+            )  # fmt: skip
+        if terminated.any() or truncated.any():
+            self._needs_reset = True
+        self._obs_last = self._obs()
+        return self._obs_last, reward.astype(np.float64), terminated, truncated, info
+
+    def _drive(self, act: np.ndarray) -> np.ndarray:
+        """One controlled step of every ring (Ring2LaneSimulation's ``drive``); returns the
+        lane change each AV made (+1 left, -1 right, 0)."""
+        cfg = self.cfg
+        a = self.av_slot
+        lane_before = self.lane[:, a].copy()
+        target = np.full(self.num_envs, -1)
+        may = self.cooldown_left() == 0.0
+        for i in range(self.num_envs):
+            d = lane_direction(act[i, 1], cfg.lane_threshold)
+            t = int(lane_before[i]) + d
+            if d and may[i] and 0 <= t < cfg.lanes:
+                target[i] = t
+                self.lane_change_requests[i] += 1
+                self.sim.change_lane(self.av_ids[i], t, cfg.sim_step)
+        applied = np.clip(act[:, 0], -cfg.max_decel, cfg.max_accel)
+        speeds = np.maximum(0.0, self.v[:, a] + applied * cfg.sim_step)
+        self.sim.set_speeds(self.av_ids, speeds.tolist())
+        self.controlled = True
+        self.t += 1
+        self._advance(measure=self.t > cfg.measure_after)
+        lane_now = self.lane[:, a]
+        asked = target >= 0
+        done = asked & (lane_now == target)
+        self.lane_changes += done
+        self.last_change[done] = self.t
+        self.lane_changes_refused += asked & ~done
+        return np.sign(lane_now - lane_before)
+
+    def episode_metrics(self) -> list[dict[str, float]]:
+        """Ring2LaneEnv's ``episode_metrics()`` for every ring of the current episode (call
+        it before the step that starts the next episode)."""
+        steps = max(self.measured_steps, 1)
+        seconds = steps * self.cfg.sim_step
+        rows = []
+        for i in range(self.num_envs):
+            n = max(self.samples[i], 1)
+            m = {
+                "mean_speed": float(self.speed_sum[i] / n),
+                "speed_std": float(self.std_sum[i] / steps),
+                "frac_below_0_5": float(self.slow[i] / n),
+                "throughput_veh_h": float(self.crossings[i] / seconds * 3600.0),
+                "av_mean_speed": float(self.av_speed_sum[i] / steps),
+                "ring_length": self.length,
+                "collisions": float(self.collisions[i]),
+            }
+            for lane in range(self.cfg.lanes):
+                k = self.lane_samples[i, lane]
+                m[f"mean_speed_lane_{lane}"] = (
+                    float(self.lane_speed_sum[i, lane] / k) if k else math.nan
+                )
+            av_steps = max(self.av_lane_steps[i].sum(), 1)
+            m["av_left_lane_share"] = float(self.av_lane_steps[i, 1:].sum() / av_steps)
+            m["lane_changes"] = float(self.lane_changes[i])
+            m["lane_changes_refused"] = float(self.lane_changes_refused[i])
+            m["lane_change_requests"] = float(self.lane_change_requests[i])
+            m["human_lane_changes"] = float(self.human_lane_changes[i])
+            m["teleports"] = float(self.teleports[i])
+            rows.append(m)
+        return rows
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Stop SUMO and remove the episode files (``close()`` calls this once)."""
+        if getattr(self, "sim", None) is not None:
+            self.sim.close()
+        if getattr(self, "_dir", None) is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
