@@ -23,6 +23,8 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from rlsuite.apps.hierarchy.procedures.executor import Frame
@@ -78,16 +80,22 @@ def move_action(obs: np.ndarray, goal_pose: np.ndarray) -> np.ndarray:
 
 class ScriptedPolicy:
     """The hand-written procedures (a :class:`procedures.Policy` for ``spec_for(task)``):
-    the root makes the task's planned ``(skill, object)`` calls in order (:mod:`.tasks`)."""
+    the root makes the task's planned ``(skill, object)`` calls in order (:mod:`.tasks`), or
+    those of ``plan`` (e.g. another valid order)."""
 
-    def __init__(self, task: str = "pick_place"):
+    def __init__(self, task: str = "pick_place", plan: Sequence[tuple[str, int]] | None = None):
         self.task = T.get(task)
+        self.plan = tuple(self.task.plan if plan is None else plan)
+        if len(self.plan) > len(self.task.plan):
+            raise ValueError(
+                f"{task}'s root makes at most {len(self.task.plan)} calls, the plan has {len(self.plan)}"
+            )
 
     def decide(self, frame: Frame, obs: np.ndarray) -> Decision:
         if frame.proc == self.task.root:
-            if frame.pc >= len(self.task.plan):
+            if frame.pc >= len(self.plan):
                 return TERMINATE
-            skill, obj = self.task.plan[frame.pc]
+            skill, obj = self.plan[frame.pc]
             return Decision("call", skill, (obj,))
         if frame.proc in ("PICK", "PLACE"):
             return self._skill(frame, obs)
@@ -140,9 +148,11 @@ class ScriptedPolicy:
         return np.array([0, 0, 0, 0, grip], dtype=np.float32)
 
 
-def make_expert(record: bool = False, task: str = "pick_place") -> Controller:
+def make_expert(
+    record: bool = False, task: str = "pick_place", plan: Sequence[tuple[str, int]] | None = None
+) -> Controller:
     """A fresh scripted expert of ``task`` (a controller: ``reset(seed)``, ``act(obs)``;
-    ``trace()`` with ``record=True``)."""
+    ``trace()`` with ``record=True``); ``plan`` replaces the task's root calls."""
     return Controller(
-        ScriptedPolicy(task), name="scripted expert", record=record, spec=spec_for(task)
+        ScriptedPolicy(task, plan), name="scripted expert", record=record, spec=spec_for(task)
     )

@@ -8,13 +8,13 @@ import pytest
 from rlsuite.apps.hierarchy.procedures.calls import call_tree
 from rlsuite.apps.hierarchy.robot import recording as D
 from rlsuite.apps.hierarchy.robot.env import OBS_DIM, PickPlaceEnv
-from rlsuite.apps.hierarchy.robot.tasks import SLOT_POS, slot_index
-
-OBS_CUBE = slot_index(0, SLOT_POS)
 from rlsuite.apps.hierarchy.robot.expert import REACHED, make_expert
 from rlsuite.apps.hierarchy.robot.program import ROOT
+from rlsuite.apps.hierarchy.robot.tasks import SLOT_POS, slot_index
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import evaluate, scenarios
+
+OBS_CUBE = slot_index(0, SLOT_POS)
 
 
 def test_registered_env_passes_gymnasium_check_env():
