@@ -25,7 +25,9 @@ DESCRIPTION = textwrap.dedent("""\
         hier-train synthesis [--program addition|sort] --strong N --weak M [--json PATH] [options]
         hier-train evaluate --model PATH [--lengths L,...] [--problems N] [--json PATH]
         hier-train trace [--program addition|sort] [--length L] [--seed S] [--weak]
-        hier-train robot-demos | robot | robot-reuse ...   (pick-and-place, see their --help)
+        hier-train robot-demos | robot | robot-reuse ...   (pybullet Panda tasks: pick_place,
+                                                            stack, sort, tower, clear_then_place;
+                                                            see their --help)
 
     DESCRIPTION
         Program synthesis as in PHP (Fox et al., ICLR 2018): long-hand addition on four

@@ -1,10 +1,13 @@
-"""Robot half of the hierarchy app: hierarchical imitation for pick-and-place in pybullet.
+"""Robot half of the hierarchy app: hierarchical imitation for Panda tasks in pybullet.
 
 - :mod:`.sim`: the pybullet adapter (the only module importing pybullet);
-- :mod:`.env`: ``PickPlaceEnv`` (``rlsuite/PickPlace-v0``), tasks ``pick_place`` and ``stack``;
-- :mod:`.program`: the robot's procedure library as a ``procedures.spec.HierarchySpec``,
-  its input view and the controller running ``procedures.executor.Executor`` (no executor of
-  its own);
+- :mod:`.tasks`: the tasks (``pick_place``, ``stack`` and the long-horizon ``sort``,
+  ``tower``, ``clear_then_place``: objects as observation slots, layouts, goal relations,
+  the expert's root plan) and the observation layout they share;
+- :mod:`.env`: ``PickPlaceEnv`` (``rlsuite/PickPlace-v0``), any of the tasks;
+- :mod:`.program`: the robot's procedure library as a ``procedures.spec.HierarchySpec``
+  (one root per task over the shared PICK / PLACE), its input view and the controller
+  running ``procedures.executor.Executor`` (no executor of its own);
 - :mod:`.expert`: the scripted expert; :mod:`.recording`: its demonstrations, recorded on
   Ray, saved and loaded;
 - :mod:`.model`: the learned ``procedures.model.ProcedureModel`` (strong; weak by hard EM,
