@@ -17,18 +17,24 @@ runs), with its rows; each execution's speed-up is that time over the plugin ses
 (execute + fetch, seen from the client: planning, the model server's answer and
 exploration included).
 
+The same server then learns the joins workload from no model (``--joins N`` executions of
+``--joins-queries`` queries, no drift): the executions until a 20-execution window first
+runs more than 10x faster than the standard plan.
+
 Pass criteria (per run):
 - after each drift, within 200 executions, a 20-execution window reaches 90% of the
   offline-trained speed-up at that cost (the learned rewriter's geo-mean in
   benchmarks/RESULTS.md, udf section: 5.96x at 100, 7.4x at 1000, 8.0x at 30000);
 - no window of 50 executions is slower in total than the standard plan;
-- zero wrong results (every execution's rows compared with the standard plan's).
+- zero wrong results (every execution's rows compared with the standard plan's);
+- joins from no model: a 20-execution window above 10x within ``--joins`` executions.
 
 Usage:
     flock /tmp/rlsuite-heavy.lock nice -n 5 .venv/bin/python benchmarks/queryopt_online.py \
         [--quick] [--start none,cheap] [--costs 100,1000,30000] [--per-cost 250] [--dsn DSN]
 
-``--quick``: 150 executions per cost, 6 queries, from no model only (about 3 minutes).
+``--quick``: 150 executions per cost, 6 queries, from no model only, no joins run (about
+3 minutes). ``--start ''`` with ``--joins N`` runs the joins part alone.
 Writes benchmarks/results/queryopt_online.json and queryopt_online.png
 (``queryopt_online_quick.*`` with ``--quick``).
 """
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import shutil
 import statistics
@@ -93,14 +100,18 @@ def restored_udf(dsn: str, schema: str):
         )
 
 
-def baseline(db, schema: str, queries: list[str], costs: list[int], repeat: int, console):
-    """The standard plan's median time (s) per (cost, query) and the rows per query."""
+def baseline(
+    db, schema: str, queries: list[str], costs: list[int], repeat: int, console, drift: bool = True
+):
+    """The standard plan's median time (s) per (cost, query) and the rows per query (with
+    ``drift`` off, the workload as it is, under cost ``costs[0]``)."""
     times: dict[tuple[int, int], float] = {}
     rows: dict[int, list] = {}
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("standard plans", total=len(costs) * len(queries))
         for cost in costs:
-            set_udf_cost(db.dsn, schema, cost)
+            if drift:
+                set_udf_cost(db.dsn, schema, cost)
             for j, q in enumerate(queries):
                 ts = []
                 for _ in range(repeat):
@@ -112,7 +123,9 @@ def baseline(db, schema: str, queries: list[str], costs: list[int], repeat: int,
     return times, rows
 
 
-def start_server(sock: str, dsn: str, store: str, model: str | None, args, log_path: str):
+def start_server(
+    sock: str, dsn: str, store: str, model: str | None, args, log_path: str, workload: str = "udf"
+):
     from rlsuite.apps.queryopt.plugin.modelserver import _alive
 
     how = ["--model", model] if model else []
@@ -126,7 +139,7 @@ def start_server(sock: str, dsn: str, store: str, model: str | None, args, log_p
         "--store",
         store,
         "--workload",
-        "udf",
+        workload,
         "--socket",
         sock,
         "--dsn",
@@ -150,10 +163,23 @@ def start_server(sock: str, dsn: str, store: str, model: str | None, args, log_p
 
 
 def run_stream(
-    db_dsn, schema, queries, costs, per_cost, base, rows, sock, args, console, seed, first_s
+    db_dsn,
+    schema,
+    queries,
+    costs,
+    per_cost,
+    base,
+    rows,
+    sock,
+    args,
+    console,
+    seed,
+    first_s,
+    drift=True,
 ):
     """The drifting stream through one plugin session; one record per execution. The first
-    cost runs ``per_cost`` executions and at least ``first_s`` seconds."""
+    cost runs ``per_cost`` executions and at least ``first_s`` seconds (``drift`` off: one
+    phase, the workload as it is)."""
     import numpy as np
 
     from rlsuite.apps.queryopt.db import Database
@@ -168,7 +194,8 @@ def run_stream(
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task("plugin session", total=len(costs) * per_cost)
             for p, cost in enumerate(costs):
-                set_udf_cost(db_dsn, schema, cost)  # the drift
+                if drift:
+                    set_udf_cost(db_dsn, schema, cost)  # the drift
                 t_phase = time.time()
                 k = 0
                 while k < per_cost or (p == 0 and time.time() - t_phase < first_s):
@@ -185,6 +212,7 @@ def run_stream(
                         {
                             "i": len(trace),
                             "t": time.time() - t_start,
+                            "wall": time.time(),
                             "phase": p,
                             "cost": cost,
                             "query": j,
@@ -270,6 +298,35 @@ def analyse(trace: list[dict], costs: list[int], per_cost: int) -> dict:
     }
 
 
+def during_retrains(trace: list[dict], retrains: list[dict]) -> dict:
+    """Executions while a retrain ran against the others: count and median time over the
+    standard plan's (1.0: as slow as the standard plan), per cost."""
+    spans = [(r["time"], r["time"] + r["seconds"]) for r in retrains or []]
+    out: dict[str, dict] = {}
+    for cost in sorted({e["cost"] for e in trace}):
+        part = [e for e in trace if e["cost"] == cost]
+        inside = [e for e in part if any(a <= e["wall"] <= b for a, b in spans)]
+        outside = [e for e in part if not any(a <= e["wall"] <= b for a, b in spans)]
+        out[str(cost)] = {
+            k: {
+                "executions": len(v),
+                "median_time_over_standard": statistics.median(e["s"] / e["standard_s"] for e in v)
+                if v
+                else None,
+            }
+            for k, v in (("during_retrain", inside), ("no_retrain", outside))
+        }
+    return out
+
+
+def first_above(trace: list[dict], target: float) -> dict | None:
+    """The first 20-execution window whose speed-up exceeds ``target``."""
+    for end in range(ADAPT_WINDOW, len(trace) + 1):
+        if ratio(trace[end - ADAPT_WINDOW : end]) > target:
+            return {"executions": end, "s": trace[end - 1]["t"]}
+    return None
+
+
 def train_cheap(dsn: str, cost: int, run_dir: str, console) -> str:
     """A model trained offline at the cheap cost only (as benchmarks/queryopt_udf.py)."""
     from rlsuite.apps.queryopt import train as T
@@ -313,9 +370,12 @@ def plot(runs: dict[str, dict], costs: list[int], per_cost: int, path: str) -> N
             lw=2,
             label=f"{name} (50-run windows)",
         )
-    tr = next(iter(runs.values()))["trace"]
-    for p, cost in enumerate(costs):
-        idx = [e["i"] for e in tr if e["phase"] == p]
+    udf = [r["trace"] for r in runs.values() if r["workload"] == "udf"]
+    if any(r["workload"] == "joins" for r in runs.values()):
+        ax.axhline(10.0, color="green", ls="--", lw=1)
+        ax.text(3, 10.5, "joins target: 10x", fontsize=8)
+    for p, cost in enumerate(costs if udf else []):
+        idx = [e["i"] for e in udf[0] if e["phase"] == p]
         x0, x1 = idx[0], idx[-1] + 1
         if p:
             ax.axvline(x0, color="grey", ls=":")
@@ -330,6 +390,54 @@ def plot(runs: dict[str, dict], costs: list[int], per_cost: int, path: str) -> N
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def one_run(
+    name, workload, db, schema, queries, costs, per_cost, base, rows, model, first_s, drift,
+    args, console, tmp,
+) -> dict:  # fmt: skip
+    """One model server (``serve --learn``) and one plugin stream through it; its record."""
+    from rlsuite.apps.queryopt.plugin.modelserver import request
+
+    sock = os.path.join(tmp, f"{name}.sock")
+    store = os.path.join(tmp, f"{name}.sqlite")
+    log_path = os.path.join(tmp, f"{name}.log")
+    proc, log = start_server(sock, db.dsn, store, model, args, log_path, workload)
+    try:
+        t1 = time.time()
+        trace = run_stream(
+            db.dsn, schema, queries, costs, per_cost, base, rows, sock, args, console,
+            args.seed, first_s, drift,
+        )  # fmt: skip
+        stream_s = time.time() - t1
+        stats = request(sock, {"op": "stats"}, timeout_s=30) or {}
+    finally:
+        proc.terminate()  # the server ends its retrain process itself
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+    with open(log_path) as f:
+        server_log = f.read().splitlines()
+    os.makedirs(args.run_dir, exist_ok=True)
+    shutil.copy(log_path, os.path.join(args.run_dir, f"serve_{name}.log"))
+    shutil.copy(store, os.path.join(args.run_dir, f"store_{name}.sqlite"))
+    keys = (
+        "requests", "not_ready", "rewards", "explored", "answers", "regressions_caught",
+        "models", "retrains", "retrainer", "shapes",
+    )  # fmt: skip
+    server = {k: stats.get(k) for k in keys}
+    return {
+        "model": model,
+        "workload": workload,
+        "stream_s": stream_s,
+        "analysis": analyse(trace, costs, per_cost),
+        "during_retrains": during_retrains(trace, server.get("retrains") or []),
+        "server": server,
+        "server_log_tail": server_log[-30:],
+        "trace": trace,
+    }
 
 
 def main() -> int:
@@ -352,6 +460,13 @@ def main() -> int:
         default=None,
         help="from no model, the cheap cost runs at least this long (60 s; quick 40 s)",
     )
+    ap.add_argument(
+        "--joins",
+        type=int,
+        default=None,
+        help="executions of the joins workload from no model (300; quick and 0: none)",
+    )
+    ap.add_argument("--joins-queries", type=int, default=6, help="distinct joins queries (6)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dsn", default=None)
     ap.add_argument("--run-dir", default="runs/bench/queryopt_online")
@@ -360,13 +475,15 @@ def main() -> int:
     if args.learn_s is None:
         args.learn_s = 40.0 if args.quick else 60.0
     n_queries = args.queries or (6 if args.quick else 10)
-    starts = (args.start or ("none" if args.quick else "none,cheap")).split(",")
+    starts = [x for x in (args.start or ("none" if args.quick else "none,cheap")).split(",") if x]
+    if args.joins is None:
+        args.joins = 0 if args.quick else 300
     costs = [int(c) for c in args.costs.split(",")]
     name = "queryopt_online_quick" if args.quick else "queryopt_online"
 
     from rlsuite.apps.queryopt.plugin.build import install
-    from rlsuite.apps.queryopt.plugin.modelserver import request
     from rlsuite.apps.queryopt.workloads import get
+    from rlsuite.apps.queryopt.workloads.joins import SEED_QUERY as JOINS_SEED
     from rlsuite.apps.queryopt.workloads.udf import SEED_QUERY
 
     console = Console()
@@ -386,64 +503,26 @@ def main() -> int:
                 model = train_cheap(db.dsn, costs[0], os.path.join(args.run_dir, "cheap"), console)
             elif start != "none":
                 raise SystemExit(f"--start: none or cheap, got {start!r}")
-            sock = os.path.join(tmp, f"{start}.sock")
-            store = os.path.join(tmp, f"{start}.sqlite")
-            log_path = os.path.join(tmp, f"{start}.log")
             console.rule(f"model server from {'no model' if model is None else model}")
-            proc, log = start_server(sock, db.dsn, store, model, args, log_path)
-            try:
-                t1 = time.time()
-                first_s = args.learn_s if model is None else 0.0
-                trace = run_stream(
-                    db.dsn,
-                    w.schema,
-                    queries,
-                    costs,
-                    per_cost,
-                    base,
-                    rows,
-                    sock,
-                    args,
-                    console,
-                    args.seed,
-                    first_s,
-                )
-                stream_s = time.time() - t1
-                stats = request(sock, {"op": "stats"}, timeout_s=30) or {}
-            finally:
-                proc.terminate()
-                try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                log.close()
-            with open(log_path) as f:
-                server_log = f.read().splitlines()
-            os.makedirs(args.run_dir, exist_ok=True)
-            shutil.copy(log_path, os.path.join(args.run_dir, f"serve_{start}.log"))
-            shutil.copy(store, os.path.join(args.run_dir, f"store_{start}.sqlite"))
-            a = analyse(trace, costs, per_cost)
-            runs[start] = {
-                "model": model,
-                "stream_s": stream_s,
-                "analysis": a,
-                "server": {
-                    k: stats.get(k)
-                    for k in (
-                        "requests",
-                        "not_ready",
-                        "rewards",
-                        "explored",
-                        "answers",
-                        "regressions_caught",
-                        "models",
-                        "retrains",
-                        "shapes",
-                    )
-                },
-                "server_log_tail": server_log[-30:],
-                "trace": trace,
-            }
+            runs[start] = one_run(
+                start, "udf", db, w.schema, queries, costs, per_cost, base, rows, model,
+                args.learn_s if model is None else 0.0, True, args, console, tmp,
+            )  # fmt: skip
+    if args.joins:
+        with database(args.dsn) as db:
+            wj = get("joins")
+            wj.ensure(db)
+            jq = [JOINS_SEED, *wj.queries("test", args.joins_queries - 1, args.seed)]
+            console.rule(f"joins from no model: {len(jq)} queries, {args.joins} executions")
+            jbase, jrows = baseline(
+                db, wj.schema, jq, [0], args.baseline_repeat, console, drift=False
+            )
+            runs["joins-empty"] = one_run(
+                "joins-empty", "joins", db, wj.schema, jq, [0], args.joins, jbase, jrows, None,
+                0.0, False, args, console, tmp,
+            )  # fmt: skip
+            runs["joins-empty"]["first_above_10x"] = first_above(runs["joins-empty"]["trace"], 10.0)
+            runs["joins-empty"]["queries"] = jq
     shutil.rmtree(tmp, ignore_errors=True)
     wall = time.time() - t0
 
@@ -463,6 +542,8 @@ def main() -> int:
     ):
         t.add_column(c, justify="right")
     for start, r in runs.items():
+        if r["workload"] != "udf":
+            continue
         for p in r["analysis"]["phases"]:
             ad = p["adapted_after_executions"]
             t.add_row(
@@ -480,7 +561,7 @@ def main() -> int:
     s = Table(title="targets per run")
     for c in (
         "start",
-        "adapt <= 200 after each drift",
+        "adapt <= 200 after each drift (joins: first 20-window > 10x)",
         "no 50-window slower (worst)",
         "wrong results",
         "slower executions (>10%, >1 ms)",
@@ -493,12 +574,18 @@ def main() -> int:
     passed = True
     for start, r in runs.items():
         a, sv = r["analysis"], r["server"]
-        ok = a["pass_adapt"] and a["pass_windows"] and a["pass_wrong"]
+        if r["workload"] == "udf":
+            ok = a["pass_adapt"] and a["pass_windows"] and a["pass_wrong"]
+            adapt = "yes" if a["pass_adapt"] else "NO"
+        else:  # joins from no model: the executions until the speed-up first exceeds 10x
+            f10 = r["first_above_10x"]
+            ok = f10 is not None and a["pass_windows"] and a["pass_wrong"]
+            adapt = "never" if f10 is None else f"{f10['executions']} ex. ({f10['s']:.0f} s)"
         passed &= ok
-        worst = a["worst_window"]
+        worst = a["worst_window"] or {"speedup": math.nan, "start": -1}
         s.add_row(
             start,
-            "yes" if a["pass_adapt"] else "NO",
+            adapt,
             f"{'yes' if a['pass_windows'] else 'NO'}: {a['windows_slower']}/{len(a['windows'])} "
             f"slower (worst {worst['speedup']:.2f}x at {worst['start']})",
             f"{a['wrong_results']} ({'yes' if a['pass_wrong'] else 'NO'})",

@@ -410,3 +410,29 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
     while any(_alive(p) for p in seen) and time.time() < deadline:
         time.sleep(0.2)
     assert not [p for p in seen if _alive(p)]
+
+
+def test_the_retrain_process_ends_when_the_server_process_is_killed(tmp_path):
+    """A server killed outright (no shutdown) leaves no retrain process behind."""
+    import subprocess
+    import sys
+
+    store = str(tmp_path / "e.sqlite")
+    ExperienceStore(store, "qopt_joins").close()
+    code = f"""
+import os, signal
+from rlsuite.apps.queryopt.plugin.retrainer import ProcessRetrainer, RetrainRequest
+r = ProcessRetrainer()
+req = RetrainRequest(1, {str(tmp_path / "v1")!r}, {store!r}, "qopt_joins", "", "joins", {{}},
+                     2, 1, 10, 0.05)
+reply = r.run(req, lambda: False)  # an empty store: answered at once, the process stays
+print(r.pid, reply["ok"], "nothing to learn" in reply["error"], flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    pid, ok, why = p.stdout.split()
+    assert (ok, why) == ("False", "True"), p.stderr
+    deadline = time.time() + 10
+    while _alive(int(pid)) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not _alive(int(pid))

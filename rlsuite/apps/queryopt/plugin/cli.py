@@ -46,8 +46,9 @@ DESCRIPTION
     runtime, for the newest --window executions; it survives restarts, and
     a file that is not such a store is refused, never overwritten. --learn
     retrains the DQN (the platform's replay plan, as `qopt-bench train`) on
-    the store every --retrain-every new runtimes or --retrain-seconds, and
-    swaps the new model in only when, on recently seen shapes, its choices
+    the store every --retrain-every new runtimes or --retrain-seconds, in a
+    niced process of its own (serving never waits on it; one that dies is
+    restarted, and it ends with the server), and swaps the new model in only when, on recently seen shapes, its choices
     are not predicted slower than the current model's by more than
     --guard-margin; a failed retrain keeps the current model. Without
     --model or --rules, --learn starts from no model (the standard plan).

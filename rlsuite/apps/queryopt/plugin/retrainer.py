@@ -228,12 +228,14 @@ class ProcessRetrainer:
         self._reap()
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(
+        proc = ctx.Process(
             target=_child, args=(child, os.getpid(), self.nice), name="qopt-retrain", daemon=True
         )
-        self._proc.start()
-        child.close()
-        self._conn = parent
+        try:
+            proc.start()
+        finally:
+            child.close()
+        self._proc, self._conn = proc, parent
         self.starts += 1
         log.info("retrain process %d started (nice +%d)", self._proc.pid, self.nice)
 
