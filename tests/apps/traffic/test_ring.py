@@ -276,3 +276,29 @@ def test_parallel_evaluation_on_ray(ray_local):
         num_workers=0,
     )
     assert local.episodes[0]["mean_speed"] == pytest.approx(res.episodes[0]["mean_speed"])
+
+
+def test_relative_speed_weighs_each_length_by_its_uniform_flow():
+    """Same seed, same actions: the reward's speed term is scaled by v_mid / v_L, so the
+    two envs' rewards differ by exactly that factor, and a short ring (slow uniform flow)
+    weighs more than the middle of the range."""
+    cfg = dict(ring_length=(220, 270), warmup_steps=5, horizon=4, accel_penalty=0.0)
+    plain, rel = RingEnv(**cfg), RingEnv(**cfg, relative_speed=True)
+    try:
+        for seed in (0, 3):
+            L = plain.reset(seed=seed)[1]["ring_length"]
+            assert rel.reset(seed=seed)[1]["ring_length"] == L
+            factor = equilibrium_speed(245) / equilibrium_speed(L)
+            for a in (0.5, -0.3):
+                r_plain = plain.step(np.array([a], np.float32))[1]
+                r_rel = rel.step(np.array([a], np.float32))[1]
+                assert r_rel == pytest.approx(r_plain * factor, rel=1e-9)
+        fixed = RingConfig(ring_length=230, relative_speed=True)
+        assert fixed.speed_weight(230) == pytest.approx(fixed.speed_reward)
+        wide = RingConfig(ring_length=(220, 270), relative_speed=True)
+        w = wide.speed_weight(np.array([220.0, 245.0, 270.0]))
+        assert w[0] > w[1] > w[2]
+        assert w[1] == pytest.approx(wide.speed_reward)
+    finally:
+        plain.close()
+        rel.close()

@@ -8,6 +8,7 @@ stop-and-go wave; the AV learns to dissipate it.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
@@ -66,6 +67,12 @@ def equilibrium_speed(
     return (lo + hi) / 2
 
 
+@functools.lru_cache(maxsize=256)
+def _uniform_flow(length: float, num_vehicles: int, human: networks.VehicleType) -> float:
+    """:func:`equilibrium_speed`, kept per length (the reward asks for it every step)."""
+    return equilibrium_speed(length, num_vehicles, human)
+
+
 @dataclass(frozen=True)
 class RingConfig(EnvConfig):
     """Everything that defines a ring episode (the env's keyword arguments)."""
@@ -112,6 +119,13 @@ class RingConfig(EnvConfig):
     """Reward per m/s of mean speed over all vehicles (Flow: 4 / 20)."""
     accel_penalty: float = 4.0
     """Reward penalty per m/s^2 of mean |AV acceleration action| (Flow: 4)."""
+    relative_speed: bool = False
+    """Weigh the speed term by ``v_mid / v_L``: the uniform-flow speed
+    (:func:`equilibrium_speed`) at the middle of the length range over the one at this
+    episode's length. Every length then pays the same per % of its own uniform flow,
+    which is what the ring's targets measure; with absolute speeds one policy shared by
+    220-270 m rings earns more by gaining on the long rings than it loses by giving up
+    the short ones. A fixed-length ring is unchanged."""
     backend: str = "auto"
     """``auto`` (libsumo if free in this process, else TraCI), ``libsumo`` or ``traci``."""
     gui: bool = False
@@ -179,6 +193,17 @@ class RingConfig(EnvConfig):
             raise ValueError(f"backend must be one of {kernel.BACKENDS}, got {self.backend!r}")
         if not 0 <= self.memory_s <= 600:
             raise ValueError(f"memory_s must be within [0, 600] s, got {self.memory_s}")
+
+    def speed_weight(self, length: Any) -> Any:
+        """The speed term's weight on a ring of ``length`` m (an array gives one per ring):
+        ``speed_reward``, times ``v_mid / v_L`` with ``relative_speed``."""
+        if not self.relative_speed:
+            return self.speed_reward
+        lo, hi = self.length_range
+        mid = _uniform_flow(round((lo + hi) / 2, 6), self.num_vehicles, self.human_type)
+        at = np.vectorize(lambda L: _uniform_flow(round(float(L), 6), self.num_vehicles, self.human_type))
+        w = self.speed_reward * mid / at(np.asarray(length, dtype=float))
+        return float(w) if np.ndim(w) == 0 else w
 
     @property
     def memory_steps(self) -> int:
@@ -525,7 +550,9 @@ class RingEnv(gym.Env):
             raise ValueError(f"action must be a finite acceleration, got {action!r}")
         self.core.control({self.av: a})  # applies it clipped to the bounds
         self._t += 1
-        reward = ring_reward(self.core.v, [a], self.cfg.speed_reward, self.cfg.accel_penalty)
+        reward = ring_reward(
+            self.core.v, [a], self.cfg.speed_weight(self.core.length), self.cfg.accel_penalty
+        )
         terminated = self.core.collisions > 0
         truncated = self._t >= self.cfg.horizon
         return self._obs(), float(reward), bool(terminated), bool(truncated), {}

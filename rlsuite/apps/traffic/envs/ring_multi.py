@@ -64,7 +64,10 @@ class RingMultiEnv(AVAgentsEnv):
 
     def _reward(self, accels: dict[str, float]) -> float:
         return ring_reward(
-            self.core.v, list(accels.values()), self.cfg.speed_reward, self.cfg.accel_penalty
+            self.core.v,
+            list(accels.values()),
+            self.cfg.speed_weight(self.core.length),
+            self.cfg.accel_penalty,
         )
 
 

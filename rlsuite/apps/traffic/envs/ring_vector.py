@@ -320,7 +320,7 @@ class RingVectorEnv(gym.vector.VectorEnv):
         if self.t == cfg.measure_after + 1:
             self._laps_before = self._laps(self._odometers())
         self._advance(measure=self.t > cfg.measure_after)
-        reward = ring_reward(self.v, a[:, None], cfg.speed_reward, cfg.accel_penalty)
+        reward = ring_reward(self.v, a[:, None], cfg.speed_weight(self.lengths), cfg.accel_penalty)
         terminated = self.collisions > 0
         truncated = np.full(self.num_envs, self.t >= cfg.horizon)
         if terminated.any():
