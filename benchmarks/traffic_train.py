@@ -107,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds of the AV's own mean speed and gap added to its observation (0: Flow's 3)",
     )
     p.add_argument(
+        "--relative-speed",
+        action="store_true",
+        help="weigh the reward's speed term by the range's middle uniform-flow speed over "
+        "this ring's, so every length pays the same per %% of its own uniform flow",
+    )
+    p.add_argument(
         "--warmup", type=int, default=750, help="human-driven steps before training episodes"
     )
     p.add_argument(
@@ -138,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         ring_length=[220, 270], horizon=args.train_horizon, accel_penalty=args.accel_penalty,
         memory_s=args.memory_s, warmup_steps=args.warmup, bunching=args.bunching,
     )  # fmt: skip
+    if args.relative_speed:  # absent otherwise, so earlier runs' configs stay as they were
+        train_cfg["relative_speed"] = True
     base_eval = dict(
         horizon=args.eval_horizon, accel_penalty=args.accel_penalty, memory_s=args.memory_s
     )
