@@ -73,6 +73,8 @@ _envs.register(
     "rlsuite.apps.traffic.envs.merge:MergeEnv",
     default_config={},
     max_envs_per_process=1,
+    # ...so RLlib's runners step N merges in ONE simulation instead.
+    vector_entry_point="rlsuite.apps.traffic.envs.merge_vector:MergeVectorEnv",
     description="Flow's merge under one centralised policy for up to num_rl AVs (Flow's MergePOEnv)",
 )
 
