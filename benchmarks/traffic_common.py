@@ -146,19 +146,28 @@ def train_for_minutes(plan, run_dir: str, minutes: float, chunk: int, workers: i
     return res, curve, time.time() - t0
 
 
-def sampler_rate(env_id: str, env_config: Mapping[str, Any], steps: int, **plan: Any) -> float:
+def sampler_rate(
+    env_id: str, env_config: Mapping[str, Any], steps: int, scalar: bool = False, **plan: Any
+) -> float:
     """Env steps/s of ONE RLlib env runner of the platform's sync plan (its module acting,
-    no learning) on ``env_id``, after one warm-up sample of the same size."""
+    no learning) on ``env_id``, after one warm-up sample of the same size. ``scalar``: one
+    scalar env in the runner even where the env has a vector entry point (the path before
+    it had one); ``plan`` may set ``num_envs_per_env_runner`` (copies in its vector env)."""
     import time
 
     from rlsuite.platform import cluster, envs, optimizers
 
     envs.rllib_env(env_id)
+    if scalar:
+        plan = {**plan, "num_envs_per_env_runner": 1}
     plan_obj = optimizers.make_plan(
         "sync", env=env_id, env_config=dict(env_config), num_env_runners=1, seed=0, **plan
     )
     with cluster.local_cluster(num_cpus=2):
-        algo = optimizers.to_rllib(plan_obj).build_algo()
+        config = optimizers.to_rllib(plan_obj)
+        if scalar:
+            config = config.env_runners(gym_env_vectorize_mode="sync")
+        algo = config.build_algo()
         try:
             group = algo.env_runner_group
 

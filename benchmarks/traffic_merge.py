@@ -25,10 +25,16 @@ the road and those waiting to enter, and the mean speed with the waiting cars co
 
 ``--speed`` also measures sampling: env steps/s of the platform's RLlib env runner (PPO's
 module, no learning) and of the env in this process against a raw libsumo loop of the same
-network (two SUMO steps per env step and every vehicle's state read, no control).
+network (two SUMO steps per env step and every vehicle's state read, no control), for the
+multi-agent env (``rlsuite/MergeMulti-v0``, one merge per runner: RLlib's multi-agent
+runners step one env each) and for Flow's centralised ``rlsuite/Merge-v0`` with
+``--copies`` merges in one SUMO simulation (``MergeVectorEnv``, its vector entry point; an
+env step is one merge advancing 1 s) beside one scalar ``MergeEnv`` per runner (the path
+before). ``--speed-only`` measures only that and writes traffic_merge_speed.json.
 
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_merge.py [--controller DIR] [--episodes 3] [--speed]
+    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_merge.py --speed-only [--copies 16]
 
 Writes benchmarks/results/traffic_merge.json and traffic_merge.png (mean speed over time
 on merge 0, and the mean speeds of every controller on merge 0/1/2).
@@ -177,6 +183,60 @@ def sampler_rate(env_steps: int) -> float:
     return rllib_sampler_rate(ENV_ID, {}, env_steps, hidden=(32, 32))
 
 
+def central_env_rate(env_steps: int, copies: int = 0) -> float:
+    """Env steps/s of Flow's centralised merge stepped in this process (zero actions) over
+    whole 750-step episodes: ``copies`` merges in one simulation (MergeVectorEnv), or one
+    scalar MergeEnv with 0. An env step is one merge advancing 1 s."""
+    from rlsuite.apps.traffic.envs.merge import MergeEnv
+    from rlsuite.apps.traffic.envs.merge_vector import MergeVectorEnv
+
+    env = MergeVectorEnv(num_envs=copies) if copies else MergeEnv()
+    n, steps = max(copies, 1), max(env_steps // max(copies, 1), 1)
+    try:
+        env.reset(seed=0)
+        a = np.zeros(env.action_space.shape, np.float32)
+        t = time.perf_counter()
+        for _ in range(steps):
+            _, _, term, trunc, _ = env.step(a)
+            if not copies and (term or trunc):
+                env.reset()
+        return steps * n / (time.perf_counter() - t)
+    finally:
+        env.close()
+
+
+def central_sampler_rate(env_steps: int, copies: int = 0) -> float:
+    """Env steps/s of one RLlib env runner on ``rlsuite/Merge-v0``: ``copies`` merges in one
+    simulation (its vector entry point), or one scalar MergeEnv with 0; whole episodes."""
+    if copies:
+        return rllib_sampler_rate("rlsuite/Merge-v0", {}, max(env_steps, copies * 1500),
+                                  hidden=(32, 32), num_envs_per_env_runner=copies)  # fmt: skip
+    return rllib_sampler_rate("rlsuite/Merge-v0", {}, env_steps, hidden=(32, 32), scalar=True)
+
+
+def speed(copies: int, console) -> dict:
+    """Every sampling rate (env steps/s, one core each) and each path's share of the raw loop."""
+    raw = raw_rate(1500)
+    rates = {
+        "raw libsumo loop, 1 merge (env steps/s: 2 SUMO steps + every state read)": raw,
+        "MergeMultiEnv in this process (zero actions)": env_rate(1500),
+        "platform sampler, 1 RLlib multi-agent env runner x 1 MergeMultiEnv": sampler_rate(1500),
+        "MergeEnv (centralised) in this process (zero actions)": central_env_rate(1500),
+        f"MergeVectorEnv in this process, {copies} merges in one simulation": central_env_rate(
+            copies * 750, copies
+        ),
+        "platform sampler, 1 RLlib env runner x 1 MergeEnv (the path before)": central_sampler_rate(
+            1500
+        ),
+        f"platform sampler, 1 RLlib env runner x {copies} merges in one simulation (Merge-v0)": (
+            central_sampler_rate(1500, copies)
+        ),
+    }
+    for k, v in rates.items():
+        console.print(f"{v:8.0f}  {v / raw:4.0%}  {k}")
+    return rates
+
+
 def _plot(out: dict, path: str) -> None:
     import matplotlib
 
@@ -231,9 +291,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--controller", default=POLICY, help="the learned policy (a checkpoint)")
     p.add_argument("--episodes", type=int, default=3, help="seeded episodes per controller")
     p.add_argument("--speed", action="store_true", help="also measure sampling speed")
+    p.add_argument(
+        "--speed-only",
+        action="store_true",
+        help="measure sampling speed only (traffic_merge_speed.json)",
+    )
+    p.add_argument("--copies", type=int, default=16,
+                   help="merges per env runner in one SUMO simulation (Merge-v0's vector path)")  # fmt: skip
     p.add_argument("--out", default="traffic_merge")
     args = p.parse_args(argv)
     console = Console(width=150)
+    if args.speed_only:
+        rates = speed(args.copies, console)
+        raw = next(iter(rates.values()))
+        multi = rates["platform sampler, 1 RLlib multi-agent env runner x 1 MergeMultiEnv"]
+        vec = list(rates.values())[-1]
+        checks = {
+            "MergeMulti-v0: platform sampler >= 50% of the raw libsumo loop per core": multi / raw >= 0.5,
+            "Merge-v0: platform sampler >= 50% of the raw libsumo loop per core": vec / raw >= 0.5,
+        }  # fmt: skip
+        for k, ok in checks.items():
+            console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
+        os.makedirs(RESULTS, exist_ok=True)
+        path = os.path.join(RESULTS, f"{args.out}_speed.json")
+        with open(path, "w") as f:
+            json.dump({"benchmark": "traffic_merge --speed-only", "machine": MACHINE,
+                       "copies": args.copies, "rates": rates,
+                       "vs_raw": {k: v / raw for k, v in rates.items()}, "checks": checks,
+                       "command": "flock /tmp/rlsuite-heavy.lock .venv/bin/python "
+                       "benchmarks/traffic_merge.py " + " ".join(argv if argv is not None else sys.argv[1:])},
+                      f, indent=2)  # fmt: skip
+        console.print(f"results: {path}")
+        return 0 if all(checks.values()) else 1
     seeds = list(range(1000, 1000 + args.episodes))
     out: dict = {"benchmark": "traffic_merge", "machine": MACHINE, "controller": args.controller,
                  "seeds": seeds, "flow_all_human": FLOW_HUMAN, "variants": {},
@@ -284,13 +373,12 @@ def main(argv: list[str] | None = None) -> int:
     ratio = out["variants"]["0"]["rows"]["learned"]["ratio"]
     checks = {f"merge 0: learned / all-human >= {RATIO} (Flow 2.02), measured here": ratio >= RATIO}
     if args.speed:
-        raw, local, sampler = raw_rate(1500), env_rate(1500), sampler_rate(1500)
-        out["sampling"] = {"raw_libsumo_env_steps_per_s": raw, "env_in_process_steps_per_s": local,
-                           "rllib_runner_env_steps_per_s": sampler,
-                           "runner_vs_raw_per_core": sampler / raw}  # fmt: skip
-        console.print(f"sampling (env steps/s, 1 core each): raw libsumo loop {raw:.0f}, env in "
-                      f"process {local:.0f} ({local / raw:.0%}), RLlib env runner {sampler:.0f} "
-                      f"({sampler / raw:.0%} of raw)")  # fmt: skip
+        rates = speed(args.copies, console)
+        raw = next(iter(rates.values()))
+        sampler = rates["platform sampler, 1 RLlib multi-agent env runner x 1 MergeMultiEnv"]
+        out["sampling"] = {"rates": rates, "copies": args.copies,
+                           "runner_vs_raw_per_core": sampler / raw,
+                           "merge_v0_vector_runner_vs_raw_per_core": list(rates.values())[-1] / raw}  # fmt: skip
         checks["platform sampler >= 50% of the raw libsumo loop per core"] = sampler / raw >= 0.5
     out["checks"] = checks
     for k, ok in checks.items():

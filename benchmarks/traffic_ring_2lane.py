@@ -25,13 +25,17 @@ its rlsuite.json note):
 
 Sampling speed (``--speed``, written to traffic_ring_2lane_speed.json instead): env steps/s of
 the platform's sampler (one RLlib env runner with the sync plan's PPO policy, one core) against
-a raw libsumo loop of the same network (step + every vehicle's speed, position and lane, no
-control, no noise, no policy); pass criterion >= 50% per core. Measured with no warm-up, so
-that both count the same simulation steps; the env in this process is shown too.
+a raw libsumo loop of the same network (one ring: step + every vehicle's speed, position and
+lane, no control, no noise, no policy); pass criterion >= 50% per core. The runner steps
+``--rings`` two-lane rings in one SUMO simulation (``Ring2LaneVectorEnv``, the env's vector
+entry point; an env step is one ring advancing 0.1 s); one scalar ``Ring2LaneEnv`` per runner,
+the path before, is measured too. Measured with no warm-up, so that all count the same
+simulation steps (the vector runner over whole 1500-step episodes of every ring); the envs in
+this process are shown too.
 
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_ring_2lane.py [--policy DIR] [--episodes 4]
-    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_ring_2lane.py --speed
+    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_ring_2lane.py --speed [--rings 32]
 
 Writes benchmarks/results/traffic_ring_2lane.json, and the space-time diagrams (one panel per
 lane) of the learned AV and of all-human on the first seed: traffic_ring_2lane_learned.png
@@ -96,22 +100,52 @@ def env_rate(steps: int) -> float:
         env.close()
 
 
-def sampler_rate(steps: int, warmup_steps: int = 0) -> float:
-    """Env steps/s of ONE RLlib env runner of the sync plan (PPO policy, no learning)."""
-    return rllib_sampler_rate(ENV_ID, {"warmup_steps": warmup_steps}, steps)
+def vector_rate(steps: int, rings: int) -> float:
+    """Ring steps/s of Ring2LaneVectorEnv.step (``rings`` in one simulation) in this process
+    (no warm-up), asking for lane changes."""
+    import numpy as np
+
+    from rlsuite.apps.traffic.envs.ring_2lane_vector import Ring2LaneVectorEnv
+
+    env = Ring2LaneVectorEnv(num_envs=rings, warmup_steps=0, horizon=1500)
+    try:
+        env.reset(seed=0)
+        rng = np.random.default_rng(0)
+        n = max(steps // rings, 1)
+        t = time.perf_counter()
+        for _ in range(n):
+            env.step(rng.uniform(-1, 1, (rings, 2)))
+        return n * rings / (time.perf_counter() - t)
+    finally:
+        env.close()
+
+
+def sampler_rate(steps: int, warmup_steps: int = 0, rings: int = 0) -> float:
+    """Env steps/s of ONE RLlib env runner of the sync plan (PPO policy, no learning):
+    ``rings`` two-lane rings in one simulation, or one scalar Ring2LaneEnv with 0."""
+    cfg = {"warmup_steps": warmup_steps}
+    if rings:
+        return rllib_sampler_rate(ENV_ID, cfg, steps, num_envs_per_env_runner=rings)
+    return rllib_sampler_rate(ENV_ID, cfg, steps, scalar=True)
 
 
 def speed(args, console) -> int:
     raw = raw_rate(args.speed_steps)
     env = env_rate(args.speed_steps)
-    sampler = sampler_rate(args.speed_steps)
-    sampler_flow = sampler_rate(args.speed_steps, warmup_steps=1000)
+    vec = vector_rate(args.speed_steps, args.rings)
+    scalar = sampler_rate(args.speed_steps)
+    whole = max(args.speed_steps, args.rings * 1500)  # whole episodes of every ring
+    sampler = sampler_rate(whole, rings=args.rings)
+    sampler_flow = sampler_rate(whole, warmup_steps=1000, rings=args.rings)
     ratio = sampler / raw
+    r = args.rings
     rows = {
-        "raw libsumo loop (sim steps/s)": raw,
+        "raw libsumo loop, 1 ring (sim steps/s)": raw,
         "Ring2LaneEnv in this process (env steps/s)": env,
-        "platform sampler, 1 RLlib env runner (env steps/s)": sampler,
-        "platform sampler with the 1000-step warm-up per 1500 (controlled steps/s)": sampler_flow,
+        f"Ring2LaneVectorEnv in this process, {r} rings in one simulation (ring steps/s)": vec,
+        "platform sampler, 1 RLlib env runner x 1 Ring2LaneEnv (the path before; env steps/s)": scalar,
+        f"platform sampler, 1 RLlib env runner x {r} rings in one simulation (ring steps/s)": sampler,
+        f"the same with the 1000-step warm-up per 1500 ({r} rings; controlled steps/s)": sampler_flow,
     }
     for k, v in rows.items():
         console.print(f"{v:8.0f}  {k}")
@@ -121,8 +155,11 @@ def speed(args, console) -> int:
     os.makedirs(RESULTS, exist_ok=True)
     path = os.path.join(RESULTS, f"{args.out}_speed.json")
     with open(path, "w") as f:
-        json.dump(dict(machine=MACHINE, steps=args.speed_steps, rates=rows, ratio=ratio,
-                       checks=checks), f, indent=2)  # fmt: skip
+        json.dump(dict(machine=MACHINE, steps=args.speed_steps, rings=args.rings, rates=rows,
+                       ratio=ratio, checks=checks,
+                       command="flock /tmp/rlsuite-heavy.lock .venv/bin/python "
+                       "benchmarks/traffic_ring_2lane.py " + " ".join(sys.argv[1:])),
+                  f, indent=2)  # fmt: skip
     console.print(f"results: {path}")
     return 0 if all(checks.values()) else 1
 
@@ -144,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="traffic_ring_2lane", help="results name")
     p.add_argument("--speed", action="store_true", help="measure sampling speed instead")
     p.add_argument("--speed-steps", type=int, default=6000, help="steps per speed measurement")
+    p.add_argument("--rings", type=int, default=32,
+                   help="two-lane rings per env runner in one SUMO simulation (--speed)")  # fmt: skip
     args = p.parse_args(argv)
     console = Console(width=140)
     if args.speed:
