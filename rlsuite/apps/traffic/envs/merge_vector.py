@@ -193,7 +193,7 @@ class MergeCopy(MergeSimulation):
         ids, speeds = [], []
         for vid, a in accels.items():
             if vid in self.speed:
-                a = float(np.clip(a, -cfg.max_decel, cfg.max_accel))
+                a = min(max(float(a), -cfg.max_decel), cfg.max_accel)  # np.clip's value
                 ids.append(vid)
                 speeds.append(max(0.0, self.speed[vid] + a * cfg.sim_step))
         return ids, speeds
@@ -234,6 +234,15 @@ class MergeCopies:
         self.copies = [MergeCopy(config, self, i) for i in range(self.n)]
         self.pending: list[list[str]] = [[] for _ in range(self.n)]
         self._dir: str | None = None
+        self._copy: dict[str, int] = {}  # vehicle id -> its copy, this episode
+
+    def copy_of(self, vid: str) -> int:
+        """:func:`copy_of`, remembered for the episode (it is asked for every vehicle at
+        every step)."""
+        k = self._copy.get(vid)
+        if k is None:
+            k = self._copy[vid] = copy_of(vid)
+        return k
 
     def start(self, rngs: list[np.random.Generator]) -> None:
         """A fresh simulation of every copy (SUMO seeded by copy 0's generator, each copy
@@ -255,6 +264,7 @@ class MergeCopies:
         )  # fmt: skip
         for c in self.copies:
             c.begin()
+        self._copy = {}
         self._sub_step([{}] * self.n)
         for _ in range(cfg.warmup_steps):
             self.advance([{}] * self.n, measure=False)
@@ -277,8 +287,9 @@ class MergeCopies:
         states = sim.vehicle_states(present)
         per: list[dict[str, Any]] = [{} for _ in range(self.n)]
         listed: list[list[str]] = [[] for _ in range(self.n)]
+        which = self.copy_of
         for vid in present:
-            k = copy_of(vid)
+            k = which(vid)
             per[k][vid] = states[vid]
             listed[k].append(vid)
         out = []
@@ -286,22 +297,20 @@ class MergeCopies:
             entered, gone = c.take(st, ls)
             out.append([entered, gone, 0])
         departed = sim.call("simulation", "getDepartedIDList")
-        humans = [
-            v for v in departed if not v.startswith(copy_prefix(copy_of(v)) + "." + AV_FLOW + ".")
-        ]
+        humans = [v for v in departed if f".{AV_FLOW}." not in v]  # m3.human.0, m3.ramp.1...
         if humans and cfg.human_speed_mode != SUMO_DEFAULT_SPEED_MODE:
             sim.set_speed_modes(humans, cfg.human_speed_mode)
         avs = [v for row in out for v in row[0]]
         if avs:
             sim.set_speed_modes(avs, cfg.av_speed_mode)
         for vid in sim.call("simulation", "getArrivedIDList"):
-            out[copy_of(vid)][2] += 1
+            out[which(vid)][2] += 1
         if sim.collisions():
             for vid in sim.call("simulation", "getCollidingVehiclesIDList"):
-                self.copies[copy_of(vid)].collisions += 1
+                self.copies[which(vid)].collisions += 1
         if sim.teleports_started():
             for vid in sim.call("simulation", "getStartingTeleportIDList"):
-                self.copies[copy_of(vid)].teleports += 1
+                self.copies[which(vid)].teleports += 1
         return [tuple(row) for row in out]  # type: ignore[misc]
 
     def advance(
@@ -322,7 +331,7 @@ class MergeCopies:
             pending = self.sim.call("simulation", "getPendingVehicles")
             self.pending = [[] for _ in range(n)]
             for vid in pending:
-                self.pending[copy_of(vid)].append(vid)
+                self.pending[self.copy_of(vid)].append(vid)
         for k, c in enumerate(self.copies):
             c.t += 1
             if measure and c.t > self.cfg.measure_after:
