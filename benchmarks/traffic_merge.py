@@ -34,7 +34,7 @@ before). ``--speed-only`` measures only that and writes traffic_merge_speed.json
 
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_merge.py [--controller DIR] [--episodes 3] [--speed]
-    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_merge.py --speed-only [--copies 16]
+    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_merge.py --speed-only [--copies 8]
 
 Writes benchmarks/results/traffic_merge.json and traffic_merge.png (mean speed over time
 on merge 0, and the mean speeds of every controller on merge 0/1/2).
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="measure sampling speed only (traffic_merge_speed.json)",
     )
-    p.add_argument("--copies", type=int, default=16,
+    p.add_argument("--copies", type=int, default=8,
                    help="merges per env runner in one SUMO simulation (Merge-v0's vector path)")  # fmt: skip
     p.add_argument("--out", default="traffic_merge")
     args = p.parse_args(argv)
