@@ -284,7 +284,9 @@ class MergeCopies:
             sim.set_speeds(ids, speeds)
         sim.step()
         present = sim.vehicle_ids()
-        states = sim.vehicle_states(present)
+        states = dict(
+            zip(present, zip(*sim.vehicle_columns(present, ("speed", "road", "pos", "odometer"))))
+        )
         per: list[dict[str, Any]] = [{} for _ in range(self.n)]
         listed: list[list[str]] = [[] for _ in range(self.n)]
         which = self.copy_of

@@ -173,7 +173,6 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
         self.lane = np.zeros((N, n), dtype=int)
         self.teleporting = np.zeros((N, n), dtype=bool)
         self._dir: str | None = None
-        self._subscribed = False
         self._needs_reset = True
         self.closed = False
         self.t = 0  # controlled steps this episode
@@ -239,7 +238,6 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
         args = ring_mod.sumo_args(net, routes, cfg, seeds[0])  # type: ignore[arg-type]
         args[args.index("--time-to-teleport") + 1] = f"{cfg.time_to_teleport:g}"
         self.sim.start(args)
-        self._subscribed = False
         self.step_count = 0
         self.t = 0
         self.controlled = False
@@ -257,44 +255,20 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
     # --- simulation ---------------------------------------------------------------
 
     def _read(self) -> None:
-        """Every vehicle's speed, lane and position along its ring, in one subscription
-        read (a vehicle in a teleport is kept where it was last seen, stopped)."""
-        conn = self.sim._need()
-        sp, rd = kernel.VAR_SPEED, kernel.VAR_ROAD_ID
-        lp, li = kernel.VAR_LANEPOSITION, kernel.VAR_LANE_INDEX
-        try:
-            if not self._subscribed:
-                ids = conn.vehicle.getIDList()
-                if len(ids) != len(self.ids):
-                    raise kernel.SimulationError(
-                        f"{len(ids)} of {len(self.ids)} vehicles are in the ring simulation"
-                    )
-                for vid in self.ids:
-                    conn.vehicle.subscribe(vid, (sp, rd, lp, li))
-                self._subscribed = True
-                # New subscriptions answer from the next step: read this one directly.
-                v = conn.vehicle
-                rows = [
-                    {sp: v.getSpeed(i), rd: v.getRoadID(i), lp: v.getLanePosition(i),
-                     li: v.getLaneIndex(i)}
-                    for i in self.ids
-                ]  # fmt: skip
-            else:
-                res = conn.vehicle.getAllSubscriptionResults()
-                rows = [res.get(vid) for vid in self.ids]
-                if any(r is None for r in rows):
-                    raise kernel.SimulationError("vehicles are missing from the ring simulation")
-        except kernel.sumo_errors() as e:
-            raise self.sim._fail("reading vehicle states", e) from e
+        """Every vehicle's speed, lane and position along its ring, read in one pass (a
+        vehicle in a teleport is kept where it was last seen, stopped)."""
+        speed, road, pos, lane = self.sim.vehicle_columns(
+            self.ids, ("speed", "road", "pos", "lane")
+        )
+        shape = self.x.shape
         start = self._edge_start
-        edge0 = np.array([start.get(r[rd], -1.0) for r in rows]).reshape(self.x.shape)
+        edge0 = np.array([start.get(r, -1.0) for r in road]).reshape(shape)
         on = edge0 >= 0
-        pos = np.array([r[lp] for r in rows]).reshape(self.x.shape)
-        speed = np.array([r[sp] for r in rows]).reshape(self.x.shape)
-        lane = np.array([r[li] for r in rows]).reshape(self.x.shape)
-        self.x[on] = edge0[on] + pos[on]
-        self.v[:] = np.where(on, speed, 0.0)
-        self.lane[on] = lane[on]
+        pos_ = np.array(pos).reshape(shape)
+        lane_ = np.array(lane).reshape(shape)
+        self.x[on] = edge0[on] + pos_[on]
+        self.v[:] = np.where(on, np.array(speed).reshape(shape), 0.0)
+        self.lane[on] = lane_[on]
         self.teleporting[:] = ~on
 
     def _advance(self, measure: bool) -> None:
