@@ -32,6 +32,38 @@ def _counts(text: str) -> list[int]:
     return sorted(set(positive_ints(text)))
 
 
+def _imperfection_flags(p: argparse.ArgumentParser) -> None:
+    from rlsuite.apps.hierarchy.robot.expert import NOISE_RANGE
+
+    g = p.add_argument_group("imperfect demonstrations")
+    g.add_argument(
+        "--noise",
+        type=float,
+        default=0.0,
+        help=f"std of Gaussian noise on the expert's motion commands, in "
+        f"[{NOISE_RANGE[0]}, {NOISE_RANGE[1]}] (default 0)",
+    )
+    g.add_argument(
+        "--retry",
+        type=float,
+        default=0.0,
+        help="probability that a PICK misses its first grasp and grasps again (default 0)",
+    )
+    g.add_argument(
+        "--second-expert",
+        type=float,
+        default=0.0,
+        help="share of episodes by a second expert (opens before it approaches; sort: blue "
+        "first) (default 0)",
+    )
+
+
+def _imperfection(args):
+    from rlsuite.apps.hierarchy.robot.expert import Imperfection
+
+    return Imperfection(args.noise, args.retry, args.second_expert).validate()
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     add_cluster_flags(
         p,
@@ -64,6 +96,7 @@ def register(subparsers: Any) -> None:
               hier-train robot-demos --n 50
               hier-train robot-demos --n 20 --task stack --out runs/stack.npz --weak
               hier-train robot-demos --n 100 --task sort --out runs/sort.npz
+              hier-train robot-demos --n 50 --task sort --noise 0.2 --retry 0.3 --second-expert 0.5
             """),
     )
     p.add_argument("--n", type=positive_int, required=True, help="demonstrations to record")
@@ -77,6 +110,7 @@ def register(subparsers: Any) -> None:
         "--out", default=DEFAULT_DEMOS_PATH, help=f"output .npz (default {DEFAULT_DEMOS_PATH})"
     )
     p.add_argument("--weak", action="store_true", help="drop the call stacks")
+    _imperfection_flags(p)
     p.add_argument(
         "--seed",
         type=nonneg_int,
@@ -105,6 +139,7 @@ def register(subparsers: Any) -> None:
               hier-train robot --demos 20 --supervision strong --json runs/robot.json
               hier-train robot --demos 5,10,20,50 --supervision both --episodes 100
               hier-train robot --task sort --demos 5,20,100 --supervision both
+              hier-train robot --task sort --demos 50 --supervision both --noise 0.2
             """),
     )
     q.add_argument(
@@ -139,6 +174,7 @@ def register(subparsers: Any) -> None:
     add_json_flag(q)
     q.add_argument("--png", default=None, metavar="PATH", help="plot of success vs demonstrations")
     q.add_argument("--save", default=None, metavar="DIR", help="save the trained models here")
+    _imperfection_flags(q)
     _common(q)
     q.set_defaults(func=cmd_robot)
 
@@ -189,6 +225,7 @@ def cmd_demos(args) -> int:
 
     from rlsuite.apps.hierarchy.robot import recording as D
 
+    imperfection = _imperfection(args)
     with _cluster(args):
         data = D.collect(
             args.n,
@@ -197,6 +234,7 @@ def cmd_demos(args) -> int:
             strong=not args.weak,
             num_workers=args.workers,
             progress=True,
+            imperfection=imperfection,
         )
     D.save(args.out, data)
     steps = sum(len(d.actions) for d in data)
@@ -221,6 +259,7 @@ def cmd_robot(args) -> int:
         train_steps=args.train_steps,
         seed=args.seed,
         demo_path=args.demo_file,
+        imperfection=_imperfection(args),
     )
     base.validate()
     with _cluster(args):

@@ -14,7 +14,7 @@ import io
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
@@ -23,6 +23,7 @@ from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
 from rlsuite.apps.hierarchy.procedures.traces import Trace
 from rlsuite.apps.hierarchy.robot import recording as D
 from rlsuite.apps.hierarchy.robot import tasks as T
+from rlsuite.apps.hierarchy.robot.expert import Imperfection
 from rlsuite.apps.hierarchy.robot.model import (
     SUPERVISION,
     FlatBC,
@@ -64,6 +65,9 @@ class RobotRunConfig:
     """Seeds the networks' initial weights."""
     demo_path: str | None = None
     """Read demonstrations from this file (``hier-train robot-demos``) instead of recording."""
+    imperfection: Imperfection = field(default_factory=Imperfection)
+    """How the recorded demonstrations depart from the clean expert's (noise, retried
+    grasps, a second expert); evaluation always runs the clean task."""
 
     def validate(self) -> RobotRunConfig:
         if not isinstance(self.demos, int) or self.demos < 1:
@@ -80,6 +84,12 @@ class RobotRunConfig:
         if not self.supervision and not self.flat:
             raise ValueError("nothing to train: give a supervision or keep the flat baseline")
         T.get(self.task)
+        self.imperfection.validate()
+        if self.imperfection != Imperfection() and self.demo_path:
+            raise ValueError(
+                "--noise / --retry / --second-expert shape demonstrations as they are recorded; "
+                "a --demo-file was recorded already (give them to `hier-train robot-demos`)"
+            )
         if self.num_workers is not None and self.num_workers < 0:
             raise ValueError(f"num_workers must be >= 0, got {self.num_workers}")
         if not isinstance(self.train_steps, int) or self.train_steps < 1:
@@ -145,7 +155,9 @@ def get_demos(
                 f"the {n} asked for: record more with `hier-train robot-demos --task {task} --n {n}`"
             )
         return data[:n]
-    return D.collect(n, task, num_workers=cfg.num_workers, progress=progress)
+    return D.collect(
+        n, task, num_workers=cfg.num_workers, progress=progress, imperfection=cfg.imperfection
+    )
 
 
 def run(cfg: RobotRunConfig, progress: bool = False, save_dir: str | None = None) -> dict[str, Any]:
@@ -355,3 +367,144 @@ def plot_reuse(res: dict[str, Any], path: str) -> None:
 def load(path: str):
     """A saved model (see :func:`rlsuite.apps.hierarchy.robot.model.load`)."""
     return load_model(path)
+
+
+IMPERFECTIONS = ("clean", "noise", "retry", "second_expert", "all")
+"""Conditions of the imperfect-demonstration experiment: one imperfection at a time, or all."""
+
+
+@dataclass(frozen=True)
+class ImperfectConfig:
+    """Strong vs weak supervision on imperfect demonstrations (evaluated on the clean task)."""
+
+    task: str = "pick_place"
+    """The task."""
+    demos: int = 50
+    """Demonstrations per condition."""
+    conditions: tuple[str, ...] = IMPERFECTIONS
+    """Which of :data:`IMPERFECTIONS` to run."""
+    noise: float = 0.2
+    """Action noise of the ``noise`` and ``all`` conditions."""
+    retry: float = 0.3
+    """Missed-grasp probability of the ``retry`` and ``all`` conditions."""
+    second_expert: float = 0.5
+    """Second expert's share of the ``second_expert`` and ``all`` conditions."""
+    episodes: int = 100
+    """Evaluation episodes (seeds ``0..episodes-1``)."""
+    num_workers: int | None = None
+    """Parallel evaluation / collection workers (0: in process)."""
+    train_steps: int = 300
+    """Adam steps per network."""
+    seed: int = 0
+    """Seeds the networks' initial weights."""
+
+    def imperfection(self, condition: str) -> Imperfection:
+        """The :class:`Imperfection` of ``condition``."""
+        on = {
+            "clean": (),
+            "noise": ("noise",),
+            "retry": ("retry",),
+            "second_expert": ("second_expert",),
+            "all": ("noise", "retry", "second_expert"),
+        }[condition]
+        return Imperfection(**{k: getattr(self, k) for k in on}).validate()
+
+    def validate(self) -> ImperfectConfig:
+        T.get(self.task)
+        bad = [c for c in self.conditions if c not in IMPERFECTIONS]
+        if bad:
+            raise ValueError(
+                f"unknown condition {bad[0]!r}: choose from {', '.join(IMPERFECTIONS)}"
+            )
+        Imperfection(self.noise, self.retry, self.second_expert).validate()
+        if not isinstance(self.demos, int) or self.demos < 1 or self.episodes < 1:
+            raise ValueError("demos and episodes must be positive ints")
+        return self
+
+
+def imperfect_experiment(cfg: ImperfectConfig, progress: bool = True) -> dict[str, Any]:
+    """Per condition: the imperfect expert's own success, strong and weak hierarchical
+    success on the clean task, and how much of the expert's skill calls weak EM recovered."""
+    import functools
+
+    from rlsuite.apps.hierarchy.robot.expert import make_expert
+    from rlsuite.apps.hierarchy.robot.model import skill_calls
+    from rlsuite.platform.cluster import configure_driver_threads
+
+    cfg.validate()
+    configure_driver_threads()
+    tc = TrainConfig(steps=cfg.train_steps, seed=cfg.seed)
+    rows = []
+    for cond in cfg.conditions:
+        imp = cfg.imperfection(cond)
+        t0 = time.perf_counter()
+        expert = evaluate(
+            functools.partial(make_expert, task=cfg.task, imperfection=imp),
+            scenarios(ENV_ID, cfg.episodes, {"task": cfg.task}),
+            num_workers=cfg.num_workers,
+            name=f"expert ({cond})",
+        ).summary["success"]["mean"]
+        demos = D.collect(cfg.demos, cfg.task, num_workers=cfg.num_workers, imperfection=imp)
+        truth = [skill_calls(d) for d in demos]
+        row: dict[str, Any] = {
+            "condition": cond,
+            "imperfection": asdict(imp),
+            "expert_success": expert,
+            "demo_steps": sum(len(d.actions) for d in demos) / len(demos),
+            "retried_picks": sum(c[0] == "PICK" and c[2] > 5 for t in truth for c in t),
+            "second_expert_demos": sum(d.info.get("expert") == "second" for d in demos),
+            "success": {},
+            "steps": {},
+        }
+        for sup in ("strong", "weak"):
+            m = fit_hierarchical(demos, tc, sup)
+            r = success_rate(m, cfg.task, cfg.episodes, cfg.num_workers, f"{sup} ({cond})")
+            row["success"][sup], row["steps"][sup] = r["success"], r["steps"]
+            if sup == "weak":
+                got = m.extra["meta"]["skill_calls"]
+                row["weak_recovered"] = {
+                    "calls_objects_and_lengths": sum(a == b for a, b in zip(got, truth))
+                    / len(truth),
+                    "calls_and_objects": sum(
+                        [c[:2] for c in a] == [c[:2] for c in b] for a, b in zip(got, truth)
+                    )
+                    / len(truth),
+                }
+        row["wall_s"] = time.perf_counter() - t0
+        if progress:
+            print(
+                f"{cfg.task} {cond}: expert {expert:.0%}, strong {row['success']['strong']:.0%}, "
+                f"weak {row['success']['weak']:.0%} (EM recovered "
+                f"{row['weak_recovered']['calls_and_objects']:.0%} of the skill-call sequences)",
+                flush=True,
+            )
+        rows.append(row)
+    return {"config": asdict(cfg), "rows": rows}
+
+
+def plot_imperfect(results: Sequence[dict[str, Any]], path: str) -> None:
+    """PNG: strong and weak success per condition, one panel per task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
+    for ax, res in zip(axes[0], results):
+        conds = [r["condition"] for r in res["rows"]]
+        x = np.arange(len(conds))
+        for i, sup in enumerate(("strong", "weak")):
+            ax.bar(x + (i - 0.5) * 0.38, [r["success"][sup] for r in res["rows"]], 0.38, label=sup)
+        ax.plot(x, [r["expert_success"] for r in res["rows"]], "k_", ms=18, label="expert")
+        ax.set_xticks(x)
+        ax.set_xticklabels(conds, rotation=20)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("success (clean task)")
+        ax.set_title(f"{res['config']['task']}: {res['config']['demos']} imperfect demonstrations")
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(loc="lower left")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -57,6 +58,48 @@ YAW_REACHED = 0.05
 """... and this close to its yaw (rad)."""
 
 
+NOISE_RANGE = (0.0, 0.3)
+"""Valid standard deviations of the action noise (action units; 0.3 is 9 mm a step). The
+expert fails 1 pick_place episode in 10 at 0.3 and 13 in 20 at 0.5."""
+MISS_HEIGHT = 0.07
+"""A missed grasp closes the fingers this far above the cube's centre."""
+HELD = 0.06
+"""After its lift, PICK counts its object as held when the object is higher than this (m)."""
+SECOND_ORDER = {
+    "sort": (("PICK", 2), ("PLACE", 5), ("PICK", 1), ("PLACE", 4), ("PICK", 0), ("PLACE", 3))
+}
+"""The second expert's root calls, where a task has another valid order (sort: blue first)."""
+
+
+@dataclass(frozen=True)
+class Imperfection:
+    """How the scripted expert's demonstrations depart from clean, one-way ones."""
+
+    noise: float = 0.0
+    """Standard deviation of Gaussian noise added to every motion command (dx, dy, dz,
+    dyaw; action units, clipped to [-1, 1]); executed and recorded. In :data:`NOISE_RANGE`."""
+    retry: float = 0.0
+    """Probability that a PICK's first grasp closes above its cube (a miss); PICK then sees
+    the cube was not lifted and grasps again: OPEN, MOVE_TO, CLOSE, MOVE_TO. In [0, 1]."""
+    second_expert: float = 0.0
+    """Share of episodes by a second expert: its PICK opens the gripper before it
+    approaches, and on ``sort`` it takes the cubes blue, green, red. In [0, 1]."""
+
+    def validate(self) -> Imperfection:
+        lo, hi = NOISE_RANGE
+        if not isinstance(self.noise, (int, float)) or not lo <= self.noise <= hi:
+            raise ValueError(f"action noise must be in [{lo}, {hi}], got {self.noise!r}")
+        for name in ("retry", "second_expert"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name.replace('_', ' ')} must be in [0, 1], got {v!r}")
+        return self
+
+    @property
+    def clean(self) -> bool:
+        return self.noise == 0 and self.retry == 0 and self.second_expert == 0
+
+
 def kind_of(obs: np.ndarray, obj: int) -> str:
     """The kind (cube / tray / pad) of the object in slot ``obj``."""
     return KINDS[int(np.argmax(obs[slot_index(obj, SLOT_KIND)]))]
@@ -83,13 +126,29 @@ class ScriptedPolicy:
     the root makes the task's planned ``(skill, object)`` calls in order (:mod:`.tasks`), or
     those of ``plan`` (e.g. another valid order)."""
 
-    def __init__(self, task: str = "pick_place", plan: Sequence[tuple[str, int]] | None = None):
+    def __init__(
+        self,
+        task: str = "pick_place",
+        plan: Sequence[tuple[str, int]] | None = None,
+        imperfection: Imperfection | None = None,
+    ):
         self.task = T.get(task)
-        self.plan = tuple(self.task.plan if plan is None else plan)
-        if len(self.plan) > len(self.task.plan):
+        self.first_plan = tuple(self.task.plan if plan is None else plan)
+        if len(self.first_plan) > len(self.task.plan):
             raise ValueError(
-                f"{task}'s root makes at most {len(self.task.plan)} calls, the plan has {len(self.plan)}"
+                f"{task}'s root makes at most {len(self.task.plan)} calls, "
+                f"the plan has {len(self.first_plan)}"
             )
+        self.imperfection = (imperfection or Imperfection()).validate()
+        self.seed(None)
+
+    def seed(self, seed: int | None) -> None:
+        """Start an episode: draw which expert acts and seed the noise and the misses."""
+        self.rng = np.random.default_rng(None if seed is None else [int(seed), 0x5EED])
+        self.second = bool(self.rng.random() < self.imperfection.second_expert)
+        self.plan = (
+            SECOND_ORDER.get(self.task.name, self.first_plan) if self.second else self.first_plan
+        )
 
     def decide(self, frame: Frame, obs: np.ndarray) -> Decision:
         if frame.proc == self.task.root:
@@ -101,18 +160,35 @@ class ScriptedPolicy:
             return self._skill(frame, obs)
         if frame.pc > 0 and self._leaf_done(frame, obs):
             return TERMINATE
-        return Decision("act", "STEP", (self._leaf_act(frame, obs),))
+        a = self._leaf_act(frame, obs)
+        if self.imperfection.noise > 0:
+            a[:4] = np.clip(a[:4] + self.rng.normal(0.0, self.imperfection.noise, 4), -1, 1)
+        return Decision("act", "STEP", (a,))
 
     def _skill(self, frame: Frame, obs: np.ndarray) -> Decision:
         pc, obj = frame.pc, int(frame.args[0])
         if frame.proc == "PICK":
+            if pc == 0:  # does this PICK miss its first grasp?
+                frame.memory = {"miss": bool(self.rng.random() < self.imperfection.retry)}
+            miss = MISS_HEIGHT if frame.memory["miss"] else 0.0
             plan = [
                 ("MOVE_TO", lambda: goal(obs, obj, (0, 0, APPROACH), align=True)),
                 ("OPEN", None),
-                ("MOVE_TO", lambda: goal(obs, obj, (0, 0, 0.0), align=False)),
+                ("MOVE_TO", lambda: goal(obs, obj, (0, 0, miss), align=False)),
                 ("CLOSE", None),
                 ("MOVE_TO", lambda: goal(obs, obj, (0, 0, LIFT), align=False)),
             ]
+            if self.second:  # the second expert opens the gripper first
+                plan[:2] = plan[1::-1]
+            if pc == len(plan) and self.imperfection.retry > 0 and not self._held(obs, obj):
+                frame.memory["retry"] = True  # the cube stayed down: grasp again
+            if frame.memory.get("retry"):
+                plan += [
+                    ("OPEN", None),
+                    ("MOVE_TO", lambda: goal(obs, obj, (0, 0, 0.0), align=False)),
+                    ("CLOSE", None),
+                    ("MOVE_TO", lambda: goal(obs, obj, (0, 0, LIFT), align=False)),
+                ]
         else:
             release = RELEASE[kind_of(obs, obj)]
             plan = [
@@ -125,6 +201,10 @@ class ScriptedPolicy:
             return TERMINATE
         proc, make_arg = plan[pc]
         return Decision("call", proc, (make_arg(),) if make_arg else ())
+
+    @staticmethod
+    def _held(obs: np.ndarray, obj: int) -> bool:
+        return bool(anchor_position(obs, obj)[2] > HELD)
 
     @staticmethod
     def _leaf_done(frame: Frame, obs: np.ndarray) -> bool:
@@ -149,10 +229,17 @@ class ScriptedPolicy:
 
 
 def make_expert(
-    record: bool = False, task: str = "pick_place", plan: Sequence[tuple[str, int]] | None = None
+    record: bool = False,
+    task: str = "pick_place",
+    plan: Sequence[tuple[str, int]] | None = None,
+    imperfection: Imperfection | None = None,
 ) -> Controller:
     """A fresh scripted expert of ``task`` (a controller: ``reset(seed)``, ``act(obs)``;
-    ``trace()`` with ``record=True``); ``plan`` replaces the task's root calls."""
+    ``trace()`` with ``record=True``); ``plan`` replaces the task's root calls;
+    ``imperfection`` adds noise, missed grasps and their retries, a second expert."""
     return Controller(
-        ScriptedPolicy(task, plan), name="scripted expert", record=record, spec=spec_for(task)
+        ScriptedPolicy(task, plan, imperfection),
+        name="scripted expert",
+        record=record,
+        spec=spec_for(task),
     )

@@ -40,7 +40,6 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import math
 import os
@@ -53,7 +52,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from rlsuite.apps.hierarchy.procedures.calls import Call, trace_from_calls
+from rlsuite.apps.hierarchy.procedures.calls import Call, call_tree, trace_from_calls
 from rlsuite.apps.hierarchy.procedures.fit import fit
 from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
 from rlsuite.apps.hierarchy.procedures.segmentation import LeafLevel, refine_segments
@@ -61,7 +60,7 @@ from rlsuite.apps.hierarchy.procedures.traces import Trace
 from rlsuite.apps.hierarchy.robot.program import (
     LEAVES,
     MAX_LEAF_STEPS,
-    MAX_PC,
+    SKILL_MAX_OPS,
     SKILLS,
     Controller,
     anchor_position,
@@ -141,6 +140,12 @@ def fit_hierarchical(
                 )
             fit(model, strong=demos, epochs=cfg.steps, lr=cfg.lr, seed=cfg.seed, cosine=True)
         else:
+            inferred: list[Trace] = []
+
+            def infer(m: ProcedureModel, weak: Sequence[Trace]) -> list[Trace]:
+                inferred[:] = infer_stacks(m, weak, cfg)
+                return inferred
+
             fit(
                 model,
                 weak=D_weak(demos),
@@ -148,13 +153,20 @@ def fit_hierarchical(
                 lr=cfg.lr,
                 seed=cfg.seed,
                 cosine=True,
-                weak_infer=functools.partial(infer_stacks, config=cfg),
+                weak_infer=infer,
             )
     model.extra["meta"] = dict(
         supervision=supervision, demos=len(demos), tasks=sorted({d.info["task"] for d in demos})
     )
+    if supervision == "weak":  # what EM filled in, to compare with the expert's calls
+        model.extra["meta"]["skill_calls"] = [skill_calls(t) for t in inferred]
     model.extra["config"] = asdict(cfg)
     return model
+
+
+def skill_calls(trace: Trace) -> list[list]:
+    """The root's calls of a strong trace: ``[skill, object, number of leaf calls]`` each."""
+    return [[c.proc, int(c.args[0]), len(c.children)] for c in call_tree(trace).children]
 
 
 def task_of(demos: Sequence[Trace]) -> str:
@@ -429,8 +441,11 @@ def _present(obs: np.ndarray) -> list[int]:
     return [o for o in range(N_SLOTS) if obs[0, slot_index(o, SLOT_KIND)].any()]
 
 
-def _semi_markov(n: int, max_calls: int, objects, seg_score, root_score) -> list[SkillCall]:
-    """Best cut of ``n`` leaf calls into at most ``max_calls`` skill calls (Viterbi)."""
+def _semi_markov(
+    n: int, max_calls: int, objects, seg_score, root_score
+) -> tuple[list[SkillCall], float]:
+    """Best cut of ``n`` leaf calls into at most ``max_calls`` skill calls (Viterbi), and
+    its log-likelihood."""
     V = np.full((n + 1, max_calls + 1), -np.inf)
     back: dict[tuple[int, int], tuple[int, int, int, int]] = {}
     V[0, 0] = 0.0
@@ -454,7 +469,7 @@ def _semi_markov(n: int, max_calls: int, objects, seg_score, root_score) -> list
         a, j, k, o = back[(b, j)]
         calls.append((k, o, a, b))
         b = a
-    return calls[::-1]
+    return calls[::-1], float(ends[int(np.argmax(ends))])
 
 
 def group_skills(
@@ -468,10 +483,12 @@ def group_skills(
     Hard EM with a semi-Markov Viterbi pass over the leaf calls. Start: cut where the
     MOVE_TO goals move to another object (a skill's goals lie above its object, within
     :data:`ANCHOR_SD`) at :data:`ANCHOR_COST` per call, and type the calls by clustering
-    their leaf sequences into ``len(SKILLS)`` groups (the type of the first call is
-    ``SKILLS[0]``). Then ``rounds`` times: fit a model (the root's choice of (skill,
-    object) or return per pc; per skill and pc the next leaf or return, and a Gaussian of
-    MOVE_TO's goal offset from the object) and re-cut every demonstration under it.
+    their leaf sequences into ``len(SKILLS)`` groups (:func:`_type_starts`; the type of the
+    first call is ``SKILLS[0]``). Then up to ``rounds`` times: fit a model (the root's
+    choice of (skill, object) or return per pc; per skill and pc the next leaf or return,
+    and a Gaussian of MOVE_TO's goal offset from the object) and re-cut every
+    demonstration under it. Each start runs to convergence; the one whose cuts are most
+    likely under their own model wins (the first on a tie).
     """
     rows = []  # per demo: [(leaf, {object: goal offset} or None)]
     objects = []
@@ -492,7 +509,7 @@ def group_skills(
             if k:
                 return []
             out, tot, moves = [], -ANCHOR_COST, 0
-            for b in range(a, min(len(r), a + MAX_PC)):
+            for b in range(a, min(len(r), a + SKILL_MAX_OPS)):
                 p, g = r[b]
                 if g is not None:
                     moves += 1
@@ -504,21 +521,31 @@ def group_skills(
 
         return seg_score
 
-    assign = [
-        _semi_markov(len(r), max_calls, objs, anchor_scores(r), lambda j, c: 0.0)
+    cut = [
+        _semi_markov(len(r), max_calls, objs, anchor_scores(r), lambda j, c: 0.0)[0]
         for r, objs in zip(rows, objects)
     ]
-    assign = _type_by_signature(rows, assign)
-    for _ in range(rounds):
-        root_lp, op_lp, goal_lp = _fit_skill_model(rows, objects, assign, max_calls)
-        new = [
-            _semi_markov(len(r), max_calls, objs, _skill_scores(r, op_lp, goal_lp), root_lp)
-            for r, objs in zip(rows, objects)
-        ]
-        if new == assign:
-            break
-        assign = new
-    return assign
+    best, best_ll = None, -np.inf
+    for start in _type_starts(rows, cut):
+        assign, ll = start, -np.inf
+        for _ in range(rounds):
+            root_lp, op_lp, goal_lp = _fit_skill_model(rows, objects, assign, max_calls)
+            out = [
+                _semi_markov(len(r), max_calls, objs, _skill_scores(r, op_lp, goal_lp), root_lp)
+                for r, objs in zip(rows, objects)
+            ]
+            new, ll = [c for c, _ in out], sum(x for _, x in out)
+            if new == assign:
+                break
+            assign = new
+        if ll > best_ll:
+            best, best_ll = assign, ll
+    assert best is not None
+    return best
+
+
+TYPE_STARTS = 4
+"""Skill-level restarts: the second skill type is seeded from up to this many call sequences."""
 
 
 def _skill_scores(r, op_lp, goal_lp):
@@ -527,7 +554,7 @@ def _skill_scores(r, op_lp, goal_lp):
 
     def seg_score(k, o, a):
         out, tot = [], 0.0
-        for i, b in enumerate(range(a, min(len(r), a + MAX_PC))):
+        for i, b in enumerate(range(a, min(len(r), a + SKILL_MAX_OPS))):
             p, g = r[b]
             tot += op_lp(k, i, p) + (goal_lp(k, i, g[o]) if g is not None else 0.0)
             out.append((b + 1, tot + op_lp(k, i + 1, "END")))
@@ -536,9 +563,10 @@ def _skill_scores(r, op_lp, goal_lp):
     return seg_score
 
 
-def _type_by_signature(rows, assign) -> list[list[SkillCall]]:
-    """Give each skill call a type: cluster the calls' leaf sequences around the most common
-    one and the one farthest from it; the first call's type becomes type 0."""
+def _type_starts(rows, assign) -> list[list[list[SkillCall]]]:
+    """Starting skill types for the calls of ``assign``: cluster the calls' leaf sequences
+    around the most common one and a second seed (first the one farthest from it, then
+    the next most common ones, :data:`TYPE_STARTS` in all); the first call's type is 0."""
     sig = [
         [tuple(r[i][0] for i in range(a, b)) for _, _, a, b in calls]
         for r, calls in zip(rows, assign)
@@ -551,16 +579,23 @@ def _type_by_signature(rows, assign) -> list[list[SkillCall]]:
     def dist(x, y):
         return sum(1 for i in range(max(len(x), len(y))) if x[i : i + 1] != y[i : i + 1])
 
-    seeds = [max(counts, key=lambda x: counts[x])]
-    while len(seeds) < len(SKILLS) and len(seeds) < len(counts):
-        seeds.append(max(counts, key=lambda x: (min(dist(x, s) for s in seeds), counts[x])))
-    kind = {x: min(range(len(seeds)), key=lambda i: dist(x, seeds[i])) for x in counts}
-    first = kind[sig[0][0]] if sig and sig[0] else 0
-    swap = {first: 0, 0: first}
-    return [
-        [(swap.get(kind[x], kind[x]), o, a, b) for x, (_, o, a, b) in zip(ss, calls)]
-        for ss, calls in zip(sig, assign)
-    ]
+    first = max(counts, key=lambda x: counts[x])
+    rest = [x for x in counts if x != first]
+    seconds = [max(rest, key=lambda x: (dist(x, first), counts[x]))] if rest else [None]
+    seconds += [x for x in sorted(rest, key=lambda x: -counts[x]) if x not in seconds]
+    starts = []
+    for second in seconds[:TYPE_STARTS]:
+        seeds = [first] if second is None else [first, second]
+        kind = {x: min(range(len(seeds)), key=lambda i: dist(x, seeds[i])) for x in counts}
+        lead = kind[sig[0][0]] if sig and sig[0] else 0
+        swap = {lead: 0, 0: lead}
+        starts.append(
+            [
+                [(swap.get(kind[x], kind[x]), o, a, b) for x, (_, o, a, b) in zip(ss, calls)]
+                for ss, calls in zip(sig, assign)
+            ]
+        )
+    return starts
 
 
 def _fit_skill_model(rows, objects, assign, max_calls, alpha: float = 0.1):

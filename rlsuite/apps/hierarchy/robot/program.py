@@ -73,7 +73,10 @@ OBJECTS = tuple(range(N_SLOTS))
 MAX_LEAF_STEPS = {"MOVE_TO": 40, "OPEN": 12, "CLOSE": 12}
 """A leaf call returns after this many steps whatever its termination predicate says."""
 MAX_PC = 8
-"""A skill returns after this many calls whatever its termination predicate says."""
+"""Program counters are clipped here before the networks see them."""
+SKILL_MAX_OPS = 10
+"""A skill returns after this many calls whatever its termination predicate says (a PICK
+that retries a failed grasp makes 9)."""
 IDLE_ACTION = np.zeros(5, dtype=np.float32)
 
 
@@ -88,7 +91,9 @@ def spec_for(task: str) -> HierarchySpec:
         procedures=(
             ProcedureSpec(t.root, SKILLS, max_pc=calls, max_ops=calls),
             *(
-                ProcedureSpec(s, LEAVES, (ArgSpec("object", "discrete", N_SLOTS),), max_ops=MAX_PC)
+                ProcedureSpec(
+                    s, LEAVES, (ArgSpec("object", "discrete", N_SLOTS),), max_ops=SKILL_MAX_OPS
+                )
                 for s in SKILLS
             ),
             ProcedureSpec(
@@ -227,6 +232,8 @@ class Controller:
         self.executor = Executor(spec, policy, record=record)
 
     def reset(self, seed: int | None = None) -> None:
+        if hasattr(self.policy, "seed"):  # a policy with randomness of its own (the expert's)
+            self.policy.seed(seed)
         self.executor.reset(seed)
 
     @property

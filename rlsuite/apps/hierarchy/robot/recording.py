@@ -29,15 +29,20 @@ import numpy as np
 from rlsuite.apps.hierarchy.procedures.traces import Trace, load_traces, save_traces
 from rlsuite.apps.hierarchy.robot import tasks as T
 from rlsuite.apps.hierarchy.robot.env import OBS_DIM, PickPlaceEnv
-from rlsuite.apps.hierarchy.robot.expert import make_expert
+from rlsuite.apps.hierarchy.robot.expert import Imperfection, make_expert
 
 DEMO_SEED_BASE = 100_000
 
 
-def record(seed: int, task: str = "pick_place", max_steps: int | None = None) -> Trace:
+def record(
+    seed: int,
+    task: str = "pick_place",
+    max_steps: int | None = None,
+    imperfection: Imperfection | None = None,
+) -> Trace:
     """One expert episode on ``seed``: its strong trace (observations, actions, call stack)."""
     env = PickPlaceEnv(task=task, max_steps=max_steps)
-    expert = make_expert(record=True, task=task)
+    expert = make_expert(record=True, task=task, imperfection=imperfection)
     try:
         obs, _ = env.reset(seed=int(seed))
         expert.reset(seed)
@@ -55,14 +60,15 @@ def record(seed: int, task: str = "pick_place", max_steps: int | None = None) ->
                 "task": task,
                 "success": bool(env.episode_metrics()["success"]),
                 "final_obs": np.asarray(final, dtype=np.float32),
+                "expert": "second" if expert.policy.second else "first",
             }
         )
     finally:
         env.close()
 
 
-def _record_many(seeds: Sequence[int], task: str) -> list[Trace]:
-    return [record(s, task) for s in seeds]
+def _record_many(seeds: Sequence[int], task: str, imperfection: Imperfection) -> list[Trace]:
+    return [record(s, task, imperfection=imperfection) for s in seeds]
 
 
 def collect(
@@ -73,17 +79,20 @@ def collect(
     strong: bool = True,
     num_workers: int | None = None,
     progress: bool = False,
+    imperfection: Imperfection | None = None,
 ) -> list[Trace]:
     """``n`` successful expert demonstrations of ``task``, from seeds ``seed, seed+1, ...``.
 
     Failed expert episodes (a few in 100, see ``benchmarks/RESULTS.md``) are skipped and replaced by the
     next seeds, so the result is always ``n`` successes. ``num_workers=0`` records in
     this process; otherwise the seeds are spread over Ray tasks (an embedded Ray is
-    started if none is running). ``strong=False`` drops the call stacks.
+    started if none is running). ``strong=False`` drops the call stacks. ``imperfection``:
+    noisy commands, missed grasps retried, a second expert (:class:`~.expert.Imperfection`).
     """
     if not isinstance(n, int | np.integer) or n < 1:
         raise ValueError(f"number of demonstrations must be a positive int, got {n!r}")
     T.get(task)
+    imperfection = (imperfection or Imperfection()).validate()
     out: list[Trace] = []
     next_seed = int(seed)
     t0 = time.perf_counter()
@@ -93,7 +102,7 @@ def collect(
             want = n - len(out)
             batch = list(range(next_seed, next_seed + want + max(1, want // 10)))
             next_seed = batch[-1] + 1
-            for d in _run_batch(batch, task, num_workers):
+            for d in _run_batch(batch, task, num_workers, imperfection):
                 if d.info["success"] and len(out) < n:
                     out.append(d)
                     if bar:
@@ -112,9 +121,11 @@ def collect(
     return out
 
 
-def _run_batch(seeds: list[int], task: str, num_workers: int | None) -> list[Trace]:
+def _run_batch(
+    seeds: list[int], task: str, num_workers: int | None, imperfection: Imperfection
+) -> list[Trace]:
     if num_workers == 0:
-        return _record_many(seeds, task)
+        return _record_many(seeds, task, imperfection)
     import ray
 
     from rlsuite.platform import cluster
@@ -127,7 +138,7 @@ def _run_batch(seeds: list[int], task: str, num_workers: int | None) -> list[Tra
         k = max(1, min(num_workers or cpus, len(seeds)))
         chunks = [seeds[i::k] for i in range(k)]
         remote = ray.remote(num_cpus=1)(_record_many)
-        results = ray.get([remote.remote(c, task) for c in chunks if c])
+        results = ray.get([remote.remote(c, task, imperfection) for c in chunks if c])
         by_seed = {d.info["seed"]: d for chunk in results for d in chunk}
         return [by_seed[s] for s in seeds]
     finally:
