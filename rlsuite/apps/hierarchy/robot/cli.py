@@ -181,23 +181,33 @@ def register(subparsers: Any) -> None:
     r = subparsers.add_parser(
         "robot-reuse",
         formatter_class=fmt,
-        help="skill reuse: learn stacking with the procedures learned on pick-and-place",
+        help="skill reuse: learn a second task with the procedures learned on pick-and-place",
         description=textwrap.dedent("""\
-            Learn a second task (stack the cube on a second cube) with the PICK/PLACE
-            procedures learned on pick-and-place: REUSE them as they are, RETRAIN them
-            on both tasks' demonstrations, RECREATE a separate PLACE for the new task,
-            or learn from SCRATCH; success against the new task's demonstrations.
+            Learn a second task (--task: stack, or a long one: sort, tower,
+            clear_then_place) with the PICK/PLACE procedures learned on pick-and-place:
+            REUSE them as they are (a task with a root of its own learns only that
+            root), RETRAIN them (stack: on both tasks' demonstrations; the others: on
+            the new task's, from pick-and-place's weights), RECREATE a separate PLACE
+            for the new task, or learn from SCRATCH; success against the new task's
+            demonstrations, and the demonstrations each mode needs to reach 90%.
 
-            EXAMPLE
+            EXAMPLES
               hier-train robot-reuse --counts 1,2,5,10 --json runs/reuse.json
+              hier-train robot-reuse --task sort --counts 1,2,5 --json runs/reuse-sort.json
             """),
+    )
+    r.add_argument(
+        "--task",
+        choices=[t for t in TASKS if t != "pick_place"],
+        default="stack",
+        help="the second task (default stack)",
     )
     r.add_argument(
         "--counts",
         type=_counts,
         default=[1, 2, 5, 10],
         metavar="N[,N...]",
-        help="stack demonstrations to try (default 1,2,5,10)",
+        help="demonstrations of the second task to try (default 1,2,5,10)",
     )
     r.add_argument(
         "--first-demos",
@@ -276,6 +286,7 @@ def cmd_reuse(args) -> int:
     from rlsuite.apps.hierarchy.robot import experiment as X
 
     cfg = X.ReuseConfig(
+        task=args.task,
         first_demos=args.first_demos,
         counts=tuple(args.counts),
         episodes=args.episodes,

@@ -31,6 +31,7 @@ from rlsuite.apps.hierarchy.robot.model import (
     fit_hierarchical,
     make_controller,
     retrain,
+    transfer,
 )
 from rlsuite.apps.hierarchy.robot.model import load as load_model
 from rlsuite.apps.hierarchy.robot.model import save as save_model
@@ -38,8 +39,10 @@ from rlsuite.platform.evaluation import evaluate, scenarios
 
 ENV_ID = "rlsuite/PickPlace-v0"
 REUSE_MODES = ("reuse", "retrain", "recreate", "scratch")
-"""How the second task is learned: the first task's procedures as they are; all of them
-retrained on both tasks' demonstrations; a new PLACE trained on the new task only (PICK
+"""How the second task is learned: the first task's procedures as they are (a task with
+a root of its own learns only that root from its demonstrations); all of them retrained
+(``stack``: on both tasks' demonstrations; a task with a root of its own: on its own,
+starting from the first task's weights); a new PLACE trained on the new task only (PICK
 and the leaves kept); or a new hierarchy from the new task's demonstrations alone."""
 
 
@@ -255,12 +258,14 @@ def plot_sweep(rows: Sequence[dict[str, Any]], path: str, title: str = "") -> No
 
 @dataclass(frozen=True)
 class ReuseConfig:
-    """Skill reuse: learn ``stack`` with the procedures learned on ``pick_place``."""
+    """Skill reuse: learn a second task with the procedures learned on ``pick_place``."""
 
+    task: str = "stack"
+    """The second task (any but ``pick_place``)."""
     first_demos: int = 20
     """Demonstrations of the first task (pick_place) behind the reused procedures."""
     counts: tuple[int, ...] = (1, 2, 5, 10)
-    """Demonstrations of the second task (stack) to try."""
+    """Demonstrations of the second task to try."""
     modes: tuple[str, ...] = REUSE_MODES
     """Which of reuse / retrain / recreate / scratch to compare."""
     episodes: int = 100
@@ -273,6 +278,9 @@ class ReuseConfig:
     """Seeds the networks' initial weights."""
 
     def validate(self) -> ReuseConfig:
+        T.get(self.task)
+        if self.task == "pick_place":
+            raise ValueError("the second task must differ from pick_place, the first")
         bad = [m for m in self.modes if m not in REUSE_MODES]
         if bad:
             raise ValueError(f"unknown reuse mode {bad[0]!r}: choose from {', '.join(REUSE_MODES)}")
@@ -290,34 +298,39 @@ def reuse_experiment(cfg: ReuseConfig, progress: bool = True) -> dict[str, Any]:
 
     configure_driver_threads()
     tc = TrainConfig(steps=cfg.train_steps, seed=cfg.seed)
+    task = cfg.task
     first = D.collect(cfg.first_demos, "pick_place", num_workers=cfg.num_workers)
-    second_pool = D.collect(max(cfg.counts), "stack", num_workers=cfg.num_workers)
+    second_pool = D.collect(max(cfg.counts), task, num_workers=cfg.num_workers)
     base = fit_hierarchical(first, tc, "strong")
+    root = T.get(task).root
+    same_root = root == base.spec.root
     results: dict[str, dict[int, float]] = {m: {} for m in cfg.modes}
-    if "reuse" in cfg.modes:
-        r = success_rate(base, "stack", cfg.episodes, cfg.num_workers, "reuse")["success"]
-        results["reuse"] = {0: r, **{n: r for n in cfg.counts}}  # uses no stack demos
+    if "reuse" in cfg.modes and same_root:
+        r = success_rate(base, task, cfg.episodes, cfg.num_workers, "reuse")["success"]
+        results["reuse"] = {0: r, **{n: r for n in cfg.counts}}  # uses no demos of the task
         if progress:
-            print(f"reuse as is: {r:.0%} (no stack demonstrations)", flush=True)
+            print(f"reuse as is: {r:.0%} (no {task} demonstrations)", flush=True)
     for n in sorted(cfg.counts):
         second = second_pool[:n]
         for mode in cfg.modes:
-            if mode == "reuse":
+            if mode == "reuse" and same_root:
                 continue
-            if mode == "retrain":
+            if mode == "reuse":  # the skills as they are; the new root learned alone
+                m = retrain(transfer(base, task, tc), second, tc, only=(root,))
+            elif mode == "retrain" and same_root:
                 m = retrain(copy.deepcopy(base), [*first, *second], tc)
+            elif mode == "retrain":
+                m = retrain(transfer(base, task, tc), second, tc)
             elif mode == "recreate":
-                m = copy.deepcopy(base)
+                m = transfer(base, task, tc)
                 m.reset_procedure("PLACE", seed=tc.seed)
-                m = retrain(m, second, tc, only=("PLACE",))
+                m = retrain(m, second, tc, only=("PLACE",) if same_root else (root, "PLACE"))
             else:
                 m = fit_hierarchical(second, tc, "strong")
-            results[mode][n] = success_rate(m, "stack", cfg.episodes, cfg.num_workers, mode)[
-                "success"
-            ]
+            results[mode][n] = success_rate(m, task, cfg.episodes, cfg.num_workers, mode)["success"]
         if progress:
             print(
-                f"{n:>3} stack demos: "
+                f"{n:>3} {task} demos: "
                 + ", ".join(f"{k} {v[n]:.0%}" for k, v in results.items() if n in v),
                 flush=True,
             )
@@ -342,7 +355,8 @@ def print_reuse(res: dict[str, Any]) -> None:
     from rich.table import Table
 
     counts = res["config"]["counts"]
-    t = Table(title="skill reuse: stack success vs stack demonstrations")
+    task = res["config"].get("task", "stack")
+    t = Table(title=f"skill reuse: {task} success vs {task} demonstrations")
     t.add_column("mode")
     for n in counts:
         t.add_column(f"{n} demos", justify="right")
@@ -361,7 +375,8 @@ def plot_reuse(res: dict[str, Any], path: str) -> None:
         {"demos": n, "success": {m: c[str(n)] for m, c in res["success"].items()}}
         for n in res["config"]["counts"]
     ]
-    plot_sweep(rows, path, title="skill reuse on stack (PICK/PLACE from pick_place)")
+    task = res["config"].get("task", "stack")
+    plot_sweep(rows, path, title=f"skill reuse on {task} (PICK/PLACE from pick_place)")
 
 
 def load(path: str):

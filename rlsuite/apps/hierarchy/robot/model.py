@@ -192,6 +192,22 @@ def retrain(model: ProcedureModel, demos: Sequence[Trace], config: TrainConfig,
     return model
 
 
+def transfer(source: ProcedureModel, task: str, config: TrainConfig) -> ProcedureModel:
+    """A fresh model of ``task`` holding ``source``'s skills and leaves (PICK, PLACE,
+    MOVE_TO, OPEN, CLOSE: same networks, same view of the observation); only the root is
+    new (untrained) when the tasks' roots differ, otherwise a copy of ``source``."""
+    model = make_model(config.hidden, config.seed, task)
+    shared = [p.name for p in model.spec.procedures if p.name in source.index]
+    for name in shared:
+        si, di = source.index[name], model.index[name]
+        model.nets[di].load_state_dict(source.nets[si].state_dict())
+        for k, v in source.log_std.items():
+            if k.split("_")[0] == str(si):
+                model.log_std[f"{di}_{k.split('_', 1)[1]}"].data.copy_(v.data)
+    model.extra = {"meta": {**source.extra.get("meta", {}), "transferred_to": task}}
+    return model
+
+
 def controller(model: ProcedureModel, name: str = "hierarchical") -> Controller:
     """A deterministic controller (``reset``/``act``) running the model through the Executor."""
     return Controller(model.eval(), name=name, spec=model.spec)

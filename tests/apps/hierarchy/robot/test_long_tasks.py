@@ -54,7 +54,14 @@ def test_sort_counts_any_order_and_a_half_done_task_is_not_solved():
     env = PickPlaceEnv(task="sort")
     try:
         # blue, then red, then green: another valid order
-        reordered = (("PICK", 2), ("PLACE", 5), ("PICK", 0), ("PLACE", 3), ("PICK", 1), ("PLACE", 4))
+        reordered = (
+            ("PICK", 2),
+            ("PLACE", 5),
+            ("PICK", 0),
+            ("PLACE", 3),
+            ("PICK", 1),
+            ("PLACE", 4),
+        )
         assert _run(env, make_expert(task="sort", plan=reordered), seed=5)["success"] == 1.0
         # only two of the three cubes sorted
         m = _run(env, make_expert(task="sort", plan=reordered[:4]), seed=5)
