@@ -2,7 +2,7 @@
 flat cloning, their files, and the robot's weak supervision.
 
 The hierarchical controller IS a :class:`~rlsuite.apps.hierarchy.procedures.model.ProcedureModel`
-of the robot's hierarchy (``program.SPEC``, :func:`program.make_model`), run by the shared
+of a task's hierarchy (:func:`program.spec_for`, :func:`program.make_model`), run by the shared
 :class:`~rlsuite.apps.hierarchy.procedures.executor.Executor` (:func:`controller`). Its
 per-procedure view (:class:`program.RobotView`) lets a skill see the scene from the object
 it was called with and output MOVE_TO goals relative to it; the leaves emit continuous STEP
@@ -14,8 +14,10 @@ traces (the strong loss). Weak supervision (observations and actions only): the 
 level: the leaf level segments each demonstration into leaf calls by a semi-Markov Viterbi
 pass under the model's own leaf procedures (MOVE_TO's goal is where its segment ends) and
 refits them, a few rounds (:mod:`rlsuite.apps.hierarchy.procedures.segmentation`); the
-skill level then groups the leaf calls into the root's two skill calls and picks each
-skill's object, maximising the likelihood of the skills' call sequences and goal offsets.
+skill level then cuts the leaf calls into the root's skill calls (two for pick_place, six
+for sort), each with a skill type and an object, by a second semi-Markov Viterbi pass over
+the leaf calls (:func:`group_skills`: hard EM on the root's choices, each skill's call
+sequence and its goal offsets from its object, from a few starts).
 The filled-in call trees become strong traces
 (:func:`~rlsuite.apps.hierarchy.procedures.calls.trace_from_calls`) that train the same
 model. (The exact weak marginal, :class:`~rlsuite.apps.hierarchy.procedures.weak.WeakLattice`,
@@ -35,6 +37,9 @@ Example::
     >>> c.reset(0)
     >>> c.act(data[0].observations[0]).shape
     (5,)
+
+:func:`transfer` moves a model's skills and leaves into another task's hierarchy (skill
+reuse across tasks).
 """
 
 from __future__ import annotations
