@@ -509,7 +509,9 @@ def group_skills(
     choice of (skill, object) or return per pc; per skill and pc the next leaf or return,
     and a Gaussian of MOVE_TO's goal offset from the object) and re-cut every
     demonstration under it. Each start runs to convergence; the one whose cuts are most
-    likely under their own model wins (the first on a tie).
+    likely under their own model wins (the first on a tie). Finally the skill type that
+    most demonstrations start with is named ``SKILLS[0]`` (weak supervision's names are
+    its own; this keeps them stable across data sets).
     """
     rows = []  # per demo: [(leaf, {object: goal offset} or None)]
     objects = []
@@ -562,7 +564,11 @@ def group_skills(
         if ll > best_ll:
             best, best_ll = assign, ll
     assert best is not None
-    return best
+    # names are the learner's own: the type most demonstrations start with is SKILLS[0]
+    firsts = [calls[0][0] for calls in best if calls]
+    lead = max(set(firsts), key=firsts.count) if firsts else 0
+    swap = {lead: 0, 0: lead}
+    return [[(swap.get(k, k), o, a, b) for k, o, a, b in calls] for calls in best]
 
 
 TYPE_STARTS = 4
