@@ -352,41 +352,44 @@ def train_cheap(dsn: str, cost: int, run_dir: str, console) -> str:
 
 
 def plot(runs: dict[str, dict], costs: list[int], per_cost: int, path: str) -> None:
+    """One panel per run: the 20- and 50-execution speed-ups, the drifts and the targets."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    for name, r in runs.items():
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 3.2 * len(runs)), squeeze=False)
+    for ax, r in zip(axes[:, 0], runs.values()):
         tr = r["trace"]
         xs = list(range(ADAPT_WINDOW, len(tr) + 1))
-        ax.plot(xs, [ratio(tr[x - ADAPT_WINDOW : x]) for x in xs], lw=1, label=f"{name} (20-run)")
+        ax.plot(xs, [ratio(tr[x - ADAPT_WINDOW : x]) for x in xs], lw=0.8, label="20-run")
         ws = r["analysis"]["windows"]
         ax.step(
             [w["start"] + WINDOW for w in ws],
             [w["speedup"] for w in ws],
             where="pre",
-            lw=2,
-            label=f"{name} (50-run windows)",
+            lw=1.6,
+            label="50-run windows",
         )
-    udf = [r["trace"] for r in runs.values() if r["workload"] == "udf"]
-    if any(r["workload"] == "joins" for r in runs.values()):
-        ax.axhline(10.0, color="green", ls="--", lw=1)
-        ax.text(3, 10.5, "joins target: 10x", fontsize=8)
-    for p, cost in enumerate(costs if udf else []):
-        idx = [e["i"] for e in udf[0] if e["phase"] == p]
-        x0, x1 = idx[0], idx[-1] + 1
-        if p:
-            ax.axvline(x0, color="grey", ls=":")
-        ax.hlines(0.9 * OFFLINE.get(cost, 1.0), x0, x1, colors="red", linestyles="--", lw=1)
-        ax.text(x0 + 3, 1.05 * 0.9 * OFFLINE.get(cost, 1.0), f"UDF cost {cost}", fontsize=8)
-    ax.axhline(1.0, color="black", lw=0.8)
-    ax.set_yscale("log")
-    ax.set_xlabel("execution")
-    ax.set_ylabel("speed-up over the standard plan (log)")
-    ax.set_title("pg_qopt learning online (red: 90% of the offline-trained speed-up)")
-    ax.legend(fontsize=8, loc="lower right")
+        if r["workload"] == "udf":
+            for p, cost in enumerate(costs):
+                idx = [e["i"] for e in tr if e["phase"] == p]
+                x0, x1 = idx[0], idx[-1] + 1
+                if p:
+                    ax.axvline(x0, color="grey", ls=":")
+                target = 0.9 * OFFLINE.get(cost, 1.0)
+                ax.hlines(target, x0, x1, colors="red", linestyles="--", lw=1)
+                ax.text(x0, 1.08 * target, f"cost {cost}", fontsize=7)
+            ax.set_title(f"udf, from {'no model' if r['model'] is None else 'the cheap model'}")
+        else:
+            ax.axhline(10.0, color="red", ls="--", lw=1)
+            ax.set_title(f"{r['workload']}, from no model (red: 10x)")
+        ax.axhline(1.0, color="black", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_ylabel("speed-up (log)")
+        ax.legend(fontsize=7, loc="lower right")
+    axes[-1, 0].set_xlabel("execution")
+    fig.suptitle("pg_qopt learning online (red: 90% of the offline-trained speed-up)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
