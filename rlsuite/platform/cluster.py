@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -108,7 +111,24 @@ def init(
                     "to run on an embedded local Ray."
                 ) from e
             raise
+        _exit_cleanly_on_sigterm()
     return info(started_here=started_here)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    sys.exit(128 + signum)
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """Make SIGTERM raise ``SystemExit`` in the driver again, so that ``finally`` blocks
+    and Ray's own shutdown run. ``ray.init`` leaves a C-level handler on SIGTERM that
+    prints a stack and kills the process at once, which left the embedded Ray's
+    dashboard and runtime-env agents running with no parent. A Python handler set
+    before (Ray's, or the caller's) is kept; only the C-level one is replaced."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # Python handlers can only be set from the main thread
+    current = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, current if callable(current) else _exit_on_sigterm)
 
 
 def _pythonpath_with(root: str) -> str:

@@ -1,5 +1,11 @@
 """Cluster: an embedded Ray, and a two-node local cluster where runners land on both nodes."""
 
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 import ray
 
@@ -71,3 +77,85 @@ def test_two_node_cluster_places_env_runners_on_both_nodes():
     finally:
         cluster.shutdown()
         c.shutdown()
+
+
+
+_DRIVER = """
+import sys, time
+from rlsuite.platform import cluster
+import ray
+
+try:
+    with cluster.local_cluster(num_cpus=1):
+        @ray.remote
+        def wait(s):
+            time.sleep(s)
+
+        print("up", flush=True)
+        ray.get(wait.remote(120.0))
+finally:
+    print("cleaned up; ray still initialised:", ray.is_initialized(), flush=True)
+"""
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(d))
+    out, todo = set(), [pid]
+    while todo:
+        for c in parents.get(todo.pop(), []):
+            out.add(c)
+            todo.append(c)
+    return out
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigterm_stops_the_driver_and_its_embedded_ray_with_it(tmp_path):
+    """A driver blocked in ray.get is stopped by SIGTERM through its cleanup (``finally``
+    blocks, the embedded Ray's shutdown) to a plain exit, and every process of that Ray ends
+    too. With Ray's C-level handler the driver aborted after a stack dump (SIGABRT), and the
+    embedded Ray's agents sometimes outlived it."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    log = tmp_path / "driver.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _DRIVER], stdout=out, stderr=subprocess.STDOUT, cwd=root,
+            env={**os.environ, "PYTHONPATH": root},
+        )  # fmt: skip
+    try:
+        deadline = time.time() + 120
+        while "up" not in log.read_text() and time.time() < deadline:
+            assert proc.poll() is None, log.read_text()[-2000:]
+            time.sleep(0.5)
+        time.sleep(3.0)  # the task runs, the agents are up
+        family = _descendants(proc.pid)
+        assert len(family) >= 3, family  # raylet, gcs, agents, the task's worker
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+        assert rc > 0, f"the driver died of signal {-rc} instead of exiting: {log.read_text()[-1500:]}"
+        assert "cleaned up; ray still initialised: False" in log.read_text(), log.read_text()[-2000:]
+        deadline = time.time() + 30
+        while any(_running(p) for p in family) and time.time() < deadline:
+            time.sleep(0.5)
+        left = [p for p in family if _running(p)]
+        for p in left:  # do not leave them to the next test
+            os.kill(p, signal.SIGKILL)
+        assert not left, f"{len(left)} processes of the embedded Ray outlived the driver"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
