@@ -11,6 +11,7 @@ import ray
 
 from rlsuite.platform import cluster, optimizers
 from rlsuite.platform.backends.rllib import RLlibBackend
+from tests._procs import alive, descendants
 
 
 def test_address_and_num_cpus_together_is_an_error():
@@ -79,7 +80,6 @@ def test_two_node_cluster_places_env_runners_on_both_nodes():
         c.shutdown()
 
 
-
 _DRIVER = """
 import sys, time
 from rlsuite.platform import cluster
@@ -96,33 +96,6 @@ try:
 finally:
     print("cleaned up; ray still initialised:", ray.is_initialized(), flush=True)
 """
-
-
-def _descendants(pid: int) -> set[int]:
-    """Every live process below ``pid`` (from /proc)."""
-    parents: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            parents.setdefault(ppid, []).append(int(d))
-    out, todo = set(), [pid]
-    while todo:
-        for c in parents.get(todo.pop(), []):
-            out.add(c)
-            todo.append(c)
-    return out
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_sigterm_stops_the_driver_and_its_embedded_ray_with_it(tmp_path):
@@ -143,16 +116,20 @@ def test_sigterm_stops_the_driver_and_its_embedded_ray_with_it(tmp_path):
             assert proc.poll() is None, log.read_text()[-2000:]
             time.sleep(0.5)
         time.sleep(3.0)  # the task runs, the agents are up
-        family = _descendants(proc.pid)
+        family = descendants(proc.pid)
         assert len(family) >= 3, family  # raylet, gcs, agents, the task's worker
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=60)
-        assert rc > 0, f"the driver died of signal {-rc} instead of exiting: {log.read_text()[-1500:]}"
-        assert "cleaned up; ray still initialised: False" in log.read_text(), log.read_text()[-2000:]
+        assert rc > 0, (
+            f"the driver died of signal {-rc} instead of exiting: {log.read_text()[-1500:]}"
+        )
+        assert "cleaned up; ray still initialised: False" in log.read_text(), log.read_text()[
+            -2000:
+        ]
         deadline = time.time() + 30
-        while any(_running(p) for p in family) and time.time() < deadline:
+        while any(alive(p) for p in family) and time.time() < deadline:
             time.sleep(0.5)
-        left = [p for p in family if _running(p)]
+        left = [p for p in family if alive(p)]
         for p in left:  # do not leave them to the next test
             os.kill(p, signal.SIGKILL)
         assert not left, f"{len(left)} processes of the embedded Ray outlived the driver"

@@ -19,6 +19,7 @@ from rlsuite.apps.queryopt.plugin import modelserver as M
 from rlsuite.apps.queryopt.plugin.experience import Experience, ExperienceStore, StoreError
 from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner, ShapeBook, guard
 from rlsuite.apps.queryopt.rewriter import Decision
+from tests._procs import alive, descendants
 
 from .plugin.conftest import SCHEMA, plugin_dsn, plugin_lib, sock_dir  # noqa: F401 - fixtures
 
@@ -318,33 +319,6 @@ def test_a_regression_falls_back_to_the_standard_plan(sock_dir, dsn, db, plugin_
         srv.close()
 
 
-def _descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (from /proc)."""
-    kids: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(d))
-    out, todo = set(), [pid]
-    while todo:
-        for k in kids.get(todo.pop(), []):
-            out.add(k)
-            todo.append(k)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
     tmp_path, sock_dir, dsn, db, plugin_lib
 ):
@@ -388,7 +362,7 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
         _wait(lambda: srv.learner.retrainer.pid is not None)
         first = srv.learner.retrainer.pid
         time.sleep(1.0)  # the child is importing / starting Ray / training
-        seen |= _descendants(first)
+        seen |= descendants(first)
         os.kill(first, signal.SIGKILL)
         _run(session, sql, 3)  # serving goes on meanwhile
         t.join(timeout=60)
@@ -399,7 +373,7 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
         assert out["swapped"], out
         second = srv.learner.retrainer.pid
         assert second not in (None, first) and out["pid"] == second
-        seen |= {second} | _descendants(second)
+        seen |= {second} | descendants(second)
         state = M.request(srv.address, {"op": "stats"})["retrainer"]
         assert state["starts"] == 2 and [d["pid"] for d in state["deaths"]] == [first]
     finally:
@@ -407,9 +381,9 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
         srv.close()
     assert srv.learner.retrainer.pid is None
     deadline = time.time() + 20  # Ray's own processes end with the retrain process
-    while any(_alive(p) for p in seen) and time.time() < deadline:
+    while any(alive(p) for p in seen) and time.time() < deadline:
         time.sleep(0.2)
-    assert not [p for p in seen if _alive(p)]
+    assert not [p for p in seen if alive(p)]
 
 
 def test_the_retrain_process_ends_when_the_server_process_is_killed(tmp_path):
@@ -433,6 +407,6 @@ os.kill(os.getpid(), signal.SIGKILL)
     pid, ok, why = p.stdout.split()
     assert (ok, why) == ("False", "True"), p.stderr
     deadline = time.time() + 10
-    while _alive(int(pid)) and time.time() < deadline:
+    while alive(int(pid)) and time.time() < deadline:
         time.sleep(0.1)
-    assert not _alive(int(pid))
+    assert not alive(int(pid))
