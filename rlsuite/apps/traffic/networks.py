@@ -72,7 +72,7 @@ def _atomic_write(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _compile(
+def compile_network(
     name: str, nodes: str, edges: str, extra: Sequence[str] = (), out_dir: str | None = None
 ) -> str:
     """netconvert nodes+edges into ``<out_dir or cache>/<name>.net.xml`` unless already there."""
@@ -136,7 +136,7 @@ def ring_network(length: float, lanes: int = 1) -> str:
     nodes = ["<nodes>", *ring_nodes, "</nodes>"]
     edges = ["<edges>", *ring_edges, "</edges>"]
     key = f"ring_{length:.2f}m_{lanes}l"
-    return _compile(key, "\n".join(nodes), "\n".join(edges), ["--no-internal-links", "true"])
+    return compile_network(key, "\n".join(nodes), "\n".join(edges), ["--no-internal-links", "true"])
 
 
 def ring_routes(
@@ -182,9 +182,9 @@ def ring_edge(ring: int, name: str) -> str:
     return f"r{ring}_{name}"
 
 
-def rings_network(lengths: Sequence[float], out_dir: str | None = None) -> str:
-    """Several disjoint one-lane rings in ONE network (ring ``i`` of ``lengths[i]`` metres),
-    so that one SUMO simulation (libsumo allows one per process) steps them all.
+def rings_network(lengths: Sequence[float], out_dir: str | None = None, lanes: int = 1) -> str:
+    """Several disjoint rings of ``lanes`` lanes in ONE network (ring ``i`` of ``lengths[i]``
+    metres), so that one SUMO simulation (libsumo allows one per process) steps them all.
 
     Ring ``i`` has the quarter edges ``r{i}_bottom``... (:func:`ring_edge`), each exactly
     ``lengths[i] / 4`` long, and no internal junction lanes, as :func:`ring_network`.
@@ -201,7 +201,7 @@ def rings_network(lengths: Sequence[float], out_dir: str | None = None) -> str:
     for i, length in enumerate(lengths):  # side by side, 20 m apart
         r = length / (2 * math.pi)
         ring_nodes, ring_edges = _ring_xml(
-            length, 1, x0 + r, lambda n, i=i: f"r{i}_n_{n}", lambda n, i=i: ring_edge(i, n)
+            length, lanes, x0 + r, lambda n, i=i: f"r{i}_n_{n}", lambda n, i=i: ring_edge(i, n)
         )
         nodes += ring_nodes
         edges += ring_edges
@@ -213,7 +213,9 @@ def rings_network(lengths: Sequence[float], out_dir: str | None = None) -> str:
         import hashlib
 
         key = f"rings_{len(lengths)}x_" + hashlib.sha1(key.encode()).hexdigest()[:16]
-    return _compile(
+    if lanes != 1:
+        key += f"_{lanes}l"
+    return compile_network(
         key, "\n".join(nodes), "\n".join(edges), ["--no-internal-links", "true"], out_dir
     )
 
@@ -289,7 +291,7 @@ def figure_eight_network(radius: float = 30.0) -> str:
             "</edges>",
         ]
     )
-    return _compile(f"figure_eight_{r:.2f}m", nodes, edges)
+    return compile_network(f"figure_eight_{r:.2f}m", nodes, edges)
 
 
 def loop_routes(
@@ -364,7 +366,7 @@ def merge_network(
         ]
     )
     key = f"merge_{pre_merge:g}_{post_merge:g}_{merge:g}m_{speed:g}"
-    return _compile(key, nodes, edges)
+    return compile_network(key, nodes, edges)
 
 
 def merge_routes(
@@ -457,7 +459,7 @@ def bottleneck_network(lane_scale: int = 1, metered: bool = False) -> str:
     con = os.path.join(cache_dir(), f"{key}.con.xml")
     if not os.path.exists(con):
         _atomic_write(con, "\n".join(conns) + "\n")
-    return _compile(key, nodes, edges, extra=["--connection-files", con])
+    return compile_network(key, nodes, edges, extra=["--connection-files", con])
 
 
 def bottleneck_routes(

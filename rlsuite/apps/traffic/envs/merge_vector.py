@@ -91,7 +91,7 @@ def merges_network(cfg: MergeConfig, copies: int) -> str:
     nodes.append("</nodes>")
     edges.append("</edges>")
     key = f"merges_{copies}x_{pre:g}_{post:g}_{merge:g}m_30"
-    return networks._compile(key, "\n".join(nodes), "\n".join(edges))
+    return networks.compile_network(key, "\n".join(nodes), "\n".join(edges))
 
 
 def merges_routes(path: str, cfg: MergeConfig, copies: int) -> None:

@@ -201,7 +201,9 @@ class RingConfig(EnvConfig):
             return self.speed_reward
         lo, hi = self.length_range
         mid = _uniform_flow(round((lo + hi) / 2, 6), self.num_vehicles, self.human_type)
-        at = np.vectorize(lambda L: _uniform_flow(round(float(L), 6), self.num_vehicles, self.human_type))
+        at = np.vectorize(
+            lambda L: _uniform_flow(round(float(L), 6), self.num_vehicles, self.human_type)
+        )
         w = self.speed_reward * mid / at(np.asarray(length, dtype=float))
         return float(w) if np.ndim(w) == 0 else w
 

@@ -39,33 +39,10 @@ MAX_RINGS = 128
 """Most rings in one simulation (a sanity bound: 128 rings are 5,376 vehicles)."""
 
 
-def lane_rings_network(length: float, lanes: int, rings: int) -> str:
-    """``rings`` disjoint rings of ``length`` m and ``lanes`` lanes in ONE network, each
-    as :func:`~rlsuite.apps.traffic.networks.ring_network` builds one (four quarter edges
-    of exactly ``length / 4`` m, ``r{i}_bottom``..., no internal junction lanes); cached."""
-    if not 20 <= length <= 10_000:
-        raise ValueError(f"ring length must be within [20, 10000] m, got {length}")
-    nodes, edges = ["<nodes>"], ["<edges>"]
-    r = length / (2 * math.pi)
-    for i in range(rings):  # side by side, 20 m apart
-        ring_nodes, ring_edges = networks._ring_xml(
-            length, lanes, i * (2 * r + 20.0) + r,
-            lambda n, i=i: f"r{i}_n_{n}", lambda n, i=i: networks.ring_edge(i, n),
-        )  # fmt: skip
-        nodes += ring_nodes
-        edges += ring_edges
-    nodes.append("</nodes>")
-    edges.append("</edges>")
-    key = f"rings_{rings}x_{length:.2f}m_{lanes}l"
-    return networks._compile(
-        key, "\n".join(nodes), "\n".join(edges), ["--no-internal-links", "true"]
-    )
-
-
 def lane_rings_routes(
     path: str, cfg: Ring2LaneConfig, rings: int, vehicles: list[tuple[str, str]], laps: int
 ) -> None:
-    """The demand of :func:`lane_rings_network`: on every ring ``i`` the same ``vehicles``
+    """The demand of :func:`~rlsuite.apps.traffic.networks.rings_network` with ``lanes``: on every ring ``i`` the same ``vehicles``
     placed as :func:`~rlsuite.apps.traffic.networks.ring_routes` places them on one ring
     (vehicle ``j`` on lane ``j % lanes``), with ids ``r{i}.{id}``."""
     length, quarter = float(cfg.ring_length), float(cfg.ring_length) / 4
@@ -229,7 +206,7 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
         cfg = self.cfg
         self.closed = False
         seeds = [int(rng.integers(0, 2**31 - 1)) for rng in self.rngs]  # the scalar env's draw
-        net = lane_rings_network(self.length, cfg.lanes, self.num_envs)
+        net = networks.rings_network([self.length] * self.num_envs, lanes=cfg.lanes)
         routes = os.path.join(self._workdir(), "rings_2lane.rou.xml")
         t_total = (cfg.warmup_steps + cfg.horizon + 1) * cfg.sim_step
         laps = int(math.ceil(t_total * cfg.human_type.max_speed / self.length)) + 2
