@@ -17,7 +17,8 @@ import pytest
 
 from rlsuite.apps.queryopt.plugin import modelserver as M
 from rlsuite.apps.queryopt.plugin.experience import Experience, ExperienceStore, StoreError
-from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner, ShapeBook, guard
+from rlsuite.apps.queryopt.plugin.guard import guard
+from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner, ShapeBook
 from rlsuite.apps.queryopt.rewriter import Decision
 from tests._procs import alive, descendants
 

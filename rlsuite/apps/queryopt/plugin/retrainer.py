@@ -151,7 +151,7 @@ def _q_values(checkpoint: str) -> Callable[[Any], Any]:
 
 
 def _guard(req: RetrainRequest, rows, shapes, values) -> dict[str, Any]:
-    from rlsuite.apps.queryopt.plugin.online import guard
+    from rlsuite.apps.queryopt.plugin.guard import guard
 
     weights: dict[str, float] = {}
     for e in rows:
