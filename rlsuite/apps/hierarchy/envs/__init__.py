@@ -17,5 +17,5 @@ register(
 register(
     "rlsuite/PickPlace-v0",
     "rlsuite.apps.hierarchy.robot.env:PickPlaceEnv",
-    description="Franka Panda pick-and-place (pybullet)",
+    description="Franka Panda tasks over PICK / PLACE: pick_place, stack, sort, tower, clear_then_place (pybullet)",
 )

@@ -28,7 +28,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
@@ -41,6 +40,7 @@ from rlsuite.apps.traffic.envs.merge import (
     MergeConfig,
     MergeSimulation,
 )
+from rlsuite.apps.traffic.envs.ring_vector import seed_copies
 
 MAX_COPIES = 64
 """Most merges in one simulation (a sanity bound)."""
@@ -398,17 +398,7 @@ class MergeVectorEnv(gym.vector.VectorEnv):
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         """Restart every copy. ``seed``: an int (copy ``i`` gets ``seed + i``) or one per copy."""
-        if seed is not None:
-            seeds = (
-                [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
-            )
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"reset needs {self.num_envs} seeds, got {len(seeds)}")
-            self.rngs = [seeding.np_random(int(s))[0] for s in seeds]
-            self._seeded = True
-        elif not self._seeded:
-            self.rngs = [seeding.np_random(None)[0] for _ in range(self.num_envs)]
-            self._seeded = True
+        seed_copies(self, seed)
         self._start()
         return self._obs_last, {}
 

@@ -20,7 +20,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
@@ -34,6 +33,7 @@ from rlsuite.apps.traffic.envs.ring_2lane import (
     lane_direction,
     observation_space,
 )
+from rlsuite.apps.traffic.envs.ring_vector import seed_copies
 
 MAX_RINGS = 128
 """Most rings in one simulation (a sanity bound: 128 rings are 5,376 vehicles)."""
@@ -183,17 +183,7 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         """Restart the simulation with every ring. ``seed``: an int (ring ``i`` gets
         ``seed + i``, as gymnasium's SyncVectorEnv seeds its copies) or one per ring."""
-        if seed is not None:
-            seeds = (
-                [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
-            )
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"reset needs {self.num_envs} seeds, got {len(seeds)}")
-            self.rngs = [seeding.np_random(int(s))[0] for s in seeds]
-            self._seeded = True
-        elif not self._seeded:
-            self.rngs = [seeding.np_random(None)[0] for _ in range(self.num_envs)]
-            self._seeded = True
+        seed_copies(self, seed)
         self._start()
         return self._obs_last, {"ring_length": np.full(self.num_envs, self.length)}
 

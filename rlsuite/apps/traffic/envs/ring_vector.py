@@ -32,6 +32,22 @@ MAX_RINGS = 256
 """Most rings in one simulation (a sanity bound: 256 rings are 5,632 vehicles)."""
 
 
+def seed_copies(env: Any, seed: int | list[int] | None) -> None:
+    """Give each copy of a vector env (``env.num_envs`` of them) its own generator in
+    ``env.rngs``. ``seed``: an int (copy ``i`` gets ``seed + i``, as gymnasium's
+    SyncVectorEnv seeds its copies) or one per copy; ``None`` keeps the generators (fresh,
+    unseeded ones on the first reset)."""
+    if seed is not None:
+        seeds = [seed + i for i in range(env.num_envs)] if isinstance(seed, int) else list(seed)
+        if len(seeds) != env.num_envs:
+            raise ValueError(f"reset needs {env.num_envs} seeds, got {len(seeds)}")
+        env.rngs = [seeding.np_random(int(s))[0] for s in seeds]
+        env._seeded = True
+    elif not env._seeded:
+        env.rngs = [seeding.np_random(None)[0] for _ in range(env.num_envs)]
+        env._seeded = True
+
+
 class RingVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` rings with one AV each, stepped by one SUMO simulation.
 
@@ -139,17 +155,7 @@ class RingVectorEnv(gym.vector.VectorEnv):
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         """Restart the simulation with every ring. ``seed``: an int (ring ``i`` gets
         ``seed + i``, as gymnasium's SyncVectorEnv seeds its copies) or one per ring."""
-        if seed is not None:
-            seeds = (
-                [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
-            )
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"reset needs {self.num_envs} seeds, got {len(seeds)}")
-            self.rngs = [seeding.np_random(int(s))[0] for s in seeds]
-            self._seeded = True
-        elif not self._seeded:
-            self.rngs = [seeding.np_random(None)[0] for _ in range(self.num_envs)]
-            self._seeded = True
+        seed_copies(self, seed)
         self._start()
         return self._obs(), {"ring_length": self.lengths.copy()}
 
