@@ -121,10 +121,10 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def _exit_cleanly_on_sigterm() -> None:
     """Make SIGTERM raise ``SystemExit`` in the driver again, so that ``finally`` blocks
-    and Ray's own shutdown run. ``ray.init`` leaves a C-level handler on SIGTERM that
-    prints a stack and kills the process at once, which left the embedded Ray's
-    dashboard and runtime-env agents running with no parent. A Python handler set
-    before (Ray's, or the caller's) is kept; only the C-level one is replaced."""
+    and Ray's own shutdown run to a plain exit. ``ray.init`` leaves a C-level handler on
+    SIGTERM that dumps a stack and ends the driver with SIGABRT; the embedded Ray's
+    dashboard and runtime-env agents were seen to outlive such drivers. A Python handler
+    set before (Ray's, or the caller's) is kept; only the C-level one is replaced."""
     if threading.current_thread() is not threading.main_thread():
         return  # Python handlers can only be set from the main thread
     current = signal.getsignal(signal.SIGTERM)

@@ -123,9 +123,9 @@ class RingConfig(EnvConfig):
     """Weigh the speed term by ``v_mid / v_L``: the uniform-flow speed
     (:func:`equilibrium_speed`) at the middle of the length range over the one at this
     episode's length. Every length then pays the same per % of its own uniform flow,
-    which is what the ring's targets measure; with absolute speeds one policy shared by
-    220-270 m rings earns more by gaining on the long rings than it loses by giving up
-    the short ones. A fixed-length ring is unchanged."""
+    which is what the ring's targets measure. A fixed-length ring is unchanged. (Tried
+    once against a policy drifting away from 220 m; it did not stop the drift:
+    benchmarks/RESULTS.md, ninth session.)"""
     backend: str = "auto"
     """``auto`` (libsumo if free in this process, else TraCI), ``libsumo`` or ``traci``."""
     gui: bool = False
