@@ -330,43 +330,54 @@ MERGE_RAMP_ROUTE = ("inflow_merge", "bottom", "center")
 
 
 def merge_network(
-    pre_merge: float = 500.0, post_merge: float = 100.0, merge: float = 100.0, speed: float = 30.0
+    pre_merge: float = 500.0,
+    post_merge: float = 100.0,
+    merge: float = 100.0,
+    speed: float = 30.0,
+    copies: Sequence[str] = ("",),
+    spacing: float = 1000.0,
 ) -> str:
     """Flow's merge: a one-lane highway (a 100 m inflow edge, ``pre_merge`` m to the merge,
     ``post_merge`` m after it) joined at 45 degrees by a one-lane on-ramp (a 100 m inflow
     edge, then ``merge`` m), at a priority junction of 10 m radius, as netconvert builds it
-    by default (internal lanes kept). Returns the .net.xml path."""
+    by default (internal lanes kept). Returns the .net.xml path.
+
+    ``copies``: one name per disjoint merge in the network, ``spacing`` m apart along y; a
+    copy named ``m3`` has nodes and edges ``m3_left``...; the default is the one merge with
+    plain names."""
     for name, v in (("pre_merge", pre_merge), ("post_merge", post_merge), ("merge", merge)):
         if not 20 <= v <= 10_000:
             raise ValueError(f"merge network {name} length must be within [20, 10000] m, got {v}")
     c, s, inflow = math.cos(math.pi / 4), math.sin(math.pi / 4), MERGE_INFLOW_LENGTH
-    nodes = "\n".join(
-        [
-            "<nodes>",
-            f'  <node id="inflow_highway" x="{-inflow}" y="0"/>',
-            '  <node id="left" x="0" y="0"/>',
-            f'  <node id="center" x="{pre_merge}" y="0" radius="10"/>',
-            f'  <node id="right" x="{pre_merge + post_merge}" y="0"/>',
-            f'  <node id="inflow_merge" x="{pre_merge - (merge + inflow) * c:.4f}" '
-            f'y="{-(merge + inflow) * s:.4f}"/>',
-            f'  <node id="bottom" x="{pre_merge - merge * c:.4f}" y="{-merge * s:.4f}"/>',
-            "</nodes>",
-        ]
-    )
     edge = '  <edge id="{0}" from="{1}" to="{2}" numLanes="1" speed="{3}" length="{4}"/>'
-    edges = "\n".join(
-        [
-            "<edges>",
-            edge.format("inflow_highway", "inflow_highway", "left", speed, inflow),
-            edge.format("left", "left", "center", speed, pre_merge),
-            edge.format("inflow_merge", "inflow_merge", "bottom", speed, inflow),
-            edge.format("bottom", "bottom", "center", speed, merge),
-            edge.format("center", "center", "right", speed, post_merge),
-            "</edges>",
+    nodes, edges = ["<nodes>"], ["<edges>"]
+    for i, name in enumerate(copies):
+        p, y = (f"{name}_" if name else ""), i * spacing
+        nodes += [
+            f'  <node id="{p}inflow_highway" x="{-inflow}" y="{y:g}"/>',
+            f'  <node id="{p}left" x="0" y="{y:g}"/>',
+            f'  <node id="{p}center" x="{pre_merge}" y="{y:g}" radius="10"/>',
+            f'  <node id="{p}right" x="{pre_merge + post_merge}" y="{y:g}"/>',
+            f'  <node id="{p}inflow_merge" x="{pre_merge - (merge + inflow) * c:.4f}" '
+            f'y="{y - (merge + inflow) * s:.4f}"/>',
+            f'  <node id="{p}bottom" x="{pre_merge - merge * c:.4f}" y="{y - merge * s:.4f}"/>',
         ]
-    )
+        edges += [
+            edge.format(f"{p}{a}", f"{p}{a}", f"{p}{b}", speed, n)
+            for a, b, n in (
+                ("inflow_highway", "left", inflow),
+                ("left", "center", pre_merge),
+                ("inflow_merge", "bottom", inflow),
+                ("bottom", "center", merge),
+                ("center", "right", post_merge),
+            )
+        ]
+    nodes.append("</nodes>")
+    edges.append("</edges>")
     key = f"merge_{pre_merge:g}_{post_merge:g}_{merge:g}m_{speed:g}"
-    return compile_network(key, nodes, edges)
+    if tuple(copies) != ("",):
+        key = f"merges_{len(copies)}x_{spacing:g}_" + key
+    return compile_network(key, "\n".join(nodes), "\n".join(edges))
 
 
 def merge_routes(
@@ -374,31 +385,42 @@ def merge_routes(
     types: Sequence[VehicleType],
     flows: Sequence[tuple[str, str, float, float, float]],
     initial: Sequence[tuple[str, str, float]] = (),
+    copies: Sequence[str] = ("",),
 ) -> None:
     """The merge's demand: ``flows`` ``(flow id, vType, veh/h, depart speed, end s)``, each
     on the highway unless its id starts with ``ramp``, inserted evenly spaced
     (``vehsPerHour``, the first at t = 0), on a free lane; and ``initial`` vehicles
-    ``(id, vType, position on the highway's first 600 m)`` standing at t = 0."""
+    ``(id, vType, position on the highway's first 600 m)`` standing at t = 0.
+
+    ``copies``: the same demand on every copy of :func:`merge_network` (``copies`` named
+    alike): copy ``m3``'s routes, flows and vehicles are ``m3.highway``, ``m3.av.7``...;
+    every copy's initial vehicles come before the flows, in depart order."""
+    named = [((f"{m}." if m else ""), (f"{m}_" if m else "")) for m in copies]
     lines = ["<routes>", *[t.xml() for t in types]]
-    lines.append(f'  <route id="highway" edges="{" ".join(MERGE_HIGHWAY_ROUTE)}"/>')
-    lines.append(f'  <route id="ramp" edges="{" ".join(MERGE_RAMP_ROUTE)}"/>')
-    lines.append('  <route id="left" edges="left center"/>')
-    for vid, vtype, x in initial:
-        route, pos = (
-            ("highway", x) if x < MERGE_INFLOW_LENGTH else ("left", x - MERGE_INFLOW_LENGTH)
-        )
-        lines.append(
-            f'  <vehicle id="{vid}" type="{vtype}" route="{route}" depart="0" '
-            f'departPos="{pos:.2f}" departSpeed="0" departLane="0"/>'
-        )
-    for fid, vtype, rate, speed, end in flows:
-        if rate <= 0:
-            continue
-        route = "ramp" if fid.startswith("ramp") else "highway"
-        lines.append(
-            f'  <flow id="{fid}" type="{vtype}" route="{route}" begin="0" end="{end:g}" '
-            f'vehsPerHour="{rate:g}" departLane="free" departSpeed="{speed:g}"/>'
-        )
+    for ids, eds in named:
+        hw = " ".join(eds + e for e in MERGE_HIGHWAY_ROUTE)
+        rp = " ".join(eds + e for e in MERGE_RAMP_ROUTE)
+        lines.append(f'  <route id="{ids}highway" edges="{hw}"/>')
+        lines.append(f'  <route id="{ids}ramp" edges="{rp}"/>')
+        lines.append(f'  <route id="{ids}left" edges="{eds}left {eds}center"/>')
+    for ids, _ in named:
+        for vid, vtype, x in initial:
+            route, pos = (
+                ("highway", x) if x < MERGE_INFLOW_LENGTH else ("left", x - MERGE_INFLOW_LENGTH)
+            )
+            lines.append(
+                f'  <vehicle id="{ids}{vid}" type="{vtype}" route="{ids}{route}" depart="0" '
+                f'departPos="{pos:.2f}" departSpeed="0" departLane="0"/>'
+            )
+    for ids, _ in named:
+        for fid, vtype, rate, speed, end in flows:
+            if rate <= 0:
+                continue
+            route = "ramp" if fid.startswith("ramp") else "highway"
+            lines.append(
+                f'  <flow id="{ids}{fid}" type="{vtype}" route="{ids}{route}" begin="0" '
+                f'end="{end:g}" vehsPerHour="{rate:g}" departLane="free" departSpeed="{speed:g}"/>'
+            )
     lines.append("</routes>")
     _atomic_write(path, "\n".join(lines) + "\n")
 

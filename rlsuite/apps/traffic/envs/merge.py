@@ -213,6 +213,30 @@ class Neighbours:
     """Metres driven along the highway."""
 
 
+def merge_demand(
+    cfg: MergeConfig,
+) -> tuple[list[networks.VehicleType], list[tuple[str, str, float, float, float]], list]:
+    """The merge's vehicle types, flows and initial vehicles, as
+    :func:`~rlsuite.apps.traffic.networks.merge_routes` takes them: humans and AVs (the
+    same driver, coloured red) on the highway at ``highway_inflow`` with ``av_share`` AVs,
+    humans on the ramp, and ``initial_vehicles`` humans standing on the highway."""
+    human = cfg.human_type
+    av = networks.VehicleType(
+        **{**{f.name: getattr(human, f.name) for f in fields(human)}, "id": "av", "color": "1,0,0"}
+    )
+    end = cfg.episode_seconds
+    rate_av = cfg.highway_inflow * cfg.av_share
+    flows = [
+        ("human", "human", cfg.highway_inflow - rate_av, 10.0, end),
+        (AV_FLOW, "av", rate_av, 10.0, end),
+        ("ramp", "human", cfg.ramp_inflow, 7.5, end),
+    ]
+    road = networks.MERGE_INFLOW_LENGTH + cfg.pre_merge_length
+    n = cfg.initial_vehicles
+    initial = [(f"init.{j}", "human", road * (j + 0.5) / n) for j in range(n)]
+    return [human, av], flows, initial
+
+
 class MergeSimulation:
     """The merge's SUMO simulation: the vehicles on the road, the AVs among them, the
     commands, and the episode's measurements.
@@ -267,26 +291,8 @@ class MergeSimulation:
     def _build(self) -> tuple[str, str]:
         cfg = self.cfg
         net = networks.merge_network(cfg.pre_merge_length, cfg.post_merge_length, cfg.merge_length)
-        human = cfg.human_type
-        av = networks.VehicleType(
-            **{
-                **{f.name: getattr(human, f.name) for f in fields(human)},
-                "id": "av",
-                "color": "1,0,0",
-            }
-        )
-        end = cfg.episode_seconds
-        rate_av = cfg.highway_inflow * cfg.av_share
-        flows = [
-            ("human", "human", cfg.highway_inflow - rate_av, 10.0, end),
-            (AV_FLOW, "av", rate_av, 10.0, end),
-            ("ramp", "human", cfg.ramp_inflow, 7.5, end),
-        ]
-        road = networks.MERGE_INFLOW_LENGTH + cfg.pre_merge_length
-        n = cfg.initial_vehicles
-        initial = [(f"init.{j}", "human", road * (j + 0.5) / n) for j in range(n)]
         routes = os.path.join(self._workdir(), "merge.rou.xml")
-        networks.merge_routes(routes, [human, av], flows, initial)
+        networks.merge_routes(routes, *merge_demand(cfg))
         return net, routes
 
     def start(self, rng: np.random.Generator) -> None:

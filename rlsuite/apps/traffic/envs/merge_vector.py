@@ -19,11 +19,9 @@ episode exactly.
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import tempfile
-from dataclasses import fields
 from typing import Any
 
 import gymnasium as gym
@@ -39,6 +37,7 @@ from rlsuite.apps.traffic.envs.merge import (
     SUMO_DEFAULT_SPEED_MODE,
     MergeConfig,
     MergeSimulation,
+    merge_demand,
 )
 from rlsuite.apps.traffic.envs.ring_vector import seed_copies
 
@@ -57,95 +56,6 @@ def copy_prefix(i: int) -> str:
 def copy_of(vid: str) -> int:
     """The copy a vehicle id belongs to."""
     return int(vid[1 : vid.index(".")])
-
-
-def merges_network(cfg: MergeConfig, copies: int) -> str:
-    """``copies`` disjoint merges (each :func:`~rlsuite.apps.traffic.networks.merge_network`'s
-    nodes and edges, prefixed ``m{i}_`` and shifted ``i * COPY_SPACING`` m along y) in ONE
-    network; cached. Returns the .net.xml path."""
-    pre, post, merge = cfg.pre_merge_length, cfg.post_merge_length, cfg.merge_length
-    c, s, inflow = math.cos(math.pi / 4), math.sin(math.pi / 4), networks.MERGE_INFLOW_LENGTH
-    nodes, edges = ["<nodes>"], ["<edges>"]
-    edge = '  <edge id="{0}" from="{1}" to="{2}" numLanes="1" speed="30" length="{3}"/>'
-    for i in range(copies):
-        p, y = copy_prefix(i) + "_", i * COPY_SPACING
-        nodes += [
-            f'  <node id="{p}inflow_highway" x="{-inflow}" y="{y}"/>',
-            f'  <node id="{p}left" x="0" y="{y}"/>',
-            f'  <node id="{p}center" x="{pre}" y="{y}" radius="10"/>',
-            f'  <node id="{p}right" x="{pre + post}" y="{y}"/>',
-            f'  <node id="{p}inflow_merge" x="{pre - (merge + inflow) * c:.4f}" '
-            f'y="{y - (merge + inflow) * s:.4f}"/>',
-            f'  <node id="{p}bottom" x="{pre - merge * c:.4f}" y="{y - merge * s:.4f}"/>',
-        ]
-        edges += [
-            edge.format(f"{p}{a}", f"{p}{b}", f"{p}{d}", n)
-            for a, b, d, n in (
-                ("inflow_highway", "inflow_highway", "left", inflow),
-                ("left", "left", "center", pre),
-                ("inflow_merge", "inflow_merge", "bottom", inflow),
-                ("bottom", "bottom", "center", merge),
-                ("center", "center", "right", post),
-            )
-        ]
-    nodes.append("</nodes>")
-    edges.append("</edges>")
-    key = f"merges_{copies}x_{pre:g}_{post:g}_{merge:g}m_30"
-    return networks.compile_network(key, "\n".join(nodes), "\n".join(edges))
-
-
-def merges_routes(path: str, cfg: MergeConfig, copies: int) -> None:
-    """The demand of :func:`merges_network`: every copy gets
-    :meth:`~rlsuite.apps.traffic.envs.merge.MergeSimulation._build`'s initial vehicles and
-    flows, their ids prefixed ``m{i}.`` (vehicles ``m{i}.human.0``, ``m{i}.av.0``...)."""
-    human = cfg.human_type
-    av = networks.VehicleType(
-        **{**{f.name: getattr(human, f.name) for f in fields(human)}, "id": "av", "color": "1,0,0"}
-    )
-    end = cfg.episode_seconds
-    rate_av = cfg.highway_inflow * cfg.av_share
-    flows = [
-        ("human", "human", cfg.highway_inflow - rate_av, 10.0, end),
-        (AV_FLOW, "av", rate_av, 10.0, end),
-        ("ramp", "human", cfg.ramp_inflow, 7.5, end),
-    ]
-    road = networks.MERGE_INFLOW_LENGTH + cfg.pre_merge_length
-    n = cfg.initial_vehicles
-    lines = ["<routes>", human.xml(), av.xml()]
-    for i in range(copies):
-        m = copy_prefix(i)
-        hw = " ".join(f"{m}_{e}" for e in networks.MERGE_HIGHWAY_ROUTE)
-        rp = " ".join(f"{m}_{e}" for e in networks.MERGE_RAMP_ROUTE)
-        lines += [
-            f'  <route id="{m}.highway" edges="{hw}"/>',
-            f'  <route id="{m}.ramp" edges="{rp}"/>',
-            f'  <route id="{m}.left" edges="{m}_left {m}_center"/>',
-        ]
-    for i in range(copies):  # vehicles in depart order: each copy's initial cars first
-        m = copy_prefix(i)
-        for j in range(n):
-            x = road * (j + 0.5) / n
-            route, pos = (
-                ("highway", x) if x < networks.MERGE_INFLOW_LENGTH
-                else ("left", x - networks.MERGE_INFLOW_LENGTH)
-            )  # fmt: skip
-            lines.append(
-                f'  <vehicle id="{m}.init.{j}" type="human" route="{m}.{route}" depart="0" '
-                f'departPos="{pos:.2f}" departSpeed="0" departLane="0"/>'
-            )
-    for i in range(copies):
-        m = copy_prefix(i)
-        for fid, vtype, rate, speed, end_s in flows:
-            if rate <= 0:
-                continue
-            route = "ramp" if fid.startswith("ramp") else "highway"
-            lines.append(
-                f'  <flow id="{m}.{fid}" type="{vtype}" route="{m}.{route}" begin="0" '
-                f'end="{end_s:g}" vehsPerHour="{rate:g}" departLane="free" departSpeed="{speed:g}"/>'
-            )
-    lines.append("</routes>")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
 
 
 class _CopyView:
@@ -251,9 +161,13 @@ class MergeCopies:
         seeds = [int(rng.integers(0, 2**31 - 1)) for rng in rngs]
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="rlsuite-merges-")
-        net = merges_network(cfg, self.n)
+        names = [copy_prefix(i) for i in range(self.n)]
+        net = networks.merge_network(
+            cfg.pre_merge_length, cfg.post_merge_length, cfg.merge_length,
+            copies=names, spacing=COPY_SPACING,
+        )  # fmt: skip
         routes = os.path.join(self._dir, "merges.rou.xml")
-        merges_routes(routes, cfg, self.n)
+        networks.merge_routes(routes, *merge_demand(cfg), copies=names)
         self.sim.start(
             [
                 "-n", net, "-r", routes, "--step-length", str(cfg.sim_step),
