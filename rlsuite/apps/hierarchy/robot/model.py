@@ -82,7 +82,8 @@ from rlsuite.apps.hierarchy.robot.tasks import (
 )
 
 SUPERVISION = ("strong", "weak")
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+"""3: a root sees the scene (:func:`program.scene_features`); 2: its pc and the slots in use."""
 
 
 @dataclass(frozen=True)

@@ -135,10 +135,46 @@ def _object_pos(obs: torch.Tensor, obj: torch.Tensor) -> torch.Tensor:
     return _slot_field(obs, obj, SLOT_POS)
 
 
+HELD_DIST = 0.04
+"""Root feature: an object whose position lies within this distance (m) of the hand is held
+(a grasped cube: 3-15 mm)."""
+REST_XY = 0.10
+"""Root feature: an object rests on or in another when their xy positions are closer than
+this (m; a tray's inner half-side is 9 cm, objects are laid out at least 11 cm apart) ..."""
+REST_DZ = 0.08
+"""... and it stands above the other by less than this (m): 2.4 cm on a pad, 3 cm in a tray,
+5 cm on a cube; a cube lifted over its old place is 15 cm up and does not count."""
+SCENE_PAIRS = [(a, b) for a in range(N_SLOTS) for b in range(N_SLOTS) if a != b]
+"""The ordered slot pairs ``(a, b)`` of :func:`scene_features`'s "a rests on b" columns."""
+SCENE_DIM = N_SLOTS + N_SLOTS + len(SCENE_PAIRS)
+"""Width of :func:`scene_features`."""
+
+
+def scene_features(obs: torch.Tensor) -> torch.Tensor:
+    """What a root sees of the scene in ``obs`` ``[N, OBS_DIM]``, as 0/1 floats ``[N,
+    SCENE_DIM]``: which slots are in use; per slot, whether it is held (within
+    :data:`HELD_DIST` of the hand); per ordered pair of slots ``(a, b)``, whether ``a``
+    rests on or in ``b`` (:data:`REST_XY`, :data:`REST_DZ`: a cube in a tray, on a cube, on
+    a pad). Unused slots read 0. The same features serve every task: they are enough to
+    tell which of a task's steps are done and which object is in hand, so a root can follow
+    whichever valid order its demonstrations took (and not mix two of them)."""
+    slots = obs[:, SLOT_BASE:].reshape(-1, N_SLOTS, SLOT_DIM)
+    used = slots[:, :, SLOT_KIND].sum(-1) > 0
+    pos = slots[:, :, SLOT_POS]
+    held = used & ((pos - obs[:, None, OBS_EE]).norm(dim=-1) < HELD_DIST)
+    a, b = torch.tensor([p[0] for p in SCENE_PAIRS]), torch.tensor([p[1] for p in SCENE_PAIRS])
+    xy = (pos[:, a, :2] - pos[:, b, :2]).norm(dim=-1)
+    dz = pos[:, a, 2] - pos[:, b, 2]
+    rests = used[:, a] & used[:, b] & (xy < REST_XY) & (dz > 0) & (dz < REST_DZ)
+    return torch.cat([used, held, rests], dim=1).float()
+
+
 class RobotView:
     """Per-procedure features and argument units of the robot's :class:`ProcedureModel`.
 
-    - a root: its pc (one-hot, clipped at its number of calls) and which slots are used;
+    - a root: its pc (one-hot, clipped at its number of calls) and the scene's state
+      (:func:`scene_features`: which slots are used, which object is held, which rests on
+      or in which);
     - PICK / PLACE: its object seen from the hand (x5), the object's yaw relative to the
       hand, finger width (x10), the object's kind (one-hot), hand height (x5), pc one-hot;
       their MOVE_TO goal output is ``(goal - object) x10`` and the yaw change;
@@ -151,7 +187,7 @@ class RobotView:
 
     def in_dim(self, spec: HierarchySpec, proc: ProcedureSpec) -> int:
         if proc.name == spec.root:
-            return spec.pc_clip(proc.name) + 1 + N_SLOTS
+            return spec.pc_clip(proc.name) + 1 + SCENE_DIM
         return self.DIMS[proc.name]
 
     def features(
@@ -161,8 +197,7 @@ class RobotView:
         if proc in ROOTS:
             clip = ROOT_CALLS[proc]
             pc1 = F.one_hot(pc.clamp(max=clip), clip + 1).float()
-            kinds = obs[:, SLOT_BASE:].reshape(-1, N_SLOTS, SLOT_DIM)[:, :, SLOT_KIND]
-            return torch.cat([pc1, kinds.sum(-1)], dim=1)
+            return torch.cat([pc1, scene_features(obs)], dim=1)
         if proc in SKILLS:
             obj = args[0]
             rel = (_object_pos(obs, obj) - obs[:, OBS_EE]) * 5.0
