@@ -7,9 +7,11 @@ ramp; 750 env steps of 1 s (two SUMO steps of 0.5 s each, Flow's ``sims_per_step
 warm-up: the road fills from five cars); AV accelerations in [-1.5, 1.5] m/s^2. The metric
 is Flow's: the mean speed of the vehicles on the road, over the episode.
 
-The policy (``--controller``, default the shipped ``benchmarks/policies/merge_es``) is one
-policy shared by every AV (``rlsuite/MergeMulti-v0``, an agent per AV on the road), so the
-same policy drives merge 0, 1 and 2. All-human is the same inflow with no AV at all;
+Each variant's learned policy (``--controller``, ``--controller-1``, ``--controller-2``;
+by default the shipped ``benchmarks/policies/merge_es``, ``merge1_es`` and ``merge2_es``,
+each trained from scratch at its own AV share, as Flow trains one per variant) is one
+policy shared by every AV (``rlsuite/MergeMulti-v0``, an agent per AV on the road); merge
+0's policy also drives merge 1 and 2 as a row of its own. All-human is the same inflow with no AV at all;
 ``idm`` drives the AVs as the humans drive, ``followerstopper`` and ``pi`` are Stern et
 al.'s rules on every AV. A probe, ``entrance meter``, has each AV hold 4 m/s over the
 first 15% of the highway: it shows how the metric can be raised by keeping cars off the
@@ -33,7 +35,7 @@ env step is one merge advancing 1 s) beside one scalar ``MergeEnv`` per runner (
 before). ``--speed-only`` measures only that and writes traffic_merge_speed.json.
 
 Usage:
-    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_merge.py [--controller DIR] [--episodes 3] [--speed]
+    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_merge.py [--controller DIR] [--controller-1 DIR] [--controller-2 DIR] [--episodes 3] [--speed]
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_merge.py --speed-only [--copies 8]
 
 Writes benchmarks/results/traffic_merge.json and traffic_merge.png (mean speed over time
@@ -57,6 +59,10 @@ from traffic_common import sampler_rate as rllib_sampler_rate  # noqa: E402
 
 ENV_ID = "rlsuite/MergeMulti-v0"
 POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "merge_es")
+POLICIES = {v: os.path.join(os.path.dirname(POLICY), name)
+            for v, name in ((0, "merge_es"), (1, "merge1_es"), (2, "merge2_es"))}  # fmt: skip
+"""The shipped policy of each variant, trained at its own AV share (as Flow trains one per
+variant)."""
 VARIANTS = {0: 0.1, 1: 0.25, 2: 0.333}
 """merge variant -> AV share of the highway inflow."""
 FLOW = {0: (14.95, "TRPO"), 1: (17.29, "ES"), 2: (17.36, "ES")}
@@ -64,6 +70,8 @@ FLOW = {0: (14.95, "TRPO"), 1: (17.29, "ES"), 2: (17.36, "ES")}
 FLOW_HUMAN = 7.39
 """Flow's all-human mean speed (m/s)."""
 RATIO = 1.8
+MERGE0_ROW = "merge 0's policy"
+"""The row of merge 1 and 2 driven by the policy trained on merge 0."""
 BASELINES = ("idm", "followerstopper", "pi")
 
 
@@ -244,8 +252,8 @@ def _plot(out: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, (a, o, b) = plt.subplots(1, 3, figsize=(18, 4.2), dpi=110)
-    colors = {"learned": "tab:green", "all-human": "black", "idm": "grey",
-              "followerstopper": "tab:orange", "pi": "tab:blue"}  # fmt: skip
+    colors = {"learned": "tab:green", MERGE0_ROW: "yellowgreen", "all-human": "black",
+              "idm": "grey", "followerstopper": "tab:orange", "pi": "tab:blue"}  # fmt: skip
     for name, s in out["series_merge0"].items():
         v = np.array(s["mean_speed"], float)
         k = 10  # 10 s moving average
@@ -261,11 +269,12 @@ def _plot(out: dict, path: str) -> None:
     o.set_xlabel("time (s)")
     o.set_ylabel("outflow (veh/h, last 60 s)")
     o.set_title("merge 0: vehicles leaving the road")
-    names = ["learned", "all-human", *BASELINES, EntranceMeter.name]
-    width = 0.13
+    names = ["learned", MERGE0_ROW, "all-human", *BASELINES, EntranceMeter.name]
+    width = 0.11
     for j, name in enumerate(names):
-        vals = [out["variants"][str(v)]["rows"][name]["mean_speed"] for v in sorted(VARIANTS)]
-        b.bar(np.arange(3) + (j - 2.5) * width, vals, width, label=name,
+        vals = [out["variants"][str(v)]["rows"].get(name, {}).get("mean_speed", np.nan)
+                for v in sorted(VARIANTS)]  # fmt: skip
+        b.bar(np.arange(3) + (j - 3) * width, vals, width, label=name,
               color=colors.get(name, "tab:purple"))  # fmt: skip
     b.scatter(np.arange(3), [FLOW[v][0] for v in sorted(VARIANTS)], marker="*", s=120,
               color="tab:red", label="Flow learned", zorder=3)  # fmt: skip
@@ -288,7 +297,11 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("--controller", default=POLICY, help="the learned policy (a checkpoint)")
+    p.add_argument("--controller", default=POLICY, help="merge 0's learned policy (a checkpoint)")
+    for v in (1, 2):
+        p.add_argument(f"--controller-{v}", default=POLICIES[v],
+                       help=f"merge {v}'s learned policy (default the shipped one); merge 0's "
+                       "policy is also run on it as its own row")  # fmt: skip
     p.add_argument("--episodes", type=int, default=3, help="seeded episodes per controller")
     p.add_argument("--speed", action="store_true", help="also measure sampling speed")
     p.add_argument(
@@ -336,9 +349,13 @@ def main(argv: list[str] | None = None) -> int:
               "on road", "waiting to enter", "speed incl. waiting", "Flow (m/s)",
               "Flow / all-human"):  # fmt: skip
         t.add_column(c, justify="right")
+    own = {0: args.controller, 1: args.controller_1, 2: args.controller_2}
+    out["controllers"] = own
     for v, share in VARIANTS.items():
         cfg = {"av_share": share}
-        rows = {"learned": evaluate(args.controller, cfg, seeds)}
+        rows = {"learned": evaluate(own[v], cfg, seeds)}
+        if v:
+            rows[MERGE0_ROW] = evaluate(args.controller, cfg, seeds)
         for b in BASELINES:
             rows[b] = evaluate(b, cfg, seeds)
         rows[EntranceMeter.name] = evaluate("meter", cfg, seeds)
