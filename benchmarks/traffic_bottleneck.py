@@ -92,13 +92,8 @@ def controller(name: str, learned: str, cfg: dict) -> tuple[object, dict]:
     spec, extra = scenarios.controller_for(
         scenarios.get("bottleneck"), learned if name == "learned" else name, cfg
     )
-    if isinstance(spec, str):  # a checkpoint: the options its policy was trained with
-        from rlsuite.apps.traffic.envs.bottleneck import BottleneckConfig
-        from rlsuite.platform import checkpoints
-
-        trained = checkpoints.metadata(spec).get("env_config", {})
-        extra = {k: trained[k] for k in BottleneckConfig.POLICY_FIELDS if k in trained}
-    return spec, extra
+    # a checkpoint: the options its policy was trained with
+    return spec, scenarios.with_policy_fields(ENV_ID, extra, spec)
 
 
 def run_rows(names, learned: str, cfg: dict, seeds: list[int]) -> dict[str, dict]:

@@ -11,6 +11,9 @@ both lanes) and then 1500 controlled steps of 0.1 s; the metric is the mean spee
     idm              the AV as a human car-follower (Python IDM + noise), keeping its lane
     followerstopper  Stern et al.'s FollowerStopper on the acceleration, keeping its lane
     pi               Stern et al.'s PI with saturation on the acceleration, keeping its lane
+    pi + held lane requests (probe)
+                     PI, and every 30 s it asks for the other lane for 15 s (a hand-written
+                     probe of what lane changes can add; not a baseline, not in training)
     learned          the policy under --policy (acceleration and lane changes)
 
 Published (Kheterpal et al. 2018): all-human 2.83 m/s, learned 3.11 m/s (+10%).
@@ -58,6 +61,33 @@ POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "r
 PUBLISHED = {"all-human": 2.83, "learned": 3.11, "gain": 0.10}
 """Kheterpal et al. (2018): mean speeds (m/s) and the learned AV's gain."""
 TARGET_GAIN = 0.10
+PROBE = "pi + held lane requests (probe)"
+
+
+class WeaveProbe:
+    """A probe, not a baseline and not used in training: PI on the acceleration, and every
+    ``period`` steps it asks for the other lane for ``hold`` steps in a row (one request per
+    step: SUMO changes lanes only when the gaps are safe). It shows what lane changes can add
+    on this ring: a single request per change is nearly always refused in the dense lanes."""
+
+    name = PROBE
+
+    def __init__(self, hold: int = 150, period: int = 300):
+        from rlsuite.apps.traffic import scenarios
+
+        factory, _ = scenarios.controller_for(scenarios.get("ring_2lane"), "pi", {})
+        self.pi, self.hold, self.period, self.t = factory(), hold, period, 0
+
+    def reset(self, seed: int | None = None) -> None:
+        self.pi.reset(seed)
+        self.t = 0
+
+    def act(self, obs):
+        a = self.pi.act(obs)
+        self.t += 1
+        if self.t % self.period < self.hold:
+            a[1] = -1.0 if obs[3] > 0.5 else 1.0  # obs[3]: the AV's lane / (lanes - 1)
+        return a
 
 
 def raw_rate(steps: int) -> float:
@@ -189,11 +219,14 @@ def main(argv: list[str] | None = None) -> int:
         return speed(args, console)
     scen = scenarios.get("ring_2lane")
     seeds = list(range(args.seed, args.seed + args.episodes))
-    names = ["human", "idm", "followerstopper", "pi", "learned"]
+    names = ["human", "idm", "followerstopper", "pi", PROBE, "learned"]
 
     def controller(name: str):
-        if name == "learned":
-            return os.path.abspath(args.policy), {}
+        if name == "learned":  # with the options its policy was trained with (lane_threshold)
+            path = os.path.abspath(args.policy)
+            return path, scenarios.with_policy_fields(ENV_ID, {}, path)
+        if name == PROBE:
+            return WeaveProbe, {}
         return scenarios.controller_for(scen, name, {})
 
     columns = dict(

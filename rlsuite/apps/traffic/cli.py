@@ -264,34 +264,12 @@ def env_config(args: argparse.Namespace, scen: Any) -> dict[str, Any]:
     return cfg
 
 
-def _config_class(env_id: str) -> Any:
-    """The env's config dataclass (its module's ``CONFIG``), or None."""
-    import importlib
-
-    from rlsuite.platform import envs
-
-    module = importlib.import_module(envs.spec(env_id).entry_point.split(":")[0])
-    return getattr(module, "CONFIG", None)
-
-
-def _with_policy_fields(env_id: str, cfg: dict[str, Any], controller: Any) -> dict[str, Any]:
-    """For a checkpoint: the options that shape what its policy observes and how it acts
-    (the config's ``POLICY_FIELDS``, e.g. the ring's ``memory_s``) as it was trained,
-    unless given here; the episode's own options (length, horizon, ...) stay as given."""
-    if not isinstance(controller, str):
-        return cfg
-    from rlsuite.platform import checkpoints
-
-    trained = checkpoints.metadata(controller).get("env_config", {})
-    keys = getattr(_config_class(env_id), "POLICY_FIELDS", ())
-    return {**{k: trained[k] for k in keys if k in trained}, **cfg}
-
-
 def _validate_env(env_id: str, cfg: dict[str, Any]) -> None:
     """Build the config object (not the simulation) so bad options fail before Ray starts."""
+    from rlsuite.apps.traffic import scenarios
     from rlsuite.platform import envs
 
-    cfg_cls = _config_class(env_id)
+    cfg_cls = scenarios.config_class(env_id)
     if cfg_cls is not None:
         cfg_cls.from_kwargs(**{**envs.spec(env_id).default_config, **cfg})
 
@@ -326,7 +304,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     cfg = env_config(args, scen)
     controller, overrides = scenarios.controller_for(scen, args.controller, cfg)
     cfg.update(overrides)
-    cfg = _with_policy_fields(scen.env_id, cfg, controller)
+    cfg = scenarios.with_policy_fields(scen.env_id, cfg, controller)
     _validate_env(scen.env_id, cfg)
     label = os.path.basename(os.path.normpath(args.controller))
     console = _console()

@@ -194,6 +194,30 @@ def controller_for(
     )
 
 
+def config_class(env_id: str) -> Any:
+    """The env's config dataclass (its module's ``CONFIG``), or None."""
+    import importlib
+
+    from rlsuite.platform import envs
+
+    module = importlib.import_module(envs.spec(env_id).entry_point.split(":")[0])
+    return getattr(module, "CONFIG", None)
+
+
+def with_policy_fields(env_id: str, cfg: dict[str, Any], controller: Any) -> dict[str, Any]:
+    """``cfg`` and, for a checkpoint, the options that shape what its policy observes and
+    how it acts (the config's ``POLICY_FIELDS``, e.g. the ring's ``memory_s``) as it was
+    trained, unless ``cfg`` gives them; the episode's own options (length, horizon, ...)
+    stay as given. Anything else (a baseline) gets ``cfg`` back."""
+    if not isinstance(controller, str):
+        return cfg
+    from rlsuite.platform import checkpoints
+
+    trained = checkpoints.metadata(controller).get("env_config", {})
+    keys = getattr(config_class(env_id), "POLICY_FIELDS", ())
+    return {**{k: trained[k] for k in keys if k in trained}, **cfg}
+
+
 def _ring_2lane_baseline(
     name: str, env_config: dict[str, Any] | None
 ) -> tuple[Any, dict[str, Any]]:

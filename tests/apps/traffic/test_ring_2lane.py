@@ -160,3 +160,25 @@ def test_shipped_policy_evaluates_through_the_cli(tmp_path):
     s = json.loads(js.read_text())["summary"]
     assert s["collisions"]["mean"] == 0 and s["mean_speed"]["mean"] > 2.0
     assert np.isfinite(s["lane_change_requests"]["mean"])
+
+
+def test_a_checkpoint_is_evaluated_with_the_lane_threshold_it_was_trained_with(tmp_path):
+    """The lane threshold decides what the policy's lane output means, so evaluating a
+    checkpoint uses the one it was trained with (unless asked otherwise); the episode's own
+    options, such as the ring's length, stay as given."""
+    from rlsuite.apps.traffic import scenarios
+    from rlsuite.apps.traffic.envs.ring_2lane import SumoDriven
+
+    env_id = "rlsuite/Ring2Lane-v0"
+    (tmp_path / "rlsuite.json").write_text(json.dumps(
+        {"env": env_id, "env_config": {"lane_threshold": 0.1, "ring_length": 250.0}}
+    ))  # fmt: skip
+    ckpt = str(tmp_path)
+    assert scenarios.with_policy_fields(env_id, {"horizon": 10}, ckpt) == {
+        "lane_threshold": 0.1,
+        "horizon": 10,
+    }
+    assert scenarios.with_policy_fields(env_id, {"lane_threshold": 0.2}, ckpt) == {
+        "lane_threshold": 0.2
+    }
+    assert scenarios.with_policy_fields(env_id, {"horizon": 10}, SumoDriven) == {"horizon": 10}

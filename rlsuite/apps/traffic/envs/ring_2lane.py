@@ -53,7 +53,7 @@ class Ring2LaneConfig(EnvConfig):
     """Everything that defines a two-lane ring episode (the env's keyword arguments)."""
 
     KIND: ClassVar[str] = "ring_2lane"
-    POLICY_FIELDS: ClassVar[tuple[str, ...]] = ("lanes", "max_accel", "max_decel")
+    POLICY_FIELDS: ClassVar[tuple[str, ...]] = ("lanes", "max_accel", "max_decel", "lane_threshold")
 
     ring_length: float = 230.0
     """Ring length (m), the same on every lane."""
