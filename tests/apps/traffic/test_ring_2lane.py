@@ -53,6 +53,28 @@ def test_lane_changes_are_carried_out_counted_and_cooled_down():
         env.close()
 
 
+def test_target_lane_actions_pick_a_lane_and_hold_the_request():
+    """lane_action="target": the sign of d picks the lane (two lanes); the AV asks to move
+    every step it is elsewhere, and asks nothing once there."""
+    env = Ring2LaneEnv(num_vehicles=6, bunching=0.0, lane_change_cooldown_s=1.0,
+                       lane_action="target", **SHORT)  # fmt: skip
+    try:
+        env.reset(seed=0)
+        _, _, _, _, info = env.step([0.0, -0.5])  # the right lane, where it is: nothing asked
+        assert info["lane"] == 0 and env.core.lane_change_requests == 0
+        _, _, _, _, info = env.step([0.0, 0.4])  # the left lane (direction mode would stay)
+        assert info["lane_change"] == "left" and info["lane"] == 1
+        for _ in range(5):
+            _, _, _, _, info = env.step([0.0, 0.9])  # there already: nothing more asked
+        assert info["lane"] == 1 and env.core.lane_change_requests == 1
+        lanes = [env.step([0.0, -0.2])[4]["lane"] for _ in range(15)]  # held past the cooldown
+        assert lanes[-1] == 0 and env.episode_metrics()["lane_changes"] == 2
+    finally:
+        env.close()
+    with pytest.raises(ValueError, match="lane_action must be one of"):
+        Ring2LaneConfig(lane_action="absolute").validate()
+
+
 def test_unsafe_lane_changes_are_refused_by_sumo():
     # 42 vehicles: the AV is boxed in alongside, SUMO's safety checks refuse the change
     env = Ring2LaneEnv(**SHORT)

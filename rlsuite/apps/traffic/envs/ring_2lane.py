@@ -44,6 +44,8 @@ a requested change only where the other vehicles' speed and braking gaps allow i
 refuses it otherwise); Flow's ``no_lc_safe`` for RL vehicles."""
 AV_DRIVERS = ("policy", "sumo")
 """Values of :attr:`Ring2LaneConfig.av_driver`."""
+LANE_ACTION_MODES = ("direction", "target")
+"""Values of :attr:`Ring2LaneConfig.lane_action`."""
 LANE_ACTIONS = {-1: "right", 0: "stay", 1: "left"}
 """Lane-change directions (SUMO's lane 0 is the rightmost)."""
 
@@ -53,7 +55,9 @@ class Ring2LaneConfig(EnvConfig):
     """Everything that defines a two-lane ring episode (the env's keyword arguments)."""
 
     KIND: ClassVar[str] = "ring_2lane"
-    POLICY_FIELDS: ClassVar[tuple[str, ...]] = ("lanes", "max_accel", "max_decel", "lane_threshold")
+    POLICY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "lanes", "max_accel", "max_decel", "lane_action", "lane_threshold",
+    )  # fmt: skip
 
     ring_length: float = 230.0
     """Ring length (m), the same on every lane."""
@@ -81,6 +85,12 @@ class Ring2LaneConfig(EnvConfig):
     """Largest AV acceleration an action can ask for (m/s^2; Flow's lane-change env: 3)."""
     max_decel: float = 3.0
     """Largest AV deceleration an action can ask for (m/s^2, positive)."""
+    lane_action: str = "direction"
+    """How the lane action ``d`` in [-1, 1] reads. ``direction`` (Flow's): left, stay or
+    right by ``lane_threshold``, one request per step. ``target``: ``d`` picks a lane
+    (``lanes`` equal parts of [-1, 1], the rightmost lane first) and the AV asks, every
+    step it is elsewhere, to move one lane toward it, so a request is held until SUMO finds
+    a safe gap. Both act through the same left / stay / right requests to SUMO."""
     lane_threshold: float = 1.0 / 3.0
     """The lane action ``d`` in [-1, 1] asks for the lane to the left when ``d > t``, to
     the right when ``d < -t``, and to stay otherwise (three equal thirds by default)."""
@@ -166,6 +176,10 @@ class Ring2LaneConfig(EnvConfig):
             )
         if self.accel_noise < 0 or self.max_accel <= 0 or self.max_decel <= 0:
             raise ValueError("accel_noise must be >= 0 and max_accel, max_decel > 0")
+        if self.lane_action not in LANE_ACTION_MODES:
+            raise ValueError(
+                f"lane_action must be one of {LANE_ACTION_MODES}, got {self.lane_action!r}"
+            )
         if not 0 < self.lane_threshold < 1:
             raise ValueError(f"lane_threshold must be within (0, 1), got {self.lane_threshold}")
         if self.lane_change_cooldown_s < 0 or self.lane_change_penalty < 0:
@@ -191,6 +205,22 @@ def lane_direction(value: float, threshold: float) -> int:
     [-1, 0, 0, 1]
     """
     return 1 if value > threshold else -1 if value < -threshold else 0
+
+
+def lane_request(value: float, lane: int, cfg: Ring2LaneConfig) -> int:
+    """The direction the AV asks for this step (+1 left, -1 right, 0 stay), from its lane
+    action ``value`` and its lane, as ``cfg.lane_action`` reads it.
+
+    >>> cfg = Ring2LaneConfig(lane_action="target")
+    >>> [lane_request(d, 0, cfg) for d in (-0.9, -0.1, 0.1, 0.9)]
+    [0, 0, 1, 1]
+    >>> [lane_request(d, 1, cfg) for d in (-0.9, 0.9)]
+    [-1, 0]
+    """
+    if cfg.lane_action == "direction":
+        return lane_direction(value, cfg.lane_threshold)
+    want = min(int((float(value) + 1.0) / 2.0 * cfg.lanes), cfg.lanes - 1)
+    return int(np.sign(max(want, 0) - lane))
 
 
 def observation_size(lanes: int) -> int:
@@ -435,7 +465,9 @@ class Ring2LaneEnv(gym.Env):
         ``Box(2)`` in ``[-max_decel, max_accel] x [-1, 1]``: the acceleration (m/s^2,
         default +-3, applied as a commanded speed ``v + a dt`` that SUMO keeps
         collision-free), and the lane action ``d``: ``d > 1/3`` asks for the lane to the
-        left, ``d < -1/3`` for the one to the right, else stay (``lane_threshold``).
+        left, ``d < -1/3`` for the one to the right, else stay (``lane_threshold``); with
+        ``lane_action="target"``, ``d`` picks a lane instead (< 0 the right one, > 0 the
+        left one on two lanes) and the AV asks to move toward it every step until there.
         A continuous box suits both the ``es`` and ``sync`` (PPO) plans. A lane change is
         a request to SUMO (``changeLane`` for one step under lane-change mode 512): SUMO
         carries it out only if the gaps to the new lane's vehicles are safe, else it is
@@ -507,7 +539,7 @@ class Ring2LaneEnv(gym.Env):
             raise ValueError(
                 f"action must be 2 finite numbers (acceleration, lane action), got {action!r}"
             )
-        direction = lane_direction(a[1], self.cfg.lane_threshold)
+        direction = lane_request(a[1], int(self.core.lane[self.core.av_index]), self.cfg)
         refused_before = self.core.lane_changes_refused
         try:
             changed = self.core.drive(float(a[0]), direction)

@@ -30,7 +30,7 @@ from rlsuite.apps.traffic.envs.ring_2lane import (
     AV_LANE_CHANGE_MODE,
     LANE_GAP_SCALE,
     Ring2LaneConfig,
-    lane_direction,
+    lane_request,
     observation_space,
 )
 from rlsuite.apps.traffic.envs.ring_vector import seed_copies
@@ -401,7 +401,7 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
         target = np.full(self.num_envs, -1)
         may = self.cooldown_left() == 0.0
         for i in range(self.num_envs):
-            d = lane_direction(act[i, 1], cfg.lane_threshold)
+            d = lane_request(act[i, 1], int(lane_before[i]), cfg)
             t = int(lane_before[i]) + d
             if d and may[i] and 0 <= t < cfg.lanes:
                 target[i] = t
