@@ -407,14 +407,20 @@ def validate(
     timeout_ms: int,
     base_settings: Mapping[str, str],
     slower_than: float | None = None,
+    check_runs: int = 1,
 ) -> Decision:
     """Keep a rewrite only if it re-parses, Spark plans it, and it returns the original's rows.
 
     Rows are always compared on Spark (as multisets; as lists under ``ORDER BY``): a
     rewrite that fails, times out or returns other rows is dropped for the original.
     With ``slower_than`` (a factor), a rewrite that ran more than that factor slower than
-    the original in this check is dropped too (the check runs both anyway).
+    the original in this check is dropped too (the check runs both anyway). With
+    ``check_runs`` > 1 the two run that many times each, taking turns, and the rewrite is
+    kept only if its slowest run beats ``slower_than`` times the original's fastest: a gain
+    smaller than the spread of repeated runs (the noise) keeps the original.
     """
+    if check_runs < 1:
+        raise ValueError(f"check_runs must be >= 1, got {check_runs}")
     new_sql = spark_sql(q)
     settings = {**base_settings, **q.settings_dict}
     fallback = Decision(sql, dict(base_settings), (), dict(reasons))
@@ -424,27 +430,39 @@ def validate(
     except Exception as e:  # noqa: BLE001
         fallback.reasons["*"] = f"Spark rejects the rewritten SQL: {e}"
         return fallback
-    try:
-        a = engine.run(sql, schema, timeout_ms, base_settings)
-        b = engine.run(new_sql, schema, timeout_ms, settings)
-    except Exception as e:  # noqa: BLE001
-        fallback.reasons["*"] = f"the rewrite failed on Spark: {e}"
-        return fallback
-    if a.timed_out or b.timed_out:
-        fallback.reasons["*"] = f"cannot check rows: a query ran past {timeout_ms} ms"
-        return fallback
-    if not same_rows(a.rows or [], b.rows or [], ordered=has_order_by(sql)):
-        fallback.reasons["*"] = "the rewrite returned different rows; kept the original"
-        fallback.rows_match = False
-        return fallback
-    if slower_than is not None and b.runtime_s > slower_than * a.runtime_s:
+    runs = check_runs if slower_than is not None else 1
+    ta: list[float] = []
+    tb: list[float] = []
+    for i in range(runs):
+        try:
+            a = engine.run(sql, schema, timeout_ms, base_settings)
+            b = engine.run(new_sql, schema, timeout_ms, settings)
+        except Exception as e:  # noqa: BLE001
+            fallback.reasons["*"] = f"the rewrite failed on Spark: {e}"
+            return fallback
+        if a.timed_out or b.timed_out:
+            fallback.reasons["*"] = f"cannot check rows: a query ran past {timeout_ms} ms"
+            return fallback
+        if i == 0 and not same_rows(a.rows or [], b.rows or [], ordered=has_order_by(sql)):
+            fallback.reasons["*"] = "the rewrite returned different rows; kept the original"
+            fallback.rows_match = False
+            return fallback
+        ta.append(a.runtime_s)
+        tb.append(b.runtime_s)
+    if slower_than is not None and max(tb) > slower_than * min(ta):
+        what = "ran slower than" if runs == 1 else f"was not faster, in all {runs} runs, than"
         fallback.reasons["*"] = (
-            f"the rewrite ran slower than Spark's own plan in the check "
-            f"({b.runtime_s:.3f} s vs {a.runtime_s:.3f} s); kept the original"
+            f"the rewrite {what} Spark's own plan in the check "
+            f"({_span(tb)} vs {_span(ta)}); kept the original"
         )
         fallback.rows_match = True
         return fallback
     return Decision(new_sql, settings, q.applied, dict(reasons), rows_match=True)
+
+
+def _span(times: Sequence[float]) -> str:
+    lo, hi = min(times), max(times)
+    return f"{lo:.3f} s" if len(times) == 1 else f"{lo:.3f}-{hi:.3f} s"
 
 
 def rewrite(

@@ -155,7 +155,10 @@ class LearnedSparkRewriter:
 
     The chosen rewrite is used only when Spark plans it, it returns the original's
     rows (always compared) and, with ``slower_than`` (default 1.0), it was not slower
-    than Spark's own plan in that check; any failure means the original query.
+    than Spark's own plan in that check; any failure means the original query. With
+    ``check_runs`` > 1 the check runs both that many times and keeps the rewrite only
+    when its slowest run beats the original's fastest (a gain within the noise of
+    repeated runs keeps the original).
     """
 
     def __init__(
@@ -167,6 +170,7 @@ class LearnedSparkRewriter:
         workload_config: Mapping[str, Any] | None = None,
         timeout_ms: int = 60_000,
         slower_than: float | None = 1.0,
+        check_runs: int = 1,
     ):
         from rlsuite.apps.queryopt.envs.spark_rewrite import SparkRewriteEnv
         from rlsuite.apps.queryopt.train import _find_sidecar
@@ -197,6 +201,9 @@ class LearnedSparkRewriter:
         self.schema = self.env.schema
         self.timeout_ms = timeout_ms
         self.slower_than = slower_than
+        if check_runs < 1:
+            raise ValueError(f"check_runs must be >= 1, got {check_runs}")
+        self.check_runs = int(check_runs)
         self.policy = load_controller(self.checkpoint)
         self.name = f"learned on Spark ({os.path.basename(self.checkpoint)})"
 
@@ -242,6 +249,7 @@ class LearnedSparkRewriter:
             self.timeout_ms,
             settings,
             slower_than=self.slower_than,
+            check_runs=self.check_runs,
         )
 
     def close(self) -> None:

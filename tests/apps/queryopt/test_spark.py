@@ -101,6 +101,34 @@ def test_a_wrong_rewrite_is_caught(engine):
     assert "different rows" in d.reasons["*"]
 
 
+def test_the_check_weighs_the_noise_of_repeated_runs(engine):
+    class Counting:  # the real engine, its runs counted
+        def __init__(self):
+            self.runs = 0
+
+        def __getattr__(self, name):
+            return getattr(engine, name)
+
+        def run(self, *args, **kwargs):
+            self.runs += 1
+            return engine.run(*args, **kwargs)
+
+    settings = dict(get("udf", udf_cost=10_000).settings())
+    q = S.parse(UDF_QUERY, S.spark_catalog(engine, "qopt_udf"))
+    fenced = S.apply("filter_after_aggregation", q)  # 100 UDF calls instead of 1000s
+    counting = Counting()
+    d = S.validate(counting, "qopt_udf", UDF_QUERY, fenced, {}, 60_000, settings, 1.0, 2)
+    assert d.applied == ("filter_after_aggregation",) and counting.runs == 4
+    # a hint Catalyst already follows is the same plan: no gain beyond the noise
+    j = S.parse(SEED_QUERY, S.spark_catalog(engine, "qopt_joins"))
+    same = S.apply("hint_broadcast_1", j)
+    d = S.validate(engine, "qopt_joins", SEED_QUERY, same, {}, 60_000, {}, 0.5, 2)
+    assert not d.applied and d.sql == SEED_QUERY and d.rows_match is True
+    assert "was not faster, in all 2 runs, than Spark's own plan" in d.reasons["*"]
+    with pytest.raises(ValueError, match="check_runs"):
+        S.validate(engine, "qopt_joins", SEED_QUERY, same, {}, 60_000, {}, 1.0, 0)
+
+
 def test_a_query_past_its_timeout_is_cancelled(engine):
     res = engine.run(SEED_QUERY, "qopt_joins", timeout_ms=150)
     assert res.timed_out and res.rows is None
