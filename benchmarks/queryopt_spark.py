@@ -24,10 +24,11 @@ Usage:
     flock /tmp/rlsuite-heavy.lock nice -n 5 .venv/bin/python benchmarks/queryopt_spark.py \
         [--costs 10,10000,30000] [--train-cost 10000] [--iterations 10]
     flock /tmp/rlsuite-heavy.lock nice -n 5 .venv/bin/python benchmarks/queryopt_spark.py \
-        --workloads tpch --out queryopt_spark_tpch
+        --workloads tpch --out queryopt_spark_tpch --timeout-ms 20000 --train-timeout-ms 10000 \
+        --check-runs 5
 
 Writes benchmarks/results/<out>.json and <out>.png (default ``queryopt_spark``; joins and
-udf take ~15 min on 2 cores).
+udf take ~15 min on 2 cores, TPC-H ~9 min).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def main() -> int:
     ap.add_argument("--workloads", default="joins,udf", help="any of joins,udf,tpch")
     ap.add_argument("--tpch-train-queries", type=int, default=22, help="one per template")
     ap.add_argument("--tpch-test-queries", type=int, default=22)
-    ap.add_argument("--tpch-iterations", type=int, default=6)
+    ap.add_argument("--tpch-iterations", type=int, default=15)
     ap.add_argument("--tpch-env-steps", type=int, default=40, help="env steps per iteration")
     ap.add_argument(
         "--check-runs",
