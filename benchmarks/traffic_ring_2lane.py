@@ -20,11 +20,13 @@ Published (Kheterpal et al. 2018): all-human 2.83 m/s, learned 3.11 m/s (+10%).
 
 Pass criterion: learned mean speed >= 1.10 x all-human (``human``) measured here.
 
-The shipped policy was trained from scratch with (its iteration-30 checkpoint, 13.3 min; see
-its rlsuite.json note):
-    flock /tmp/rlsuite-heavy.lock nice -n 5 .venv/bin/traffic-train train --scenario ring_2lane \\
-        --plan es --workers 2 --iterations 40 --plan-set lr=0.01 --plan-set sigma=0.03 \\
-        --plan-set 'hidden=[32,32]' --plan-set common_env_seeds=true --run-dir runs/ring_2lane_es_common
+The shipped policy was trained from scratch with (its last checkpoint; one run resumed twice,
+70 -> 110 -> 150 generations, 50 min; see its rlsuite.json note):
+    nice -n 10 .venv/bin/traffic-train train --scenario ring_2lane --env-set lane_action=target \\
+        --plan es --workers 2 --iterations 150 --plan-set lr=0.01 --plan-set sigma=0.03 \\
+        --plan-set 'hidden=[32,32]' --plan-set recurrent=gru --plan-set cell_size=16 \\
+        --plan-set common_env_seeds=true --run-dir runs/ring_2lane_es_gru_target
+Its lane action picks a lane (``lane_action=target``); evaluation reads that from the checkpoint.
 
 Sampling speed (``--speed``, written to traffic_ring_2lane_speed.json instead): env steps/s of
 the platform's sampler (one RLlib env runner with the sync plan's PPO policy, one core) against

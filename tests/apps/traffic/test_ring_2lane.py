@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 from rlsuite.apps.traffic import cli, plots
 from rlsuite.apps.traffic.envs.ring_2lane import Ring2LaneConfig, Ring2LaneEnv, lane_direction
-from rlsuite.platform import envs
+from rlsuite.platform import checkpoints, envs
 
 SHORT = dict(warmup_steps=5, horizon=30)
 POLICY = os.path.join(
@@ -179,9 +179,13 @@ def test_shipped_policy_evaluates_through_the_cli(tmp_path):
                    "--episodes", "1", "--horizon", "300", "--workers", "0", "--no-png",
                    "--json", str(js)])  # fmt: skip
     assert rc == 0
-    s = json.loads(js.read_text())["summary"]
+    out = json.loads(js.read_text())
+    s = out["summary"]
     assert s["collisions"]["mean"] == 0 and s["mean_speed"]["mean"] > 2.0
     assert np.isfinite(s["lane_change_requests"]["mean"])
+    # it drives with the lane action it was trained with (its checkpoint's policy fields)
+    trained = checkpoints.metadata(POLICY)["env_config"]
+    assert out["env_config"]["lane_action"] == trained.get("lane_action", "direction")
 
 
 def test_a_checkpoint_is_evaluated_with_the_lane_threshold_it_was_trained_with(tmp_path):
