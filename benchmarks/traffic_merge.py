@@ -149,7 +149,7 @@ def speed_series(controller: str, cfg: dict, seed: int) -> dict[str, list[float]
 def raw_rate(env_steps: int) -> float:
     """Env steps/s of a raw libsumo loop of merge 0 (two SUMO steps and a full state read
     each), with the road as full as the all-human episode leaves it."""
-    from rlsuite.apps.traffic.envs.merge import MergeConfig, MergeSimulation
+    from rlsuite.apps.traffic.envs.merge_road import MergeConfig, MergeSimulation
 
     core = MergeSimulation(MergeConfig(horizon=10_000))
     try:

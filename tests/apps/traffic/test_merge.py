@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from rlsuite.apps.traffic import cli, scenarios
-from rlsuite.apps.traffic.envs.merge import MergeConfig, MergeEnv, MergeMultiEnv, all_human
+from rlsuite.apps.traffic.envs.merge import MergeEnv, MergeMultiEnv, all_human
+from rlsuite.apps.traffic.envs.merge_road import MergeConfig
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import Scenario, build_controller, run_episode
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from rlsuite.apps.traffic import networks
-from rlsuite.apps.traffic.envs.merge import MAX_GAP, MergeEnv
+from rlsuite.apps.traffic.envs.merge import MergeEnv
+from rlsuite.apps.traffic.envs.merge_road import MAX_GAP
 from rlsuite.apps.traffic.envs.merge_vector import MergeVectorEnv, copy_of
 from rlsuite.platform import envs, optimizers
 

@@ -7,7 +7,7 @@ what SUMO could give unused. As the rings do
 (:mod:`~rlsuite.apps.traffic.envs.ring_vector`), one network here holds N disjoint merges
 (copy ``i``'s edges, flows and vehicles are prefixed ``m{i}``), one ``simulationStep``
 advances all of them, and one subscription read gets every vehicle. Each copy keeps
-:class:`~rlsuite.apps.traffic.envs.merge.MergeSimulation`'s logic: the same commands,
+:class:`~rlsuite.apps.traffic.envs.merge_road.MergeSimulation`'s logic: the same commands,
 measurements, neighbours and Flow's reward and state (:class:`MergeCopy`).
 
 One difference from N scalar envs: SUMO draws every inserted vehicle's speed factor
@@ -30,9 +30,9 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from rlsuite.apps.traffic import kernel, networks
-from rlsuite.apps.traffic.envs.merge import (
+from rlsuite.apps.traffic.envs.merge import FLOW_FEATURES
+from rlsuite.apps.traffic.envs.merge_road import (
     AV_FLOW,
-    FLOW_FEATURES,
     MAX_GAP,
     SUMO_DEFAULT_SPEED_MODE,
     MergeConfig,
@@ -275,7 +275,7 @@ class MergeVectorEnv(gym.vector.VectorEnv):
         ``Box(num_envs, num_rl)``: per copy, each slot's acceleration.
     Rewards:
         per copy, Flow's merge reward
-        (:meth:`~rlsuite.apps.traffic.envs.merge.MergeSimulation.reward`).
+        (:meth:`~rlsuite.apps.traffic.envs.merge_road.MergeSimulation.reward`).
     Termination:
         All copies share one clock, so their episodes end together: truncated after
         ``horizon`` env steps. A collision or a teleport storm terminates its copy's
