@@ -4,7 +4,8 @@ Pass criteria:
   1. the platform's default sampler >= 3x RLlib's default settings (env steps/s),
   2. the platform's default sampler >= 20% of a plain gymnasium loop per core,
   3. the ``sync`` plan's whole iterations (sampling + SGD) at least as fast as a
-     hand-written single-process torch PPO loop on the same batch and epochs,
+     hand-written single-process torch PPO loop on the same batch and epochs (the
+     default plan, and with ``overlap=true``: the next batch sampled during the update),
   4. scale-out: >= 85% efficiency at 15 runners against 1 (on a machine with the CPUs),
   5. gpu-learner (on a machine with a GPU): at every size, ``num_gpus_per_learner="auto"``
      picks the device whose learner update is faster (``rule_agrees``).
@@ -15,6 +16,16 @@ Sections (``--sections``, default ``baseline,scaling``):
                each: steps/s, per runner and the efficiency against 1 runner. Sizes that
                need more CPUs than Ray has are skipped and listed as skipped (this
                2-core machine measures 1 and 2);
+  sync-iterations
+               criterion 3 alone, in interleaved rounds (``--rounds``): each round runs
+               the hand-written loop, the default sync plan, the sync plan with
+               ``overlap=true`` and with ``overlap=true, check_finite_gradients=false``
+               one after another; the ratios against the hand-written loop are per round
+               (a busy machine slows a whole round, not one row), and the median is kept;
+  overlap-learning
+               the learning cost of ``overlap=true``: CartPole-v1 to a smoothed return of
+               150 with the default sync plan, overlap off and on, same seeds
+               (``--seeds``): iterations, env steps and seconds to the threshold;
   gpu-learner  the sync plan's whole iteration and learner update with the learner on
                the CPU and on a GPU, at the default nets and at large ones (on the
                discrete-action envs of ``--envs``), beside what
@@ -23,7 +34,8 @@ Sections (``--sections``, default ``baseline,scaling``):
 
 Usage:
     .venv/bin/python benchmarks/platform_sampling.py [--quick] [--envs CartPole-v1,Pendulum-v1]
-        [--sections baseline,scaling,gpu-learner] [--runners 1,2,4,8,15] [--num-cpus N]
+        [--sections baseline,scaling,sync-iterations,overlap-learning,gpu-learner]
+        [--runners 1,2,4,8,15] [--rounds 3] [--seeds 0,1,2] [--num-cpus N]
 
 Writes benchmarks/results/platform_sampling.json (``--out``) and, with the baseline,
 platform_sampling.png.
@@ -335,6 +347,96 @@ def gpu_learner(env_id: str, its: int, console) -> dict:
     return out
 
 
+SYNC_VARIANTS = {
+    "sync plan (defaults)": {},
+    "sync plan, overlap=true": {"overlap": True},
+    "sync plan, overlap=true, check_finite_gradients=false": {
+        "overlap": True,
+        "check_finite_gradients": False,
+    },
+}
+"""The sync plans of the ``sync-iterations`` section (batch 4000, minibatch 500, 10
+epochs, 64x64 nets, 2 runners x 32 envs: the plan's defaults)."""
+
+HANDWRITTEN = "hand-written PPO (1 process, 8 envs, 1 torch thread)"
+
+
+def sync_iterations(env_id: str, rounds: int, its: int, console) -> dict:
+    """Whole-iteration steps/s of the hand-written loop and each of :data:`SYNC_VARIANTS`,
+    in ``rounds`` interleaved rounds; per-round ratios against the hand-written loop."""
+    from statistics import median
+
+    from rlsuite.platform import optimizers
+
+    rates: dict[str, list[float]] = {HANDWRITTEN: [], **{k: [] for k in SYNC_VARIANTS}}
+    ratios: dict[str, list[float]] = {k: [] for k in SYNC_VARIANTS}
+    timers: dict[str, list[dict[str, float]]] = {k: [] for k in SYNC_VARIANTS}
+    for rnd in range(rounds):
+        hw = handwritten_ppo(
+            env_id, num_envs=8, batch=4000, minibatch=500, epochs=10, iterations=its
+        )["iteration_steps_per_s"]
+        rates[HANDWRITTEN].append(hw)
+        line = [f"round {rnd + 1}: hand-written {hw:.0f}"]
+        for label, values in SYNC_VARIANTS.items():
+            plan = optimizers.make_plan("sync", env=env_id, **values)
+            r = iteration_rate(optimizers.to_rllib(plan), its)
+            rates[label].append(r["iteration_steps_per_s"])
+            ratios[label].append(r["iteration_steps_per_s"] / hw)
+            timers[label].append(r["timers_mean_s"])
+            line.append(f"{label}: {r['iteration_steps_per_s']:.0f} ({ratios[label][-1]:.2f}x)")
+        console.print("; ".join(line))
+    return {
+        "rounds": rounds,
+        "iterations_per_measurement": its,
+        "steps_per_s": rates,
+        "median_steps_per_s": {k: median(v) for k, v in rates.items()},
+        "ratio_vs_handwritten_per_round": ratios,
+        "median_ratio_vs_handwritten": {k: median(v) for k, v in ratios.items()},
+        "timers_mean_s": timers,
+    }
+
+
+def overlap_learning(seeds: list[int], max_iterations: int, console) -> dict:
+    """CartPole-v1 to a smoothed return of 150, sync plan with overlap off and on."""
+    import tempfile
+
+    from rlsuite.platform import optimizers, training
+
+    target = 150.0
+    runs: dict[str, list[dict]] = {}
+    for overlap in (False, True):
+        key = f"overlap={str(overlap).lower()}"
+        runs[key] = []
+        for seed in seeds:
+            plan = optimizers.make_plan("sync", env="CartPole-v1", seed=seed, overlap=overlap)
+            with tempfile.TemporaryDirectory() as d:
+                res = training.train(plan, max_iterations, d, progress=False, stop_return=target)
+            reached = res.final_return >= target
+            row = {
+                "seed": seed,
+                "reached": reached,
+                "iterations": res.iterations,
+                "env_steps": res.env_steps,
+                "wall_s": res.wall_time_s,
+                "train_s": sum(m.get("time_this_iter_s", 0.0) for m in res.metrics),
+                "final_return": res.final_return,
+                "returns": [m.get("episode_return_mean") for m in res.metrics],
+            }
+            runs[key].append(row)
+            console.print(
+                f"{key} seed {seed}: {'reached' if reached else 'did NOT reach'} {target:g} "
+                f"after {res.iterations} iterations, {res.env_steps} steps, "
+                f"{row['train_s']:.1f} s in train() ({res.wall_time_s:.1f} s with the build; "
+                f"return {res.final_return:.1f})"
+            )
+    return {
+        "env": "CartPole-v1",
+        "target_return": target,
+        "max_iterations": max_iterations,
+        "runs": runs,
+    }
+
+
 def _machine() -> str:
     from rlsuite.platform.resources import local_gpus
 
@@ -361,7 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--sections",
         default="baseline,scaling",
-        help="comma-separated: baseline, scaling, gpu-learner (default baseline,scaling)",
+        help="comma-separated: baseline, scaling, sync-iterations, overlap-learning, "
+        "gpu-learner (default baseline,scaling)",
     )
     ap.add_argument(
         "--runners",
@@ -369,12 +472,22 @@ def main(argv: list[str] | None = None) -> int:
         default=[1, 2],
         help="runner counts of the scaling section, e.g. 1,2,4,8,15 (default 1,2)",
     )
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="rounds of the sync-iterations section (default 3)"
+    )
+    ap.add_argument(
+        "--seeds",
+        type=lambda t: [int(x) for x in t.split(",")],
+        default=[0, 1, 2],
+        help="seeds of the overlap-learning section (default 0,1,2)",
+    )
     ap.add_argument("--out", default=os.path.join(RESULTS, "platform_sampling.json"))
     args = ap.parse_args(argv)
     sections = args.sections.split(",")
-    bad = set(sections) - {"baseline", "scaling", "gpu-learner"}
+    known = {"baseline", "scaling", "sync-iterations", "overlap-learning", "gpu-learner"}
+    bad = set(sections) - known
     if bad:
-        ap.error(f"unknown sections {sorted(bad)}; choose from baseline, scaling, gpu-learner")
+        ap.error(f"unknown sections {sorted(bad)}; choose from {', '.join(sorted(known))}")
     console = Console()
     steps = 4000 if args.quick else 20000
     cluster.init(num_cpus=args.num_cpus)
@@ -398,6 +511,12 @@ def main(argv: list[str] | None = None) -> int:
                 gym.make(env_id).action_space, gym.spaces.Discrete
             ):
                 rec["gpu_learner"] = gpu_learner(env_id, 1 if args.quick else 3, console)
+            discrete = isinstance(gym.make(env_id).action_space, gym.spaces.Discrete)
+            if "sync-iterations" in sections and discrete:
+                console.print("sync iterations against the hand-written loop, interleaved:")
+                rec["sync_iterations"] = sync_iterations(
+                    env_id, 2 if args.quick else args.rounds, 5 if args.quick else 10, console
+                )
             if "baseline" not in sections:
                 out["envs"][env_id] = rec
                 continue
@@ -464,6 +583,17 @@ def main(argv: list[str] | None = None) -> int:
                 rec["sync_vs_handwritten"] = (
                     sync["iteration_steps_per_s"] / hw["iteration_steps_per_s"]
                 )
+                overlap = iteration_rate(
+                    optimizers.to_rllib(default_plan.replace(overlap=True)), its
+                )
+                rec["sync_plan_overlap"] = overlap
+                rec["overlap_vs_handwritten"] = (
+                    overlap["iteration_steps_per_s"] / hw["iteration_steps_per_s"]
+                )
+                console.print(
+                    f"sync plan, overlap=true: {overlap['iteration_steps_per_s']:.0f} steps/s "
+                    f"({rec['overlap_vs_handwritten']:.2f}x the hand-written loop)"
+                )
                 if args.profile:
                     rec["sync_driver_profile"] = profile_iteration(
                         optimizers.to_rllib(default_plan)
@@ -482,6 +612,11 @@ def main(argv: list[str] | None = None) -> int:
                         f"sync plan with {n_envs} envs/runner: {alt['iteration_steps_per_s']:.0f} steps/s"
                     )
             out["envs"][env_id] = rec
+        if "overlap-learning" in sections:
+            console.rule("overlap-learning")
+            out["overlap_learning"] = overlap_learning(
+                args.seeds[:1] if args.quick else args.seeds, 30, console
+            )
     finally:
         cluster.shutdown()
 
@@ -490,7 +625,14 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(out, f, indent=2, default=str)
     if "scaling" in sections:
         console.print(_scaling_table(out))
+    if "sync-iterations" in sections:
+        console.print(_sync_iterations_table(out))
+    if "overlap-learning" in sections:
+        console.print(_overlap_learning_table(out["overlap_learning"]))
+    png = os.path.splitext(os.path.abspath(args.out))[0] + ".png"
     if "baseline" not in sections:
+        if {"sync-iterations", "overlap-learning"} & set(sections):
+            _plot_overlap(out, png)
         return 0
     t = Table(title="platform sampling (env steps/s)")
     for c in (
@@ -503,8 +645,10 @@ def main(argv: list[str] | None = None) -> int:
         "% plain/core",
         "% plain+policy/core",
         "sync it",
+        "overlap it",
         "hand PPO it",
         "sync/hand",
+        "overlap/hand",
     ):
         t.add_column(c, justify="right")
     for env_id, r in out["envs"].items():
@@ -518,12 +662,56 @@ def main(argv: list[str] | None = None) -> int:
             f"{100 * r['platform_per_core_fraction_of_plain']:.0f}%",
             f"{100 * r['platform_per_core_fraction_of_plain_policy']:.0f}%",
             f"{r.get('sync_plan', {}).get('iteration_steps_per_s', float('nan')):.0f}",
+            f"{r.get('sync_plan_overlap', {}).get('iteration_steps_per_s', float('nan')):.0f}",
             f"{r.get('handwritten_ppo', {}).get('iteration_steps_per_s', float('nan')):.0f}",
             f"{r.get('sync_vs_handwritten', float('nan')):.2f}",
+            f"{r.get('overlap_vs_handwritten', float('nan')):.2f}",
         )
     console.print(t)
-    _plot(out, os.path.join(os.path.dirname(os.path.abspath(args.out)), "platform_sampling.png"))
+    _plot(out, png)
     return 0
+
+
+def _sync_iterations_table(out: dict):
+    from rich.table import Table
+
+    t = Table(title="whole iterations (batch 4000, minibatch 500, 10 epochs, 64x64), env steps/s")
+    for c in ("env", "variant", "per round", "median", "median ratio vs hand-written"):
+        t.add_column(c, justify="right")
+    for env_id, rec in out["envs"].items():
+        si = rec.get("sync_iterations")
+        if not si:
+            continue
+        for label, rates in si["steps_per_s"].items():
+            ratio = si["median_ratio_vs_handwritten"].get(label)
+            t.add_row(
+                env_id,
+                label,
+                ", ".join(f"{x:.0f}" for x in rates),
+                f"{si['median_steps_per_s'][label]:.0f}",
+                "" if ratio is None else f"{ratio:.2f}x",
+            )
+    return t
+
+
+def _overlap_learning_table(ol: dict):
+    from rich.table import Table
+
+    t = Table(title=f"{ol['env']} to return {ol['target_return']:g}, sync plan")
+    for c in ("overlap", "seed", "reached", "iterations", "env steps", "s in train()", "s total"):
+        t.add_column(c, justify="right")
+    for key, runs in ol["runs"].items():
+        for r in runs:
+            t.add_row(
+                key,
+                str(r["seed"]),
+                "yes" if r["reached"] else "no",
+                str(r["iterations"]),
+                str(r["env_steps"]),
+                f"{r['train_s']:.1f}",
+                f"{r['wall_s']:.1f}",
+            )
+    return t
 
 
 def _scaling_table(out: dict):
@@ -546,6 +734,58 @@ def _scaling_table(out: dict):
         for n, why in sc.get("skipped", {}).items():
             t.add_row(env_id, str(n), "skipped", why, "")
     return t
+
+
+def _plot_overlap(out: dict, path: str) -> None:
+    """Whole-iteration steps/s per variant (bars: median, dots: rounds) and the
+    overlap-learning returns, overlap off and on."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(e, r["sync_iterations"]) for e, r in out["envs"].items() if "sync_iterations" in r]
+    ol = out.get("overlap_learning")
+    n = len(panels) + (1 if ol else 0)
+    fig, axes = plt.subplots(1, n, figsize=(6 * n, 4), dpi=110, squeeze=False)
+    for ax, (env_id, si) in zip(axes[0], panels, strict=False):
+        labels = list(si["steps_per_s"])
+        short = [
+            lb.replace("sync plan, ", "sync, ")
+            .replace(", check_finite_gradients=false", "\n+ unchecked grads")
+            .replace(" (1 process, 8 envs, 1 torch thread)", "\n(1 process)")
+            for lb in labels
+        ]
+        x = range(len(labels))
+        ax.bar(x, [si["median_steps_per_s"][lb] for lb in labels], color="tab:blue", alpha=0.6)
+        for i, lb in enumerate(labels):
+            ax.plot([i] * len(si["steps_per_s"][lb]), si["steps_per_s"][lb], "k.")
+        ax.set_xticks(list(x), short, fontsize=7)
+        ax.set_ylabel("env steps / s (whole iterations)")
+        ax.set_title(f"{env_id}: batch 4000, minibatch 500, 10 epochs")
+    if ol:
+        ax = axes[0][-1]
+        for key, color in (("overlap=false", "tab:grey"), ("overlap=true", "tab:blue")):
+            for i, r in enumerate(ol["runs"].get(key, [])):
+                ax.plot(
+                    range(1, len(r["returns"]) + 1),
+                    r["returns"],
+                    color=color,
+                    label=key if i == 0 else None,
+                )
+        ax.axhline(ol["target_return"], color="k", ls=":", lw=1)
+        ax.set_xlabel("iteration (4000 env steps)")
+        ax.set_ylabel("smoothed episode return")
+        ax.set_title(f"{ol['env']}, sync plan, seeds {[r['seed'] for r in _first_runs(ol)]}")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _first_runs(ol: dict) -> list[dict]:
+    """The overlap-learning runs of the first setting (its seeds)."""
+    return next(iter(ol["runs"].values()), [])
 
 
 def _plot(out: dict, path: str) -> None:

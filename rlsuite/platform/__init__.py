@@ -9,6 +9,7 @@ Modules:
                     GPUs asked for and not there refused, runners sharing scarce CPUs
     plans           the Plan base: frozen, documented fields; unknown keys refused; its backend
     es              evolution strategies on Ray actors: the ``es`` plan and its backend
+    overlap         PPO that samples the next batch during the update (sync, overlap=true)
     optimizers      the RLlib plans (sync, async, replay, imitation), ``to_rllib``, and
                     the catalogue of every plan (``make_plan``)
     checkpoints     the on-disk layout of runs and checkpoints; ``load_controller``

@@ -96,6 +96,29 @@ def test_sync_adapter_sets_what_the_plan_says():
     assert cfg.enable_rl_module_and_learner and cfg.enable_env_runner_and_connector_v2
 
 
+def test_sync_overlap_is_opt_in_and_builds_the_overlapped_ppo():
+    plain = optimizers.to_rllib(optimizers.make_plan("sync", env="CartPole-v1"))
+    assert type(plain).__name__ == "PPOConfig" and plain.algo_class.__name__ == "PPO"
+    assert plain.torch_skip_nan_gradients is False  # RLlib's gradient checks stay on
+    cfg = optimizers.to_rllib(
+        optimizers.make_plan(
+            "sync", env="CartPole-v1", overlap=True, check_finite_gradients=False, lr=1e-3
+        )
+    )
+    assert cfg.algo_class.__name__ == "OverlappedPPO"
+    assert cfg.lr == 1e-3 and cfg.num_epochs == 10  # PPO's settings pass through unchanged
+    assert cfg.torch_skip_nan_gradients is True
+    # the overlapped step syncs the runners itself, with each sample request
+    assert cfg._dont_auto_sync_env_runner_states is True
+    with pytest.raises(ValueError, match="overlap=true .* needs num_env_runners >= 1"):
+        optimizers.make_plan("sync", env="CartPole-v1", overlap=True, num_env_runners=0)
+    # as the CLIs set it: --set overlap=true (rlsuite), --plan-set overlap=true (apps)
+    from rlsuite.cli_common import parse_sets
+
+    plan = optimizers.make_plan("sync", env="CartPole-v1", **parse_sets(["overlap=true"]))
+    assert plan.overlap is True
+
+
 @pytest.mark.parametrize("free", [True, False])
 def test_free_log_std_makes_the_action_std_one_parameter_not_a_per_state_output(free):
     import gymnasium as gym
