@@ -259,8 +259,9 @@ class SyncPlan(RecurrentCapablePlan):
     time instead of in turn, at the price of one update of policy lag. Each batch
     after the first is sampled with the weights from before the previous update, and
     PPO's ratio and clip are taken against that behaviour policy (its log-probs are
-    kept from sampling), as in APPO. Needs ``num_env_runners >= 1``. Off: RLlib's PPO,
-    sampling strictly on-policy."""
+    kept from sampling), as in APPO. The runners sample at a lower CPU priority than
+    the learner, whose update is then what each iteration waits for. Needs
+    ``num_env_runners >= 1``. Off: RLlib's PPO, sampling strictly on-policy."""
 
     @property
     def learner_minibatch_size(self) -> int:

@@ -1,5 +1,7 @@
 """Each plan learns on a small env, with real Ray and two env-runner processes."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -45,8 +47,9 @@ def _off_policyness(row_or_result: dict) -> float:
 def test_sync_overlap_samples_one_update_behind_and_checkpoints(ray_local, tmp_path):
     """overlap=true: each batch after the first was sampled with the weights from before
     the previous update (RLlib's off-policyness 2 instead of on-policy PPO's 1), the
-    learner's weights move, and save -> restore into a new algorithm gives the same
-    weights and a run that goes on, one update behind again after its first batch."""
+    learner's weights move, the runners sample at a lower CPU priority than the
+    learner, and save -> restore into a new algorithm gives the same weights and a run
+    that goes on, one update behind again after its first batch."""
     import torch
 
     from rlsuite.platform.backends.rllib import RLlibBackend
@@ -71,6 +74,10 @@ def test_sync_overlap_samples_one_update_behind_and_checkpoints(ray_local, tmp_p
 
     backend = RLlibBackend(plan)
     try:
+        nice = backend.algo.env_runner_group.foreach_env_runner(
+            lambda r: os.getpriority(os.PRIO_PROCESS, 0), local_env_runner=False
+        )
+        assert all(n > os.getpriority(os.PRIO_PROCESS, 0) for n in nice), nice
         before = weights(backend)
         lags = [_off_policyness(backend.algo.train()) for _ in range(4)]
         assert lags == [1, 2, 2, 2]

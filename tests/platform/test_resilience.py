@@ -13,7 +13,7 @@ from rlsuite.platform import checkpoints, optimizers, training
 from rlsuite.platform.backends.rllib import RLlibBackend
 
 
-def _two_runner_cartpole():
+def _two_runner_cartpole(**values):
     return optimizers.make_plan(
         "sync",
         env="CartPole-v1",
@@ -22,6 +22,7 @@ def _two_runner_cartpole():
         train_batch_size=1000,
         minibatch_size=250,
         num_epochs=2,
+        **values,
     )
 
 
@@ -30,8 +31,9 @@ def _runner_pids(algo):
 
 
 @pytest.mark.slow
-def test_killed_env_runner_is_replaced_and_training_goes_on(ray_local):
-    plan = _two_runner_cartpole()
+@pytest.mark.parametrize("overlap", [False, True])
+def test_killed_env_runner_is_replaced_and_training_goes_on(ray_local, overlap):
+    plan = _two_runner_cartpole(overlap=overlap)
     trainer = RLlibBackend(plan)
     try:
         trainer.train()
@@ -44,6 +46,11 @@ def test_killed_env_runner_is_replaced_and_training_goes_on(ray_local):
         assert rows[-1]["num_env_runner_restarts"] >= 1
         new_pids = _runner_pids(trainer.algo)
         assert pids[0] not in new_pids and len(new_pids) == 2
+        if overlap:  # the replacement samples at the lowered priority too
+            nice = trainer.algo.env_runner_group.foreach_env_runner(
+                lambda r: os.getpriority(os.PRIO_PROCESS, 0), local_env_runner=False
+            )
+            assert all(n > os.getpriority(os.PRIO_PROCESS, 0) for n in nice), nice
     finally:
         trainer.stop()
 
