@@ -135,11 +135,15 @@ class Database:
     ) -> None:
         _check_schema(schema)
         _check_settings(settings)
-        cur.execute("BEGIN READ ONLY" if read_only else "BEGIN")
-        cur.execute(f"SET LOCAL search_path TO {schema}, public")
-        cur.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
+        # one round trip for the whole set-up (it is paid by every run)
+        parts = [
+            "BEGIN READ ONLY" if read_only else "BEGIN",
+            f"SET LOCAL search_path TO {schema}, public",
+            f"SET LOCAL statement_timeout = {int(timeout_ms)}",
+        ]
         for k, v in settings.items():
-            cur.execute(f"SET LOCAL {k} = %s", (str(v),))
+            parts.append(cur.mogrify(f"SET LOCAL {k} = %s", (str(v),)).decode())
+        cur.execute("; ".join(parts))
 
     def _translate(self, e: Exception, sql: str) -> DatabaseError:
         msg = str(getattr(e, "pgerror", None) or e).strip()

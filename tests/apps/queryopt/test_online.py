@@ -10,6 +10,7 @@ import math
 import os
 import signal
 import sqlite3
+import statistics
 import threading
 import time
 
@@ -81,6 +82,57 @@ def test_a_drift_is_judged_against_a_standard_plan_measured_after_it():
     assert book.state(sk).served() == () and len(book.regressions) == 1
     assert "standard" in kinds and len(kinds) <= 6
     assert "the standard plan 34.00 ms" in book.regressions[0]["reason"]
+
+
+def test_a_rewrite_timed_faster_by_its_row_check_is_served_verified():
+    book = ShapeBook(OnlineConfig(explore_share=0.1, explore_window=20, verify_margin=0.25))
+    sk = ("qopt_udf", "SELECT ?")
+    fa, arm, slow = ("filter_after_aggregation",), ("arm_no_hashjoin",), ("arm_no_nestloop",)
+    book.set_model_choice(sk, (), 0)  # no model yet: the standard plan
+    book.add_candidates(sk, [fa, arm, slow])
+    book.set_check(sk, arm, 0.9)  # within the margin: not verified
+    assert book.pick(sk, lambda a: False) == ((), "model")
+    book.set_check(sk, fa, 0.15)
+    book.set_check(sk, slow, 5.0)
+    applied, kind = book.pick(sk, lambda a: True)
+    assert (applied, kind) == (fa, "verified") and book.served(sk) == fa
+    # its own executions, against the standard plan's, take over from the check
+    book.record(sk, (), 4.0)
+    for _ in range(3):
+        book.record(sk, fa, 3.8)  # no faster here: no longer verified
+    assert book.served(sk) == ()
+    for _ in range(3):
+        book.record(sk, fa, 0.5)
+    assert book.served(sk) == fa
+    # a candidate whose check ran 5x the original is never explored; the others are
+    explored = set()
+    for _ in range(200):
+        applied, kind = book.pick(sk, lambda a: True)
+        if kind == "explore":
+            explored.add(applied)
+    assert arm in explored and slow not in explored
+    # a verified decision caught regressing is not served any more
+    for ms in (40.0, 40.0, 40.0):
+        book.record(sk, fa, ms)
+    book.record(sk, (), 4.0)
+    book.record(sk, fa, 40.0)
+    assert fa in book.state(sk).blocked and book.served(sk) != fa
+
+
+def test_exploration_validates_one_candidate_at_a_time():
+    book = ShapeBook(OnlineConfig(explore_share=1.0, explore_window=10))
+    sk = ("qopt_joins", "SELECT ?")
+    book.set_model_choice(sk, (), 0)
+    book.add_candidates(sk, [("a",), ("b",), ("c",)])
+    asked: list = []
+
+    def not_yet(a):
+        asked.append(a)
+        return False
+
+    for _ in range(3):
+        assert book.pick(sk, not_yet) == ((), "model")
+    assert asked == [("a",)] * 3  # b and c wait: one validation at a time
 
 
 def test_replayed_ratios_pair_each_run_with_the_nearest_standard_run():
@@ -253,14 +305,23 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
     try:
         srv.start()
         _run(session, TWO_TABLES.format(700), 14)
-        _wait(lambda: store.count() >= 14)
+        session.close()  # the session's last reward is sent when it ends
+        session = Database(plugin_dsn(dsn, sock_dir / "online.sock", timeout_ms=20_000))
+        # every execution answered with a decision reports its runtime (with no model,
+        # a statement's first answers do not wait for its decision: no key, no runtime)
+        _wait(lambda: store.count() >= 14 - srv.stats.not_ready)
+        assert srv.stats.not_ready <= 3
         rows = store.recent()
         kinds = {e.kind for e in rows}
-        assert {"model", "explore"} <= kinds, kinds  # the standard plan and explorations
+        # the standard plan, and explorations or a rewrite its row check timed faster
+        assert "model" in kinds and kinds & {"explore", "verified"}, kinds
         assert all(e.features and "?" in e.shape and "700" not in e.shape for e in rows)
         assert any(e.applied == ("eager_aggregation",) for e in rows)
+        warm = srv.learner.warm()  # what `serve --learn` does before it serves
+        assert warm["ok"] and warm["pid"] == srv.learner.retrainer.pid != os.getpid(), warm
         out = srv.learner.retrain()  # what the schedule triggers in the background
         assert out["swapped"], out
+        assert out["pid"] == warm["pid"]  # the warmed process trained it
         # trained in a process of its own, never in the serving one
         assert out["pid"] not in (None, os.getpid()) and out["pid"] == srv.learner.retrainer.pid
         assert srv.version == 1 and srv.decider.name.startswith("learned")
@@ -269,12 +330,15 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
         summary = M.request(srv.address, {"op": "stats"})
         assert [m["version"] for m in summary["models"]] == [0, 1]
         assert summary["shapes"][0]["standard_ms"] is not None
+        session.close()  # its last runtimes arrive as the session ends
+        _wait(lambda: store.count() >= srv.stats.requests - srv.stats.not_ready)
     finally:
         session.close()
         srv.close()
     # the store survives the restart: reopened, it holds every run and the model version
     again = ExperienceStore(store_path, "qopt_joins")
-    assert again.count() >= 17 and [m["version"] for m in again.models()] == [1]
+    assert again.count() >= 17 - srv.stats.not_ready
+    assert [m["version"] for m in again.models()] == [1]
     again.close()
 
 
@@ -284,7 +348,7 @@ class _SlowRewrite(M.RulesDecider):
     def decide(self, sql):
         return Decision(sql, {}, ("eager_aggregation",))
 
-    def validated(self, sql, applied, original, timeout_ms):
+    def validated(self, sql, applied, original, timeout_ms, timing=None):
         slow = f"WITH z AS MATERIALIZED (SELECT pg_sleep(0.08)) SELECT q.* FROM ({sql}) q, z"
         return Decision(slow, {}, tuple(applied))
 
@@ -356,7 +420,9 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
     try:
         srv.start()
         _run(session, sql, 12)
-        _wait(lambda: store.count() >= 12)
+        session.close()  # the session's last reward is sent when it ends
+        session = Database(plugin_dsn(dsn, sock_dir / "crash.sock", timeout_ms=20_000))
+        _wait(lambda: store.count() >= 12 - srv.stats.not_ready)
         done: list[dict] = []
         t = threading.Thread(target=lambda: done.append(srv.learner.retrain()))
         t.start()
@@ -411,3 +477,42 @@ os.kill(os.getpid(), signal.SIGKILL)
     while alive(int(pid)) and time.time() < deadline:
         time.sleep(0.1)
     assert not alive(int(pid))
+
+
+def test_from_no_model_the_rewrite_its_row_check_timed_faster_is_served(
+    sock_dir, dsn, db, plugin_lib
+):
+    """No model and no retrain: the candidates' row checks time them, and the fastest is
+    served (verified) within a few executions; its measured runtime beats the standard's."""
+    from rlsuite.apps.queryopt.db import Database
+
+    srv = M.ModelServer(
+        str(sock_dir / "verify.sock"),
+        M.RulesDecider(dsn, "joins", []),
+        20_000,
+        online=OnlineConfig(explore_share=0.05),
+    )
+    session = Database(plugin_dsn(dsn, sock_dir / "verify.sock", timeout_ms=20_000))
+    sql = TWO_TABLES.format(800)
+    try:
+        srv.start()
+        sk = None
+        for _ in range(60):
+            session.run(sql, SCHEMA)
+            sk = next(iter(srv.examples), None)
+            if sk is not None and srv.book.state(sk).served_by_kind.get("verified", 0) >= 3:
+                break
+        assert sk is not None
+        st = srv.book.state(sk)
+        assert st.served_by_kind.get("verified", 0) >= 3, (st.served_by_kind, st.checks)
+        verified = st.served()
+        assert verified and st.checks[verified] < 1 / 1.25  # its check beat the original
+        assert all(
+            st.checks[c] > st.checks[verified] for c in st.checks if c != verified
+        )  # the fastest check wins
+        _wait(lambda: st.recent(verified, 100) and st.recent((), 100))
+        assert statistics.median(st.recent(verified, 100)) < statistics.median(st.recent((), 100))
+        assert srv.version == 0  # no model was trained
+    finally:
+        session.close()
+        srv.close()

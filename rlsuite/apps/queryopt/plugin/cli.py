@@ -52,9 +52,14 @@ DESCRIPTION
     are not predicted slower than the current model's by more than
     --guard-margin; a failed retrain keeps the current model. Without
     --model or --rules, --learn starts from no model (the standard plan).
-    At most --explore of any 100 answers try a decision not yet validated
-    (or measure the standard plan again); every rewrite has its rows checked
-    against the original's before it is served. A shape whose served
+    Every rewrite has its rows checked against the original's before it is
+    served, and that check times both: a shape is served the decision
+    measured fastest when it is at least 1.25x faster than the standard plan
+    (on the shape's own executions, else in its check), otherwise the
+    model's choice. At most --explore of any 100 answers try a decision not
+    yet measured (or measure the standard plan again); one whose check ran
+    over 2x the original's is never tried. `serve --learn` starts its
+    retrain process before it listens. A shape whose served
     decision is slower than the standard plan by more than
     --regression-threshold over its last --regression-runs executions falls
     back to the standard plan, and the server logs why. `serve stats` asks a
@@ -367,8 +372,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 ),
                 swap=server.swap,
                 current_choices=server.current_choices,
-            ).start()
+            )
+            console.print("starting the retrain process (Ray, the training code) before serving")
+            server.learner.warm()
+            server.learner.start()
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        # answers must not wait 5 ms (Python's default) for the GIL while the decision
+        # worker parses and checks statements in the background
+        sys.setswitchinterval(0.0005)
         console.print(
             f"serving {decider.name} for schema {decider.schema} on {address}\n"
             f'clients: PGOPTIONS="-c session_preload_libraries=pg_qopt -c qopt.enabled=on '

@@ -44,7 +44,7 @@ APP = "rlsuite-pg_qopt-experience"
 """The ``meta.app`` value that marks a file as an experience store."""
 FORMAT = 1
 """Version of the tables' layout."""
-KINDS = ("model", "explore", "standard")
+KINDS = ("model", "verified", "explore", "standard")
 """How a decision came to be served: the model's (validated) choice, an exploration
 of a not-yet-validated decision, or the standard plan measured as the baseline."""
 

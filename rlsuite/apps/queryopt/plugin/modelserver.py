@@ -6,7 +6,10 @@ Protocol (one connection per message; one line of JSON each way):
   ``{"sql": REWRITTEN or null, "arm": {setting: value}, "key": ..., "note": ...}``
   or ``{"error": ...}``.
 - ``{"op": "reward", "key": ..., "ms": ...}`` -> no answer (the extension does not wait):
-  the executor's runtime of a plan made with decision ``key``.
+  the executor's runtime of a plan made with decision ``key``. The extension holds its
+  rewards and sends them with its next ``plan`` request (``"rewards": [{"key": ...,
+  "ms": ...}, ...]``: learned from once the answer is written), or on their own as
+  ``{"op": "rewards", "items": [...]}``.
 - ``{"op": "stats"}`` -> counters, cache sizes and reward summaries; ``{"op": "ping"}``.
 
 Decisions come from a :class:`Decider`, which serves any of the queryopt app's
@@ -20,8 +23,9 @@ Caching: an answer is cached per exact statement text (a dict look-up, answered 
 microseconds), and the chosen rules per query *shape* (the text with literals replaced
 by ``?``, from sqlglot's tokenizer), so a new instance of a known shape replays the
 rules without running the model. A miss is decided on one background worker; the
-request waits at most ``wait_ms`` for it and otherwise gets "no change yet" (the
-standard plan) while the decision lands in the cache for the next time.
+first request waits at most ``wait_ms`` for it (later ones before it lands do not wait,
+nor does any while there is no model) and otherwise gets "no change yet" (the standard plan) while the decision lands in the
+cache for the next time.
 
 Example::
 
@@ -158,6 +162,12 @@ class Decider:
         self._env = env
 
     @property
+    def rewrites(self) -> bool:
+        """Whether a new statement's decision may be anything but the standard plan (a
+        request for one waits ``wait_ms`` only then)."""
+        return True
+
+    @property
     def env(self) -> Any:
         """The MDP env that featurizes statements (the model's own, or one of ``max_steps``)."""
         if self._env is None:
@@ -183,10 +193,16 @@ class Decider:
         return [(n,) for n, q in self.env._applicable.items() if isinstance(q, R.Query)]
 
     def validated(
-        self, sql: str, applied: Sequence[str], original: list | None, timeout_ms: int
+        self,
+        sql: str,
+        applied: Sequence[str],
+        original: list | None,
+        timeout_ms: int,
+        timing: dict | None = None,
     ) -> Decision | str:
         """``applied`` on ``sql`` if it applies, plans and returns the original's rows
-        (``original``); otherwise why not."""
+        (``original``); otherwise why not. ``timing["s"]`` gets the rewrite's runtime in
+        that check."""
         from rlsuite.apps.queryopt.rewriter import has_order_by, rewrite, same_rows
 
         d = rewrite(self.db, self.schema, sql, list(applied), False, timeout_ms, self.base)
@@ -195,6 +211,8 @@ class Decider:
         if original is None:
             return f"the original ran past {timeout_ms} ms: its rows cannot be checked"
         got = self.db.run(d.sql, self.schema, timeout_ms, d.settings)
+        if timing is not None:
+            timing["s"] = got.runtime_s
         if got.timed_out:
             return f"{'+'.join(applied)} ran past {timeout_ms} ms while its rows were checked"
         if not same_rows(original, got.rows or [], ordered=has_order_by(sql)):
@@ -245,6 +263,10 @@ class RulesDecider(Decider):
         )
         self.rules = list(rules)
         self.name = "rules: " + ",".join(self.rules) if self.rules else "no model yet"
+
+    @property
+    def rewrites(self) -> bool:
+        return bool(self.rules)
 
 
 class ModelDecider(Decider):
@@ -317,6 +339,8 @@ class Statement:
     rows: list | None = None
     """The original's rows (computed once, for the row checks)."""
     checked: bool = False
+    original_s: float | None = None
+    """The original's runtime when its rows were computed."""
 
 
 class ModelServer:
@@ -358,9 +382,14 @@ class ModelServer:
         self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="qopt-decide")
         self._server: socketserver.BaseServer | None = None
         self._thread: threading.Thread | None = None
+        self._after = threading.local()
 
     # -------------------------------------------------------------- serving
     def _make_server(self) -> socketserver.BaseServer:
+        try:  # the decider's env (a connection, the workload's statistics) before any query
+            _ = self.decider.env
+        except Exception as e:  # noqa: BLE001 - the first decision says why
+            log.warning("the decider could not prepare its env yet: %s: %s", type(e).__name__, e)
         handler = _handler_for(self)
         if self.address.startswith("/"):
             path = Path(self.address)
@@ -438,9 +467,15 @@ class ModelServer:
                 raise ValueError("the request is not a JSON object")
             op = msg.get("op")
             if op == "plan":
-                return self._plan(msg)
+                out = self._plan(msg)
+                if msg.get("rewards"):  # learned from once the answer is written
+                    self._after.rewards = self._checked_rewards(msg["rewards"])
+                return out
             if op == "reward":
-                self._reward(msg)
+                self._learn(self._checked_rewards([msg]))
+                return None
+            if op == "rewards":
+                self._learn(self._checked_rewards(msg.get("items")))
                 return None
             if op == "stats":
                 return _line(self.summary())
@@ -475,8 +510,12 @@ class ModelServer:
                     f"{self.decider.schema}",
                 }
             )
+        with self._lock:
+            waited = key in self._pending  # an earlier request waited for it already
         fut = self._submit(key, self._decide, key)
         try:
+            if (waited or not self.decider.rewrites) and not fut.done():
+                raise cf.TimeoutError  # nothing to wait for: the standard plan at once
             fut.result(timeout=self.wait_ms / 1000.0)
         except cf.TimeoutError:
             self.stats.not_ready += 1
@@ -515,6 +554,13 @@ class ModelServer:
                 self._submit(("build", key, a), self._build, key, st, a)
             return isinstance(st.answers.get(a), dict)
 
+        if self.online.explore_share > 0:
+            # a shape's candidates are row-checked one at a time, in the background, as its
+            # statements come (shapes take turns): the checks time them, so that the
+            # fastest is served verified and slow ones are never explored
+            todo = [c for c in state.candidates if c not in state.checks and c not in st.answers]
+            if todo:
+                self._submit(("check", sk), self._build, key, st, todo[0])
         applied, kind = self.book.pick(sk, ready)
         ans = st.answers.get(applied)
         if ans is None:  # not validated for this statement yet: the standard plan meanwhile
@@ -555,7 +601,7 @@ class ModelServer:
             self.book.set_model_choice(sk, (), self.version)
         self.examples.setdefault(sk, sql)
         self._build(key, st, ())
-        served = self.book.state(sk).served()
+        served = self.book.served(sk)
         if served:
             self._build(key, st, served)
         st.how = f"{self.decider.name}; {how} in {(time.perf_counter() - t0) * 1000:.1f} ms"
@@ -590,7 +636,13 @@ class ModelServer:
                         sql, self.decider.schema, self.check_timeout_ms, self.decider.base
                     )
                     st.rows, st.checked = (None if r.timed_out else r.rows or []), True
-                d = self.decider.validated(sql, applied, st.rows, self.check_timeout_ms)
+                    st.original_s = None if r.timed_out else r.runtime_s
+                timing: dict[str, float] = {}
+                d = self.decider.validated(
+                    sql, applied, st.rows, self._check_timeout(st.original_s), timing
+                )
+                if st.original_s and "s" in timing:
+                    self.book.set_check(sk, applied, timing["s"] / max(st.original_s, 1e-6))
             except Exception as e:  # noqa: BLE001 - never served, with the reason
                 d = f"{type(e).__name__}: {e}"
             if isinstance(d, str):
@@ -607,6 +659,13 @@ class ModelServer:
                 self.features[(sk, applied)] = []
         st.answers[applied] = answer
 
+    def _check_timeout(self, original_s: float | None) -> int:
+        """A rewrite's row check may run 5x the original plus a second at most (a rewrite
+        slower than that is never served), within ``check_timeout_ms``."""
+        if original_s is None:
+            return self.check_timeout_ms
+        return int(min(self.check_timeout_ms, 1000.0 + 5000.0 * original_s))
+
     # ------------------------------------------------------------ learning
     def swap(self, decider: Decider, version: int, path: str) -> None:
         """Serve a new model from now on (atomically: one reference); shapes are re-decided
@@ -621,6 +680,36 @@ class ModelServer:
     def current_choices(self) -> dict[str, tuple[str, ...]]:
         """The served decision per shape (for the retrain's guard)."""
         return {r["shape"]: tuple(r["served"]) for r in self.book.report()}
+
+    @staticmethod
+    def _checked_rewards(items: Any) -> list[dict]:
+        """The rewards of a message as ``{key, ms}``; a bad one raises (answered as an error)."""
+        if not isinstance(items, list):
+            raise ValueError("rewards must be a list of {key, ms} objects")
+        good = []
+        for msg in items:
+            if not isinstance(msg, dict) or "ms" not in msg:
+                raise ValueError(f"a reward is a {{key, ms}} object, got {msg!r}")
+            ms = float(msg["ms"])
+            if not math.isfinite(ms) or ms < 0:
+                raise ValueError(f"a runtime must be a finite number of ms >= 0, got {ms}")
+            good.append({"key": str(msg.get("key") or ""), "ms": ms})
+        return good
+
+    def _learn(self, rewards: list[dict]) -> None:
+        for msg in rewards:
+            self._reward(msg)
+
+    def after_answer(self) -> None:
+        """Learn from the rewards that came with the request just answered (this thread's)."""
+        rewards = getattr(self._after, "rewards", None)
+        if rewards:
+            self._after.rewards = None
+            try:
+                self._learn(rewards)
+            except Exception as e:  # noqa: BLE001 - never crashes the server
+                self.stats.errors += 1
+                log.warning("rewards not recorded: %s: %s", type(e).__name__, e)
 
     def _reward(self, msg: dict) -> None:
         k = str(msg.get("key") or "")
@@ -719,8 +808,10 @@ def _handler_for(server: ModelServer) -> type[socketserver.StreamRequestHandler]
             if out is not None:
                 try:
                     self.wfile.write(out)
+                    self.wfile.flush()
                 except OSError:
                     pass  # the extension gave up waiting
+            server.after_answer()
 
     return Handler
 

@@ -3,10 +3,17 @@
 Three pieces, as Bao has them:
 
 - :class:`ShapeBook` decides, per answer, what a query shape gets: the *served*
-  decision (the current model's choice, unless it was caught regressing), or, within
-  a bounded share of answers, an exploration: the standard plan measured again (when
-  its measurement is missing or stale) or a not-yet-measured candidate rewrite (the
-  rules that apply to the query, one at a time). It keeps the newest runtimes per
+  decision, or, within a bounded share of answers, an exploration: the standard plan
+  measured again (when its measurement is missing or stale) or a not-yet-measured
+  candidate rewrite (the rules that apply to the query, one at a time). The served
+  decision is the one *verified* fastest, when one is: among the model's choice and the
+  candidates, the decision whose runtime is lowest relative to the standard plan's, at
+  least ``verify_margin`` faster, measured on this shape's executions when both have
+  fresh runs, else by the row check (the original and the rewrite run back to back on the
+  server's own session before anything is served). Otherwise it is the current model's
+  choice. A decision caught regressing is never served. A candidate whose row check ran
+  more than ``explore_slower`` times slower than the original is not explored: that
+  check already measured it, so no user query pays for it. It keeps the newest runtimes per
   shape and decision, and falls a shape back to the standard plan when the served
   decision's last ``regression_runs`` executions are slower than the standard plan's
   by more than ``regression_threshold`` (saying why), as measured after those executions:
@@ -31,6 +38,7 @@ that; see :mod:`.modelserver`).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import statistics
@@ -83,6 +91,12 @@ class OnlineConfig:
     without a model; with one, the model's."""
     keep_models: int = 3
     """Retrained models kept on disk (the served one is never deleted)."""
+    verify_margin: float = 0.25
+    """A decision is served as verified when its runtime is at most 1 / (1 + this) of the
+    standard plan's (measured, or in the row check); the fastest such one wins."""
+    explore_slower: float = 2.0
+    """A candidate whose row check ran more than this many times the original's is not
+    explored (its check measured it already)."""
 
     def validate(self) -> None:
         if not 0.0 <= self.explore_share <= 1.0:
@@ -104,6 +118,11 @@ class OnlineConfig:
                 raise ValueError(f"{k.replace('_', ' ')} must be >= 1, got {getattr(self, k)}")
         if self.retrain_seconds <= 0 or self.guard_margin < 0:
             raise ValueError("retrain seconds must be > 0 and the guard margin >= 0")
+        if self.verify_margin < 0 or self.explore_slower < 1:
+            raise ValueError(
+                f"the verify margin must be >= 0 (got {self.verify_margin}) and explore-slower "
+                f">= 1 (got {self.explore_slower})"
+            )
 
 
 @dataclass
@@ -128,10 +147,48 @@ class ShapeState:
     measured before its slow runs (the workload may have drifted since, a dearer UDF, a
     bigger table): the standard plan is measured again before the shape is judged."""
     served_by_kind: dict[str, int] = field(default_factory=dict)
+    last_served: Applied = ()
+    """The decision last given as served (not explored): what the regression check judges,
+    also once verification has stopped serving it."""
+    checks: dict[Applied, float] = field(default_factory=dict)
+    """Per decision: its row check's runtime over the original's in that check (newest)."""
+    cfg: OnlineConfig | None = None
+    """The book's settings (None: serve the model's choice, no verification)."""
 
-    def served(self) -> Applied:
+    def model_served(self) -> Applied:
+        """The model's choice, unless it was caught regressing."""
         c = self.model_choice or ()
         return () if c in self.blocked else c
+
+    def score(self, applied: Applied) -> float | None:
+        """``applied``'s runtime over the standard plan's: from the newest fresh runs of
+        both, else from its row check; None when neither was measured."""
+        if not applied:
+            return 1.0
+        stale = self.cfg.stale_after if self.cfg is not None else 100
+        got, std = self.recent(applied, stale, 3), self.recent((), stale, 3)
+        if got and std:
+            return statistics.median(got) / max(statistics.median(std), 1e-6)
+        return self.checks.get(applied)
+
+    def verified(self) -> Applied | None:
+        """The decision verified fastest (see the module doc), or None."""
+        if self.cfg is None:
+            return None
+        best, bound = None, 1.0 / (1.0 + self.cfg.verify_margin)
+        for a in [self.model_choice or (), *self.candidates]:
+            if not a or a in self.blocked:
+                continue
+            sc = self.score(a)
+            if sc is not None and sc <= bound:
+                best, bound = a, sc
+        return best
+
+    def served(self) -> Applied:
+        """What this shape gets when it is not explored: the verified fastest decision,
+        else the model's choice (unless caught regressing)."""
+        v = self.verified()
+        return v if v is not None else self.model_served()
 
     def recent(self, applied: Applied, within: int, n: int = 5) -> list[float]:
         """Runtimes of ``applied`` measured in the last ``within`` executions (newest ``n``)."""
@@ -152,20 +209,36 @@ class ShapeBook:
         self.explored = 0
         self.regressions: list[dict[str, Any]] = []
 
+    def _state(self, sk: ShapeKey) -> ShapeState:
+        st = self.shapes.get(sk)
+        if st is None:
+            st = self.shapes[sk] = ShapeState(cfg=self.cfg)
+        return st
+
     def state(self, sk: ShapeKey) -> ShapeState:
         with self._lock:
-            return self.shapes.setdefault(sk, ShapeState())
+            return self._state(sk)
+
+    def served(self, sk: ShapeKey) -> Applied:
+        with self._lock:
+            return self._state(sk).served()
+
+    def set_check(self, sk: ShapeKey, applied: Sequence[str], ratio: float) -> None:
+        """A row check's runtime of ``applied`` over the original's, on the server's session."""
+        if applied and math.isfinite(ratio) and ratio >= 0:
+            with self._lock:
+                self._state(sk).checks[tuple(applied)] = float(ratio)
 
     def set_model_choice(self, sk: ShapeKey, applied: Sequence[str], version: int) -> None:
         with self._lock:
-            st = self.shapes.setdefault(sk, ShapeState())
+            st = self._state(sk)
             st.model_choice, st.model_version = tuple(applied), int(version)
             st.suspect = None
             self._add_candidates(st, [tuple(applied)])
 
     def add_candidates(self, sk: ShapeKey, candidates: Iterable[Sequence[str]]) -> None:
         with self._lock:
-            self._add_candidates(self.shapes.setdefault(sk, ShapeState()), candidates)
+            self._add_candidates(self._state(sk), candidates)
 
     @staticmethod
     def _add_candidates(st: ShapeState, candidates: Iterable[Sequence[str]]) -> None:
@@ -181,21 +254,24 @@ class ShapeBook:
         skipped."""
         cfg = self.cfg
         with self._lock:
-            st = self.shapes.setdefault(sk, ShapeState())
+            st = self._state(sk)
             st.executions += 1
             self.answers += 1
             served = st.served()
-            choice: tuple[Applied, str] = (
-                served,
-                "model" if served or not st.blocked else "standard",
-            )
+            if served and served != st.model_served():
+                kind = "verified"
+            else:
+                kind = "model" if served or not st.blocked else "standard"
+            choice: tuple[Applied, str] = (served, kind)
             budget = cfg.explore_share * cfg.explore_window
             if cfg.explore_share > 0 and sum(self._window) + 1 <= budget:
                 want = self._exploration(st, served, ready)
                 if want is not None:
                     choice = (want, "standard" if want == () else "explore")
                     st.tried_at[want] = st.executions
-            explored = choice[1] != "model" and choice[0] != served
+            explored = choice[1] not in ("model", "verified") and choice[0] != served
+            if not explored:
+                st.last_served = choice[0]
             self._window.append(explored)
             self.explored += int(explored)
             st.served_by_kind[choice[1]] = st.served_by_kind.get(choice[1], 0) + 1
@@ -220,9 +296,17 @@ class ShapeBook:
             )
             if due(()) or again:
                 return ()
-        for c in st.candidates:
-            if c != served and due(c) and ready(c):
-                return c
+        slower = cfg.explore_slower
+
+        def promising(c: Applied) -> bool:  # its row check did not already show it slow
+            return st.checks.get(c, 0.0) <= slower
+
+        order = sorted(st.candidates, key=lambda c: st.checks.get(c, slower))
+        for c in order:
+            if c != served and promising(c) and due(c):
+                # one not validated yet starts validating, and nothing is explored meanwhile
+                # (validating every candidate at once would hold up the other shapes)
+                return c if ready(c) else None
         return None
 
     def record(self, sk: ShapeKey, applied: Sequence[str], ms: float) -> str | None:
@@ -230,7 +314,7 @@ class ShapeBook:
         cfg = self.cfg
         applied = tuple(applied)
         with self._lock:
-            st = self.shapes.setdefault(sk, ShapeState())
+            st = self._state(sk)
             runs = st.runs.setdefault(applied, deque(maxlen=max(5, cfg.regression_runs)))
             runs.append((st.executions, float(ms)))
             if applied in st.blocked and applied != ():
@@ -244,8 +328,8 @@ class ShapeBook:
 
     def _check(self, sk: ShapeKey, st: ShapeState) -> str | None:
         cfg = self.cfg
-        served = st.served()
-        if served == ():
+        served = st.last_served
+        if served == () or served in st.blocked:
             return None
         judged = [
             (at, ms) for at, ms in st.runs.get(served, ()) if st.executions - at < cfg.stale_after
@@ -371,6 +455,27 @@ class OnlineLearner:
         self._thread = threading.Thread(target=self._loop, name="qopt-learn", daemon=True)
         self._thread.start()
         return self
+
+    def warm(self) -> dict[str, Any]:
+        """Start the retrain process and its Ray ahead of the first retrain, and load the
+        model-loading code here (both otherwise start beside served queries, once). Never
+        raises: a failed warm-up is logged and the first retrain tries again."""
+        t0 = time.time()
+        out = self.retrainer.warm() if hasattr(self.retrainer, "warm") else {"ok": True}
+        try:
+            import ray.rllib.core.rl_module  # noqa: F401 - what make_decider loads
+            import rlsuite.apps.queryopt.train  # noqa: F401
+            import rlsuite.platform.backends.registry  # noqa: F401
+            import rlsuite.platform.checkpoints.loading  # noqa: F401
+            import rlsuite.platform.optimizers  # noqa: F401
+        except Exception as e:  # noqa: BLE001 - the first swap imports it then
+            out = {**out, "ok": False, "error": f"{type(e).__name__}: {e}"}
+        out["seconds"] = time.time() - t0
+        if out.get("ok"):
+            log.info("retrain process %s ready in %.1f s", out.get("pid"), out["seconds"])
+        else:
+            log.warning("warming the retrain process failed (%s); the first retrain tries again", out.get("error"))
+        return out
 
     def notify(self) -> None:
         """One new reward arrived."""

@@ -38,8 +38,13 @@
  * code path; the tests use the simple query protocol).
  *
  * Rewards: the executor's wall time of a plan made with an answer is sent
- * back ({"op": "reward", "key": ..., "ms": ...}, no reply awaited) at
- * ExecutorEnd, unless the run is EXPLAIN-only or qopt.send_rewards is off.
+ * back, unless the run is EXPLAIN-only or qopt.send_rewards is off.  At
+ * ExecutorEnd it is held in the backend, and the held rewards ride along with
+ * the next plan request ("rewards": [{"key": ..., "ms": ...}, ...]), so a busy
+ * session pays no connection of its own per reward.  They are sent on their own
+ * ({"op": "rewards", "items": [...]}, no reply awaited) when nothing was sent
+ * for a second (a quiet session reports each execution at once), when
+ * qopt.reward_batch of them are held, and when the backend exits.
  * An answer with a key but neither SQL nor arm asks for the standard plan
  * to be measured: the original is planned as usual and its runtime sent
  * back under that key (the model server's baseline for learning and for
@@ -76,6 +81,7 @@
 #include "parser/analyze.h"
 #include "portability/instr_time.h"
 #include "rewrite/rewriteHandler.h"
+#include "storage/ipc.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
@@ -115,6 +121,7 @@ static char *qopt_server = NULL;
 static int	qopt_timeout_ms = 50;
 static int	qopt_mode = QOPT_MODE_REWRITE;
 static bool qopt_send_rewards = true;
+static int	qopt_reward_batch = 32;
 
 /* saved hooks */
 static planner_hook_type prev_planner = NULL;
@@ -148,6 +155,13 @@ static char pending_key[QOPT_KEY_LEN];
 static QueryDesc *timed_desc = NULL;
 static char timed_key[QOPT_KEY_LEN];
 static TimestampTz timed_start = 0;
+
+/* rewards held for the next plan request: JSON objects separated by commas */
+static StringInfo held_rewards = NULL;
+static int	held_count = 0;
+static TimestampTz last_rewards_sent = 0;
+
+#define QOPT_REWARD_HOLD_MS 1000
 
 
 /* ------------------------------------------------------------------------
@@ -398,24 +412,66 @@ ask_server(const char *request, StringInfo answer, char *err, size_t errlen)
 	return true;
 }
 
-/* Fire and forget: the runtime of a plan made with an answer. */
+/* Fire and forget: the held rewards on a connection of their own. */
 static void
-send_reward(const char *key, double ms)
+flush_rewards(void)
 {
 	StringInfoData req;
 	char		err[256];
-	TimestampTz deadline = GetCurrentTimestamp() + (TimestampTz) qopt_timeout_ms * 1000;
-	int			fd = server_connect(deadline, err, sizeof(err));
+	TimestampTz deadline;
+	int			fd;
 
-	if (fd < 0)
+	if (held_rewards == NULL || held_count == 0)
 		return;
-	initStringInfo(&req);
-	appendStringInfoString(&req, "{\"op\": \"reward\", \"key\": ");
-	escape_json(&req, key);
-	appendStringInfo(&req, ", \"ms\": %.4f}\n", ms);
-	(void) send_all(fd, req.data, req.len, deadline, err, sizeof(err));
-	close(fd);
-	pfree(req.data);
+	last_rewards_sent = GetCurrentTimestamp();
+	deadline = last_rewards_sent + (TimestampTz) qopt_timeout_ms * 1000;
+	fd = server_connect(deadline, err, sizeof(err));
+	if (fd >= 0)
+	{
+		initStringInfo(&req);
+		appendStringInfoString(&req, "{\"op\": \"rewards\", \"items\": [");
+		appendBinaryStringInfo(&req, held_rewards->data, held_rewards->len);
+		appendStringInfoString(&req, "]}\n");
+		(void) send_all(fd, req.data, req.len, deadline, err, sizeof(err));
+		close(fd);
+		pfree(req.data);
+	}
+	resetStringInfo(held_rewards);
+	held_count = 0;
+}
+
+/*
+ * The runtime of a plan made with an answer: held for the next plan request,
+ * or sent now (see the header comment).
+ */
+static void
+hold_reward(const char *key, double ms)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (held_rewards == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		held_rewards = makeStringInfo();
+		MemoryContextSwitchTo(old);
+	}
+	if (held_count > 0)
+		appendStringInfoChar(held_rewards, ',');
+	appendStringInfoString(held_rewards, "{\"key\": ");
+	escape_json(held_rewards, key);
+	appendStringInfo(held_rewards, ", \"ms\": %.4f}", ms);
+	held_count++;
+	if (held_count >= qopt_reward_batch ||
+		now - last_rewards_sent >= (TimestampTz) QOPT_REWARD_HOLD_MS * 1000)
+		flush_rewards();
+}
+
+/* Backend exit: what is still held is sent. */
+static void
+qopt_exit(int code, Datum arg)
+{
+	flush_rewards();
 }
 
 static void
@@ -839,7 +895,18 @@ qopt_plan(Query *parse, const char *stmt, const char *query_string, int cursorOp
 	escape_json(&req, GetConfigOption("search_path", false, false));
 	appendStringInfoString(&req, ", \"database\": ");
 	escape_json(&req, db ? db : "");
-	appendStringInfo(&req, ", \"mode\": \"%s\"}\n", qopt_mode == QOPT_MODE_ARMS ? "arms" : "rewrite");
+	appendStringInfo(&req, ", \"mode\": \"%s\"", qopt_mode == QOPT_MODE_ARMS ? "arms" : "rewrite");
+	if (held_count > 0)
+	{
+		/* the held rewards ride along (lost with the request if it fails: fire and forget) */
+		appendStringInfoString(&req, ", \"rewards\": [");
+		appendBinaryStringInfo(&req, held_rewards->data, held_rewards->len);
+		appendStringInfoChar(&req, ']');
+		resetStringInfo(held_rewards);
+		held_count = 0;
+		last_rewards_sent = GetCurrentTimestamp();
+	}
+	appendStringInfoString(&req, "}\n");
 
 	initStringInfo(&answer);
 	INSTR_TIME_SET_CURRENT(t0);
@@ -987,7 +1054,7 @@ qopt_ExecutorEnd(QueryDesc *queryDesc)
 		double		ms = (double) (GetCurrentTimestamp() - timed_start) / 1000.0;
 
 		timed_desc = NULL;
-		send_reward(timed_key, ms);
+		hold_reward(timed_key, ms);
 	}
 	if (prev_ExecutorEnd)
 		prev_ExecutorEnd(queryDesc);
@@ -1178,8 +1245,13 @@ _PG_init(void)
 	DefineCustomBoolVariable("qopt.send_rewards",
 							 "Send the runtime of plans made with an answer back to the model server.",
 							 NULL, &qopt_send_rewards, true, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("qopt.reward_batch",
+							"Rewards held for the next plan request at most; more are sent at once (1: each at once).",
+							NULL, &qopt_reward_batch, 32, 1, 1000, PGC_USERSET, 0,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("qopt");
 	RegisterXactCallback(qopt_xact_callback, NULL);
+	before_shmem_exit(qopt_exit, (Datum) 0);
 
 	prev_planner = planner_hook;
 	planner_hook = qopt_planner;

@@ -199,6 +199,16 @@ def _child(conn, parent_pid: int, nice: int) -> None:
                 return
             if req == "stop":
                 return
+            if req == "warm":  # start Ray and load the training stack before any retrain
+                t0 = time.time()
+                try:
+                    start_ray()
+                    import rlsuite.apps.queryopt.train  # noqa: F401 - loaded once, ahead of time
+
+                    conn.send({"ok": True, "pid": os.getpid(), "seconds": time.time() - t0})
+                except Exception as e:  # noqa: BLE001 - answered; the first retrain tries again
+                    conn.send({"ok": False, "pid": os.getpid(), "error": f"{type(e).__name__}: {e}"})
+                continue
             conn.send(retrain_once(req, start_ray))
     finally:
         if ray_up:
@@ -289,6 +299,27 @@ class ProcessRetrainer:
                     "error": f"the retrain process {pid} died (exit code {code}); "
                     "a new one starts at the next retrain",
                 }
+
+    def warm(self, timeout_s: float | None = None) -> dict[str, Any]:
+        """Start the child, its Ray and its training stack now, so that the first retrain
+        does not start them beside served queries. Never raises; the reply says how it went."""
+        try:
+            self._ensure()
+            self._conn.send("warm")
+        except Exception as e:  # noqa: BLE001 - the first retrain tries again
+            return {"ok": False, "pid": self.pid, "error": f"cannot start a retrain process: {e}"}
+        pid = self._proc.pid
+        deadline = time.time() + (self.start_timeout_s if timeout_s is None else timeout_s)
+        while time.time() < deadline:
+            try:
+                if self._conn.poll(0.5):
+                    return self._conn.recv()
+            except (EOFError, OSError):
+                pass
+            if not self._proc.is_alive():
+                self._reap()
+                return {"ok": False, "pid": pid, "error": f"the retrain process {pid} died"}
+        return {"ok": False, "pid": pid, "error": f"not ready after {timeout_s} s"}
 
     def close(self, timeout_s: float = 30.0) -> None:
         """Stop the child (asked first, then terminated, then killed)."""

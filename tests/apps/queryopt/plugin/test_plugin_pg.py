@@ -47,6 +47,7 @@ def test_gucs_default_off_and_server_is_local_only(dsn, plugin_lib):
     assert got == {
         "qopt.enabled": "off",
         "qopt.mode": "rewrite",
+        "qopt.reward_batch": "32",
         "qopt.send_rewards": "on",
         "qopt.server": "",
         "qopt.timeout_ms": "50",
@@ -281,3 +282,39 @@ def test_only_top_level_selects_without_parameters_are_asked(dsn, fake_server):
     asked = [p["sql"] for p in fs.plans()]
     assert asked == ["SELECT count(*) FROM r WHERE a < 10"]
     assert fs.plans()[0]["search_path"].startswith(SCHEMA)
+
+
+@pytest.mark.parametrize("batch", [32, 1])
+def test_rewards_ride_with_the_next_plan_request_and_none_is_lost(dsn, fake_server, batch):
+    """A busy session's rewards come with its next plan request (no connection of their
+    own); the last one comes when the session ends. ``qopt.reward_batch = 1``: each on its
+    own, at once."""
+    n = [0]
+
+    def reply(m: dict) -> bytes | None:
+        if m.get("op") != "plan":
+            return None
+        n[0] += 1
+        return json.dumps({"sql": None, "arm": {}, "key": f"k{n[0]}", "note": "x"}).encode() + b"\n"
+
+    fs = fake_server(reply)
+    stmts = "; ".join(f"SELECT count(*) FROM r WHERE a < {10 + i}" for i in range(6))
+    rc, out, err = psql(
+        dsn, stmts, pgoptions=pgoptions(fs.path, extra=f"-c qopt.reward_batch={batch}")
+    )
+    assert rc == 0, err
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        got = [r["key"] for m in fs.requests for r in m.get("rewards") or m.get("items") or []]
+        if len(got) == 6:
+            break
+        time.sleep(0.05)
+    assert sorted(got) == sorted(f"k{i}" for i in range(1, 7))  # every execution, once
+    plans = fs.plans()
+    riding = sum(len(p.get("rewards") or []) for p in plans)
+    alone = [m for m in fs.requests if m.get("op") == "rewards"]
+    if batch == 1:
+        assert riding == 0 and len(alone) == 6
+    else:  # the first at once (nothing sent for a second), 4 with plan requests, 1 at exit
+        assert riding >= 4 and len(alone) <= 2, fs.requests
+        assert all(r["ms"] >= 0 for p in plans for r in p.get("rewards") or [])
