@@ -16,8 +16,9 @@ APPO run with, one step of it). GAE uses the learner's current value function.
 The runners sample at a lower CPU priority than the driver (:data:`RUNNER_NICENESS`):
 with the sample in flight, the learner's update is what each iteration waits for, so
 where the runners and the learner share too few cores (2 runners and a learner on 2)
-the update gets its core first and the runners the rest (+10-20% steps/s measured on
-2 cores, benchmarks/RESULTS.md). With a core for each process it changes nothing.
+the update gets its core first and the runners the rest (more steps/s on 2 cores: the
+``overlap-priority`` section of benchmarks/platform_sampling.py). With a core for each
+process it changes nothing.
 
 Everything else is RLlib's: the env runners, ``LearnerGroup.update`` with PPO's
 learner and loss, the connector-state merge, metrics, timers and checkpoints. The
