@@ -15,7 +15,9 @@ about one second). The standard plan of every
 query at every cost is timed beforehand in a plain session (median of ``--baseline-repeat``
 runs), with its rows; each execution's speed-up is that time over the plugin session's
 (execute + fetch, seen from the client: planning, the model server's answer and
-exploration included).
+exploration included). Before its stream, the plugin session runs each query once with
+pg_qopt off (``--no-warm-session`` skips it), so that its backend is as warm as the
+baseline's (catalog caches, the UDF compiled) and the model server sees nothing of it.
 
 The same server then learns the joins workload from no model (``--joins N`` executions of
 ``--joins-queries`` queries, no drift): the executions until a 20-execution window first
@@ -188,6 +190,18 @@ def run_stream(
     rng = np.random.default_rng(seed)
     order: list[int] = []
     plug = Database(f"{db_dsn} options='{plugin_options(sock, args.qopt_timeout_ms)}'")
+    if args.warm_session:
+        # the session's backend warmed as the baseline's was (catalog caches, the UDF
+        # compiled): each query once with pg_qopt switched off, so the server sees nothing
+        conn = plug.conn
+        with conn.cursor() as cur:
+            cur.execute("SET qopt.enabled = off")
+        conn.commit()
+        for q in queries:
+            plug.run(q, schema, 600_000)
+        with conn.cursor() as cur:
+            cur.execute("SET qopt.enabled = on")
+        conn.commit()
     trace = []
     t_start = time.time()
     try:
@@ -471,6 +485,13 @@ def main() -> int:
     )
     ap.add_argument("--joins-queries", type=int, default=6, help="distinct joins queries (6)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--warm-session",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run each query once in the plugin session with pg_qopt off before the stream "
+        "(its backend warmed as the baseline's was; the model server sees nothing)",
+    )
     ap.add_argument("--dsn", default=None)
     ap.add_argument("--run-dir", default="runs/bench/queryopt_online")
     args = ap.parse_args()
