@@ -35,6 +35,7 @@ import ray
 from ray.rllib.algorithms.ppo import PPO, PPOConfig
 from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_RL_MODULE
 from ray.rllib.utils.metrics import (
+    ALL_MODULES,
     ENV_RUNNER_RESULTS,
     ENV_RUNNER_SAMPLING_TIMER,
     LEARNER_RESULTS,
@@ -135,7 +136,7 @@ class OverlappedPPO(PPO):
                         (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)
                     ),
                     NUM_MODULE_STEPS_TRAINED_LIFETIME: self.metrics.peek(
-                        (LEARNER_RESULTS, "__all_modules__", NUM_MODULE_STEPS_TRAINED_LIFETIME),
+                        (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME),
                         default=0,
                     ),
                 },
