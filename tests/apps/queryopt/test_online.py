@@ -119,6 +119,29 @@ def test_a_rewrite_timed_faster_by_its_row_check_is_served_verified():
     assert fa in book.state(sk).blocked and book.served(sk) != fa
 
 
+def test_a_verified_rewrite_is_not_judged_across_a_drift():
+    book = ShapeBook(OnlineConfig(explore_share=0.0))
+    sk = ("qopt_udf", "SELECT ?")
+    fa = ("filter_after_aggregation",)
+    book.set_model_choice(sk, ("arm_no_hashjoin",), 0)
+    book.add_candidates(sk, [fa])
+    book.set_check(sk, fa, 0.2)  # its row check: 5x faster
+    for _ in range(3):
+        assert book.pick(sk, lambda a: True) == (fa, "verified")
+        book.record(sk, fa, 0.5)
+    book.record(sk, (), 4.0)
+    assert book.served(sk) == fa and book.state(sk).score(fa) == pytest.approx(0.125)
+    # the UDF gets 30x dearer: the rewrite's runs next to the old standard run would read
+    # 3.75x slower; it stays served on its last paired ratio until the standard is measured
+    for _ in range(3):
+        assert book.pick(sk, lambda a: True) == (fa, "verified")
+        book.record(sk, fa, 15.0)
+    assert book.served(sk) == fa and book.state(sk).score(fa) == pytest.approx(0.125)
+    book.record(sk, (), 120.0)
+    assert book.state(sk).score(fa) == pytest.approx(15.0 / 62.0)  # 15 over median(4, 120)
+    assert book.served(sk) == fa
+
+
 def test_exploration_validates_one_candidate_at_a_time():
     book = ShapeBook(OnlineConfig(explore_share=1.0, explore_window=10))
     sk = ("qopt_joins", "SELECT ?")

@@ -152,6 +152,9 @@ class ShapeState:
     also once verification has stopped serving it."""
     checks: dict[Applied, float] = field(default_factory=dict)
     """Per decision: its row check's runtime over the original's in that check (newest)."""
+    paired: dict[Applied, float] = field(default_factory=dict)
+    """Per decision: its runtime over the standard plan's, last computed when the standard
+    plan had been measured after the decision's runs (so never across a drift)."""
     cfg: OnlineConfig | None = None
     """The book's settings (None: serve the model's choice, no verification)."""
 
@@ -162,13 +165,24 @@ class ShapeState:
 
     def score(self, applied: Applied) -> float | None:
         """``applied``'s runtime over the standard plan's: from the newest fresh runs of
-        both, else from its row check; None when neither was measured."""
+        both when the standard plan was measured after ``applied``'s newest run, else the
+        last such ratio (a ratio of runs from before and after a drift would mislead: the
+        UDF got dearer, the table grew), else its row check's; None when neither was
+        measured."""
         if not applied:
             return 1.0
         stale = self.cfg.stale_after if self.cfg is not None else 100
-        got, std = self.recent(applied, stale, 3), self.recent((), stale, 3)
-        if got and std:
-            return statistics.median(got) / max(statistics.median(std), 1e-6)
+        got = [(at, ms) for at, ms in self.runs.get(applied, ()) if self.executions - at < stale]
+        std = [(at, ms) for at, ms in self.runs.get((), ()) if self.executions - at < stale]
+        got, std = got[-3:], std[-3:]
+        if got and std and std[-1][0] >= got[-1][0]:
+            sc = statistics.median(ms for _, ms in got) / max(
+                statistics.median(ms for _, ms in std), 1e-6
+            )
+            self.paired[applied] = sc
+            return sc
+        if applied in self.paired:
+            return self.paired[applied]
         return self.checks.get(applied)
 
     def verified(self) -> Applied | None:
