@@ -478,6 +478,7 @@ class OnlineLearner:
         out = self.retrainer.warm() if hasattr(self.retrainer, "warm") else {"ok": True}
         try:
             import ray.rllib.core.rl_module  # noqa: F401 - what make_decider loads
+
             import rlsuite.apps.queryopt.train  # noqa: F401
             import rlsuite.platform.backends.registry  # noqa: F401
             import rlsuite.platform.checkpoints.loading  # noqa: F401
@@ -488,7 +489,10 @@ class OnlineLearner:
         if out.get("ok"):
             log.info("retrain process %s ready in %.1f s", out.get("pid"), out["seconds"])
         else:
-            log.warning("warming the retrain process failed (%s); the first retrain tries again", out.get("error"))
+            log.warning(
+                "warming the retrain process failed (%s); the first retrain tries again",
+                out.get("error"),
+            )
         return out
 
     def notify(self) -> None:

@@ -207,7 +207,9 @@ def _child(conn, parent_pid: int, nice: int) -> None:
 
                     conn.send({"ok": True, "pid": os.getpid(), "seconds": time.time() - t0})
                 except Exception as e:  # noqa: BLE001 - answered; the first retrain tries again
-                    conn.send({"ok": False, "pid": os.getpid(), "error": f"{type(e).__name__}: {e}"})
+                    conn.send(
+                        {"ok": False, "pid": os.getpid(), "error": f"{type(e).__name__}: {e}"}
+                    )
                 continue
             conn.send(retrain_once(req, start_ray))
     finally:
@@ -281,6 +283,11 @@ class ProcessRetrainer:
                 "pid": pid,
                 "error": f"the retrain process {pid} is unreachable: {e}",
             }
+        return self._reply(pid, should_stop)
+
+    def _reply(self, pid: int, should_stop: Callable[[], bool]) -> dict[str, Any]:
+        """The child's reply, polled so that a stop or a dead child is noticed within half a
+        second."""
         while True:
             if should_stop():
                 return {"ok": False, "pid": pid, "error": "the server is shutting down"}
@@ -308,18 +315,12 @@ class ProcessRetrainer:
             self._conn.send("warm")
         except Exception as e:  # noqa: BLE001 - the first retrain tries again
             return {"ok": False, "pid": self.pid, "error": f"cannot start a retrain process: {e}"}
-        pid = self._proc.pid
-        deadline = time.time() + (self.start_timeout_s if timeout_s is None else timeout_s)
-        while time.time() < deadline:
-            try:
-                if self._conn.poll(0.5):
-                    return self._conn.recv()
-            except (EOFError, OSError):
-                pass
-            if not self._proc.is_alive():
-                self._reap()
-                return {"ok": False, "pid": pid, "error": f"the retrain process {pid} died"}
-        return {"ok": False, "pid": pid, "error": f"not ready after {timeout_s} s"}
+        limit = self.start_timeout_s if timeout_s is None else timeout_s
+        deadline = time.time() + limit
+        out = self._reply(self._proc.pid, lambda: time.time() > deadline)
+        if out.get("error") == "the server is shutting down":
+            out["error"] = f"not ready after {limit:.0f} s"
+        return out
 
     def close(self, timeout_s: float = 30.0) -> None:
         """Stop the child (asked first, then terminated, then killed)."""

@@ -11,7 +11,7 @@ from rlsuite.apps.hierarchy.robot import recording as D
 from rlsuite.apps.hierarchy.robot.env import PickPlaceEnv
 from rlsuite.apps.hierarchy.robot.expert import Imperfection
 from rlsuite.apps.hierarchy.robot.model import TrainConfig, controller, fit_hierarchical
-from rlsuite.apps.hierarchy.robot.program import SCENE_PAIRS, N_SLOTS, SCENE_DIM, scene_features
+from rlsuite.apps.hierarchy.robot.program import N_SLOTS, SCENE_DIM, SCENE_PAIRS, scene_features
 
 
 def _root_events(demo):
