@@ -130,6 +130,7 @@ def test_a_verified_rewrite_is_not_judged_across_a_drift():
         assert book.pick(sk, lambda a: True) == (fa, "verified")
         book.record(sk, fa, 0.5)
     book.record(sk, (), 4.0)
+    book.record(sk, ("arm_no_hashjoin",), 4.1)  # the model's choice, as slow as the standard
     assert book.served(sk) == fa and book.state(sk).score(fa) == pytest.approx(0.125)
     # the UDF gets 30x dearer: the rewrite's runs next to the old standard run would read
     # 3.75x slower; it stays served on its last paired ratio until the standard is measured
@@ -138,8 +139,11 @@ def test_a_verified_rewrite_is_not_judged_across_a_drift():
         book.record(sk, fa, 15.0)
     assert book.served(sk) == fa and book.state(sk).score(fa) == pytest.approx(0.125)
     book.record(sk, (), 120.0)
-    assert book.state(sk).score(fa) == pytest.approx(15.0 / 62.0)  # 15 over median(4, 120)
+    assert book.state(sk).score(fa) == pytest.approx(15.0 / 120.0)  # paired with the new run
     assert book.served(sk) == fa
+    # the model's choice ran before the drift: still held against the standard run of then
+    # (4.1 / 4.0), never against the dearer one (4.1 / 120 would verify it)
+    assert book.state(sk).score(("arm_no_hashjoin",)) == pytest.approx(4.1 / 4.0)
 
 
 def test_exploration_validates_one_candidate_at_a_time():

@@ -55,6 +55,9 @@ log = logging.getLogger("rlsuite.queryopt.serve")
 
 ShapeKey = tuple[str, str]
 """(normalised search_path, shape)."""
+PAIR_WITHIN = 10
+"""A decision's run is compared with a standard-plan run at most this many executions of
+its shape later (see :meth:`ShapeState.score`)."""
 
 
 @dataclass(frozen=True)
@@ -153,8 +156,7 @@ class ShapeState:
     checks: dict[Applied, float] = field(default_factory=dict)
     """Per decision: its row check's runtime over the original's in that check (newest)."""
     paired: dict[Applied, float] = field(default_factory=dict)
-    """Per decision: its runtime over the standard plan's, last computed when the standard
-    plan had been measured after the decision's runs (so never across a drift)."""
+    """Per decision: its last measured runtime over the standard plan's (see ``score``)."""
     cfg: OnlineConfig | None = None
     """The book's settings (None: serve the model's choice, no verification)."""
 
@@ -164,23 +166,25 @@ class ShapeState:
         return () if c in self.blocked else c
 
     def score(self, applied: Applied) -> float | None:
-        """``applied``'s runtime over the standard plan's: from the newest fresh runs of
-        both when the standard plan was measured after ``applied``'s newest run, else the
-        last such ratio (a ratio of runs from before and after a drift would mislead: the
-        UDF got dearer, the table grew), else its row check's; None when neither was
-        measured."""
+        """``applied``'s runtime over the standard plan's, measured on this shape: each of its
+        newest runs over the first standard-plan run after it, when that came within
+        ``PAIR_WITHIN`` executions (the median of those ratios). Runs from before and after
+        a drift (the UDF got dearer, the table grew) are so never held against each other:
+        until the standard plan is measured again, the last ratio holds (the regression
+        check has it measured when the decision looks slow). Else the row check's ratio;
+        None when neither was measured."""
         if not applied:
             return 1.0
         stale = self.cfg.stale_after if self.cfg is not None else 100
         got = [(at, ms) for at, ms in self.runs.get(applied, ()) if self.executions - at < stale]
         std = [(at, ms) for at, ms in self.runs.get((), ()) if self.executions - at < stale]
-        got, std = got[-3:], std[-3:]
-        if got and std and std[-1][0] >= got[-1][0]:
-            sc = statistics.median(ms for _, ms in got) / max(
-                statistics.median(ms for _, ms in std), 1e-6
-            )
-            self.paired[applied] = sc
-            return sc
+        pairs = []
+        for at, ms in got[-3:]:
+            after = next((s for s in std if s[0] >= at), None)
+            if after is not None and after[0] - at <= PAIR_WITHIN:
+                pairs.append(ms / max(after[1], 1e-6))
+        if pairs:
+            self.paired[applied] = statistics.median(pairs)
         if applied in self.paired:
             return self.paired[applied]
         return self.checks.get(applied)
