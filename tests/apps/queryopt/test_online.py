@@ -146,6 +146,28 @@ def test_a_verified_rewrite_is_not_judged_across_a_drift():
     assert book.state(sk).score(("arm_no_hashjoin",)) == pytest.approx(4.1 / 4.0)
 
 
+def test_a_candidate_measured_no_faster_is_explored_less_often():
+    book = ShapeBook(OnlineConfig(explore_share=1.0, explore_window=10, stale_after=10))
+    sk = ("qopt_udf", "SELECT ?")
+    slow, fast = ("arm_no_hashjoin",), ("arm_no_nestloop",)
+    book.set_model_choice(sk, (), 0)
+    book.add_candidates(sk, [slow, fast])
+    book.record(sk, slow, 4.2)
+    book.record(sk, fast, 3.5)  # faster, but not by the verify margin
+    book.record(sk, (), 4.0)
+    assert book.state(sk).score(slow) > 1.0 and book.state(sk).score(fast) < 1.0
+    tried: dict = {}
+    for _ in range(45):
+        applied, kind = book.pick(sk, lambda a: True)
+        if kind == "explore":
+            tried.setdefault(applied, []).append(book.state(sk).executions)
+            book.record(sk, applied, {slow: 4.2, fast: 3.5}[applied])
+        else:
+            book.record(sk, applied, 4.0)
+    assert tried[fast][0] == 10  # stale after 10 executions
+    assert tried[slow][0] == 40  # stale only after 4 x 10
+
+
 def test_exploration_validates_one_candidate_at_a_time():
     book = ShapeBook(OnlineConfig(explore_share=1.0, explore_window=10))
     sk = ("qopt_joins", "SELECT ?")

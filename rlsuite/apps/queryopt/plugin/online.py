@@ -5,7 +5,8 @@ Three pieces, as Bao has them:
 - :class:`ShapeBook` decides, per answer, what a query shape gets: the *served*
   decision, or, within a bounded share of answers, an exploration: the standard plan
   measured again (when its measurement is missing or stale) or a not-yet-measured
-  candidate rewrite (the rules that apply to the query, one at a time). The served
+  candidate rewrite (the rules that apply to the query, one at a time; one already
+  measured no faster than the standard plan is tried again four times less often). The served
   decision is the one *verified* fastest, when one is: among the model's choice and the
   candidates, the decision whose runtime is lowest relative to the standard plan's, at
   least ``verify_margin`` faster, measured on this shape's executions when both have
@@ -56,6 +57,9 @@ log = logging.getLogger("rlsuite.queryopt.serve")
 ShapeKey = tuple[str, str]
 """(normalised search_path, shape)."""
 PAIR_WITHIN = 10
+SLOW_RETRY = 4
+"""A candidate measured no faster than the standard plan is explored again only once its
+runtimes are this many times ``stale_after`` old."""
 """A decision's run is compared with a standard-plan run at most this many executions of
 its shape later (see :meth:`ShapeState.score`)."""
 
@@ -304,7 +308,12 @@ class ShapeBook:
             return st.executions - st.tried_at.get(a, -(10**9)) >= cfg.retry_after
 
         def due(a: Applied) -> bool:
-            return not st.recent(a, cfg.stale_after, 1) and retry_ok(a)
+            # a candidate last measured no faster than the standard plan is tried again
+            # SLOW_RETRY times less often (exploration goes where it may pay)
+            slow = a != () and st.paired.get(a, 0.0) >= 1.0
+            return not st.recent(a, cfg.stale_after * (SLOW_RETRY if slow else 1), 1) and (
+                retry_ok(a)
+            )
 
         if served != ():  # the served decision is measured first, then held against the standard
             if len(st.recent(served, cfg.stale_after)) < cfg.regression_runs:
