@@ -130,7 +130,8 @@ def test_a_verified_rewrite_is_not_judged_across_a_drift():
         assert book.pick(sk, lambda a: True) == (fa, "verified")
         book.record(sk, fa, 0.5)
     book.record(sk, (), 4.0)
-    book.record(sk, ("arm_no_hashjoin",), 4.1)  # the model's choice, as slow as the standard
+    for _ in range(2):  # the model's choice, as slow as the standard
+        book.record(sk, ("arm_no_hashjoin",), 4.1)
     assert book.served(sk) == fa and book.state(sk).score(fa) == pytest.approx(0.125)
     # the UDF gets 30x dearer: the rewrite's runs next to the old standard run would read
     # 3.75x slower; it stays served on its last paired ratio until the standard is measured
@@ -144,6 +145,12 @@ def test_a_verified_rewrite_is_not_judged_across_a_drift():
     # the model's choice ran before the drift: still held against the standard run of then
     # (4.1 / 4.0), never against the dearer one (4.1 / 120 would verify it)
     assert book.state(sk).score(("arm_no_hashjoin",)) == pytest.approx(4.1 / 4.0)
+    # one exploration at the old cost, followed by the dearer standard run, proves nothing
+    nl = ("arm_no_nestloop",)
+    book.add_candidates(sk, [nl])
+    book.record(sk, nl, 4.0)
+    book.record(sk, (), 120.0)
+    assert book.state(sk).score(nl) is None and book.served(sk) == fa
 
 
 def test_a_candidate_measured_no_faster_is_explored_less_often():
@@ -152,8 +159,9 @@ def test_a_candidate_measured_no_faster_is_explored_less_often():
     slow, fast = ("arm_no_hashjoin",), ("arm_no_nestloop",)
     book.set_model_choice(sk, (), 0)
     book.add_candidates(sk, [slow, fast])
-    book.record(sk, slow, 4.2)
-    book.record(sk, fast, 3.5)  # faster, but not by the verify margin
+    for _ in range(2):
+        book.record(sk, slow, 4.2)
+        book.record(sk, fast, 3.5)  # faster, but not by the verify margin
     book.record(sk, (), 4.0)
     assert book.state(sk).score(slow) > 1.0 and book.state(sk).score(fast) < 1.0
     tried: dict = {}

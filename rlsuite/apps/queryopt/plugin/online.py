@@ -57,6 +57,9 @@ log = logging.getLogger("rlsuite.queryopt.serve")
 ShapeKey = tuple[str, str]
 """(normalised search_path, shape)."""
 PAIR_WITHIN = 10
+MIN_PAIRS = 2
+"""A measured ratio needs at least this many such pairs (one exploration is not enough: it
+may sit just before a drift that its paired standard run comes after)."""
 SLOW_RETRY = 4
 """A candidate measured no faster than the standard plan is explored again only once its
 runtimes are this many times ``stale_after`` old."""
@@ -172,7 +175,8 @@ class ShapeState:
     def score(self, applied: Applied) -> float | None:
         """``applied``'s runtime over the standard plan's, measured on this shape: each of its
         newest runs over the first standard-plan run after it, when that came within
-        ``PAIR_WITHIN`` executions (the median of those ratios). Runs from before and after
+        ``PAIR_WITHIN`` executions (the median of those ratios, from ``MIN_PAIRS`` at
+        least). Runs from before and after
         a drift (the UDF got dearer, the table grew) are so never held against each other:
         until the standard plan is measured again, the last ratio holds (the regression
         check has it measured when the decision looks slow). Else the row check's ratio;
@@ -187,7 +191,7 @@ class ShapeState:
             after = next((s for s in std if s[0] >= at), None)
             if after is not None and after[0] - at <= PAIR_WITHIN:
                 pairs.append(ms / max(after[1], 1e-6))
-        if pairs:
+        if len(pairs) >= MIN_PAIRS:
             self.paired[applied] = statistics.median(pairs)
         if applied in self.paired:
             return self.paired[applied]
