@@ -24,8 +24,8 @@ microseconds), and the chosen rules per query *shape* (the text with literals re
 by ``?``, from sqlglot's tokenizer), so a new instance of a known shape replays the
 rules without running the model. A miss is decided on one background worker; the
 first request waits at most ``wait_ms`` for it (later ones before it lands do not wait,
-nor does any while there is no model) and otherwise gets "no change yet" (the standard plan) while the decision lands in the
-cache for the next time.
+nor does any while there is no model) and otherwise gets "no change yet" (the standard
+plan) while the decision lands in the cache for the next time.
 
 Example::
 
@@ -469,7 +469,11 @@ class ModelServer:
             if op == "plan":
                 out = self._plan(msg)
                 if msg.get("rewards"):  # learned from once the answer is written
-                    self._after.rewards = self._checked_rewards(msg["rewards"])
+                    try:
+                        self._after.rewards = self._checked_rewards(msg["rewards"])
+                    except ValueError as e:  # the answer still stands
+                        self.stats.errors += 1
+                        log.warning("rewards with a plan request refused: %s", e)
                 return out
             if op == "reward":
                 self._learn(self._checked_rewards([msg]))

@@ -88,6 +88,18 @@ def test_rewards_are_recorded_and_bad_requests_answered(server, tmp_path):
         s.sendall(b"{not json\n")
         assert "error" in json.loads(s.recv(4096))
     assert "unknown op" in M.request(server.address, {"op": "explode"})["error"]
+    # rewards riding with a plan request are learned from after the answer; a bad one is
+    # refused and counted, and the answer still stands
+    n, errors = len(server.rewards[key]), server.stats.errors
+    msg = {"op": "plan", "sql": SEED_QUERY, "search_path": "qopt_joins"}
+    assert M.request(server.address, {**msg, "rewards": [{"key": key, "ms": 7.0}]})["key"]
+    deadline = time.time() + 5
+    while len(server.rewards[key]) == n and time.time() < deadline:
+        time.sleep(0.02)
+    assert server.rewards[key][-1] == 7.0
+    bad = M.request(server.address, {**msg, "rewards": [{"key": key, "ms": "nan"}]})
+    assert bad["key"] and server.stats.errors == errors + 1
+    assert len(server.rewards[key]) == n + 1
 
 
 def test_new_statement_not_ready_within_wait_gets_standard_plan(sock_dir, dsn, db):
