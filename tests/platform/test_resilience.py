@@ -40,9 +40,15 @@ def test_killed_env_runner_is_replaced_and_training_goes_on(ray_local, overlap):
         pids = _runner_pids(trainer.algo)
         assert len(pids) == 2
         os.kill(pids[0], signal.SIGKILL)
-        rows = [trainer.train() for _ in range(4)]
+        # The replacement is a new process (Ray, torch, the env): on a loaded 2-core machine it
+        # can take longer than a few iterations to come up, so train until it has, within limits.
+        rows, deadline = [], time.time() + 120
+        while len(rows) < 4 or (
+            rows[-1]["num_env_runners_healthy"] < 2 and len(rows) < 40 and time.time() < deadline
+        ):
+            rows.append(trainer.train())
         assert all(r["env_steps_this_iter"] > 0 for r in rows)  # training went on
-        assert rows[-1]["num_env_runners_healthy"] == 2  # the dead one was replaced
+        assert rows[-1]["num_env_runners_healthy"] == 2, len(rows)  # the dead one was replaced
         assert rows[-1]["num_env_runner_restarts"] >= 1
         new_pids = _runner_pids(trainer.algo)
         assert pids[0] not in new_pids and len(new_pids) == 2

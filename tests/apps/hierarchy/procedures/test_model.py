@@ -57,7 +57,8 @@ def test_continuous_actions_and_arguments_train_strongly_and_reload(tmp_path):
     )
     ex, pos = _reach_rollout(_Reach(), spec)
     traces = [ex.trace()]
-    model = ProcedureModel(spec, hidden=(32,))
+    # A seeded initialisation: unseeded, about one start in twelve ends 0.05-0.06 off.
+    model = ProcedureModel(spec, hidden=(32,), seed=0)
     hist = fit(model, strong=traces, epochs=400, lr=1e-2)
     assert hist[-1]["strong_nll"] < hist[0]["strong_nll"] - 1.0
     _, learned = _reach_rollout(model, spec, record=False)
