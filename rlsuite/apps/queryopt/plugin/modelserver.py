@@ -24,8 +24,11 @@ microseconds), and the chosen rules per query *shape* (the text with literals re
 by ``?``, from sqlglot's tokenizer), so a new instance of a known shape replays the
 rules without running the model. A miss is decided on one background worker; the
 first request waits at most ``wait_ms`` for it (later ones before it lands do not wait,
-nor does any while there is no model) and otherwise gets "no change yet" (the standard
-plan) while the decision lands in the cache for the next time.
+nor does any while there is no model, nor while recent decisions took longer than
+``wait_ms``) and otherwise gets "no change yet" (the standard plan) while the decision
+lands in the cache for the next time. Background work a request starts (a decision, a
+row check) starts once its answer is written, and the decider is warmed on one of the
+workload's training statements before the server listens.
 
 Example::
 
@@ -46,9 +49,10 @@ import os
 import socket
 import socketserver
 import stat
+import statistics
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,6 +223,23 @@ class Decider:
             return f"{'+'.join(applied)} returned other rows than the original: never served"
         return self._served(sql, d)
 
+    def warm(self) -> float:
+        """Run every step of a decision once on one of the workload's training statements and
+        throw the results away: imports, first-call caches and the check connection are paid
+        for before the first request, not by it. Returns the seconds it took."""
+        from rlsuite.apps.queryopt.workloads import get
+
+        t0 = time.perf_counter()
+        sql = get(self.workload, **self.workload_config).queries("train", 1, 0)[0]
+        self.decide(sql)
+        cands = self.candidates(sql)
+        self.features(sql, ())
+        original = self.db.run(sql, self.schema, 1000, self.base)
+        for applied in cands[:1]:
+            self.features(sql, applied)
+            self.validated(sql, applied, original.rows or [], 1000, {})
+        return time.perf_counter() - t0
+
     def decide(self, sql: str) -> Decision:
         """The rewriter's decision for a new statement."""
         return self._served(sql, self.rewriter.rewrite(sql, check=False))
@@ -383,11 +404,13 @@ class ModelServer:
         self._server: socketserver.BaseServer | None = None
         self._thread: threading.Thread | None = None
         self._after = threading.local()
+        self._decide_s: deque[float] = deque(maxlen=20)  # how long recent decisions took
 
     # -------------------------------------------------------------- serving
     def _make_server(self) -> socketserver.BaseServer:
         try:  # the decider's env (a connection, the workload's statistics) before any query
             _ = self.decider.env
+            log.info("decider warmed in %.3f s", self.decider.warm())
         except Exception as e:  # noqa: BLE001 - the first decision says why
             log.warning("the decider could not prepare its env yet: %s: %s", type(e).__name__, e)
         handler = _handler_for(self)
@@ -516,10 +539,14 @@ class ModelServer:
             )
         with self._lock:
             waited = key in self._pending  # an earlier request waited for it already
+        if waited or not self.decider.rewrites or self._too_slow_to_wait():
+            self._later(key, self._decide, key)
+            self.stats.not_ready += 1
+            return _line(
+                {"sql": None, "arm": {}, "key": "", "note": "deciding; the standard plan meanwhile"}
+            )
         fut = self._submit(key, self._decide, key)
         try:
-            if (waited or not self.decider.rewrites) and not fut.done():
-                raise cf.TimeoutError  # nothing to wait for: the standard plan at once
             fut.result(timeout=self.wait_ms / 1000.0)
         except cf.TimeoutError:
             self.stats.not_ready += 1
@@ -546,16 +573,32 @@ class ModelServer:
                 self._pending[tag] = fut
         return fut
 
+    def _too_slow_to_wait(self) -> bool:
+        """Whether decisions lately took longer than ``wait_ms`` (the median of the last 20):
+        then waiting for one only delays the standard plan, which is served at once."""
+        if not self._decide_s:
+            return False
+        return statistics.median(self._decide_s) * 1000.0 > self.wait_ms
+
+    def _later(self, tag: Any, fn: Any, *args: Any) -> None:
+        """:meth:`_submit`, but inside a request only once its answer is written: the worker
+        starting at once would take the GIL from the thread that is answering."""
+        later = getattr(self._after, "later", None)
+        if later is None:
+            self._submit(tag, fn, *args)
+        else:
+            later.append((tag, fn, args))
+
     def _answer(self, key: tuple[str, str], st: Statement) -> bytes:
         """The decision for this execution (served, or an exploration), as bytes."""
         sk = st.shape
         state = self.book.state(sk)
         if state.model_version != self.version and self.version > 0:
-            self._submit(("refresh", sk), self._refresh, sk)
+            self._later(("refresh", sk), self._refresh, sk)
 
         def ready(a: tuple[str, ...]) -> bool:
             if a not in st.answers:  # validate it in the background for a later answer
-                self._submit(("build", key, a), self._build, key, st, a)
+                self._later(("build", key, a), self._build, key, st, a)
             return isinstance(st.answers.get(a), dict)
 
         if self.online.explore_share > 0:
@@ -564,11 +607,11 @@ class ModelServer:
             # fastest is served verified and slow ones are never explored
             todo = [c for c in state.candidates if c not in state.checks and c not in st.answers]
             if todo:
-                self._submit(("check", sk), self._build, key, st, todo[0])
+                self._later(("check", sk), self._build, key, st, todo[0])
         applied, kind = self.book.pick(sk, ready)
         ans = st.answers.get(applied)
         if ans is None:  # not validated for this statement yet: the standard plan meanwhile
-            self._submit(("build", key, applied), self._build, key, st, applied)
+            self._later(("build", key, applied), self._build, key, st, applied)
             applied, kind, ans = (), "standard", st.answers.get(())
         if not isinstance(ans, dict):  # cannot be served (rows differ, does not apply)
             applied, kind, ans = (), "standard", st.answers.get(())
@@ -599,7 +642,6 @@ class ModelServer:
                 self.stats.misses += 1
                 how = "decided"
                 self._choose(sk, sql)
-            self.book.add_candidates(sk, self.decider.candidates(sql))
         except Exception as e:  # noqa: BLE001 - the standard plan, with the reason
             how = f"decider failed: {type(e).__name__}: {e}"
             self.book.set_model_choice(sk, (), self.version)
@@ -608,8 +650,14 @@ class ModelServer:
         served = self.book.served(sk)
         if served:
             self._build(key, st, served)
-        st.how = f"{self.decider.name}; {how} in {(time.perf_counter() - t0) * 1000:.1f} ms"
-        self.exact[key] = st
+        took = time.perf_counter() - t0
+        st.how = f"{self.decider.name}; {how} in {took * 1000:.1f} ms"
+        self._decide_s.append(took)
+        self.exact[key] = st  # served from now on; what exploration may try comes after
+        try:
+            self.book.add_candidates(sk, self.decider.candidates(sql))
+        except Exception as e:  # noqa: BLE001 - nothing to explore for this shape
+            log.info("shape %s: no candidates (%s: %s)", sk[1], type(e).__name__, e)
 
     def _choose(self, sk: tuple[str, str], sql: str) -> None:
         version = self.version
@@ -705,7 +753,11 @@ class ModelServer:
             self._reward(msg)
 
     def after_answer(self) -> None:
-        """Learn from the rewards that came with the request just answered (this thread's)."""
+        """Start the background work the request just answered asked for, and learn from
+        the rewards that came with it (this thread's)."""
+        later, self._after.later = getattr(self._after, "later", None), None
+        for tag, fn, args in later or ():
+            self._submit(tag, fn, *args)
         rewards = getattr(self._after, "rewards", None)
         if rewards:
             self._after.rewards = None
@@ -808,6 +860,7 @@ def _handler_for(server: ModelServer) -> type[socketserver.StreamRequestHandler]
             line = self.rfile.readline(MAX_REQUEST)
             if not line:
                 return
+            server._after.later = []  # background work starts once the answer is written
             out = server.handle(line)
             if out is not None:
                 try:
