@@ -192,6 +192,31 @@ def test_exploration_validates_one_candidate_at_a_time():
     assert asked == [("a",)] * 3  # b and c wait: one validation at a time
 
 
+def test_no_wait_while_decisions_run_long_and_background_work_starts_after_the_answer():
+    class _Decider:  # pure bookkeeping: only what the server reads when it is built and closed
+        name = "fake"
+
+        def close(self):
+            pass
+
+    srv = M.ModelServer("/tmp/qopt-unused.sock", _Decider(), wait_ms=5.0)
+    try:
+        assert not srv._too_slow_to_wait()  # nothing measured yet: the first request waits
+        srv._decide_s.extend([0.002] * 5)
+        assert not srv._too_slow_to_wait()
+        srv._decide_s.extend([0.030] * 6)  # the median is now 30 ms > 5 ms
+        assert srv._too_slow_to_wait()
+        ran: list = []
+        srv._after.later = []  # as the socket handler sets it before answering
+        srv._later("tag", ran.append, 1)
+        assert ran == [] and len(srv._after.later) == 1  # held while the answer is written
+        srv.after_answer()
+        srv._pool.shutdown(wait=True)
+        assert ran == [1] and srv._after.later is None
+    finally:
+        srv.close()
+
+
 def test_replayed_ratios_pair_each_run_with_the_nearest_standard_run():
     from rlsuite.apps.queryopt.envs.replay import summarise
 

@@ -410,9 +410,13 @@ class ModelServer:
     def _make_server(self) -> socketserver.BaseServer:
         try:  # the decider's env (a connection, the workload's statistics) before any query
             _ = self.decider.env
-            log.info("decider warmed in %.3f s", self.decider.warm())
         except Exception as e:  # noqa: BLE001 - the first decision says why
             log.warning("the decider could not prepare its env yet: %s: %s", type(e).__name__, e)
+        else:
+            try:
+                log.info("decider warmed in %.3f s", self.decider.warm())
+            except Exception as e:  # noqa: BLE001 - only the first requests pay for it then
+                log.warning("the decider could not be warmed: %s: %s", type(e).__name__, e)
         handler = _handler_for(self)
         if self.address.startswith("/"):
             path = Path(self.address)
@@ -578,7 +582,7 @@ class ModelServer:
         then waiting for one only delays the standard plan, which is served at once."""
         if not self._decide_s:
             return False
-        return statistics.median(self._decide_s) * 1000.0 > self.wait_ms
+        return statistics.median(tuple(self._decide_s)) * 1000.0 > self.wait_ms
 
     def _later(self, tag: Any, fn: Any, *args: Any) -> None:
         """:meth:`_submit`, but inside a request only once its answer is written: the worker
