@@ -5,7 +5,7 @@ Each repetition starts a new model server (no model, a new experience store), op
 plugin session warmed with pg_qopt off (as in ``queryopt_online.py``), and streams ``--n``
 executions of the udf workload's 10 queries at the cheap UDF cost in a shuffled cycle.
 Each window's speed-up is the standard plans' time (median of 5 plain runs per query) over
-the plugin session's. ``--detail`` also prints each of the first 100 executions as
+the plugin session's; every execution's rows are compared with the standard plan's. ``--detail`` also prints each of the first 100 executions as
 ``query:+ms`` over its standard plan.
 
 Usage:
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import tempfile
 from types import SimpleNamespace
 
@@ -43,7 +42,6 @@ def main() -> int:
     if args.n < WINDOW:
         raise SystemExit(f"--n must be at least {WINDOW}, got {args.n}")
 
-    from rlsuite.apps.queryopt.db import Database
     from rlsuite.apps.queryopt.plugin.build import install
     from rlsuite.apps.queryopt.plugin.modelserver import request
     from rlsuite.apps.queryopt.workloads import get
@@ -52,69 +50,54 @@ def main() -> int:
     console = Console()
     install()
     w = get("udf")
-    serve = SimpleNamespace(wait_ms=5.0, retrain_every=50, explore=0.05)
+    # the main benchmark's settings: serve's, the plugin's timeout, a warmed plugin session
+    opts = SimpleNamespace(
+        wait_ms=5.0, retrain_every=50, explore=0.05, qopt_timeout_ms=50, warm_session=True
+    )
     rows = []
     with database(args.dsn) as db, B.restored_udf(db.dsn, w.schema):
         w.ensure(db)
         B.set_udf_cost(db.dsn, w.schema, 100)
         queries = [SEED_QUERY, *w.queries("test", 9, 0)]
-        base = {
-            j: statistics.median(db.run(q, w.schema, 600_000).runtime_s for _ in range(5))
-            for j, q in enumerate(queries)
-        }
+        base, result_rows = B.baseline(db, w.schema, queries, [100], 5, console, drift=False)
         for rep in range(args.reps):
             tmp = tempfile.mkdtemp(prefix="qopt-cold-")
             os.chmod(tmp, 0o711)
             sock = os.path.join(tmp, "s.sock")
             proc, log = B.start_server(
-                sock, db.dsn, os.path.join(tmp, "store.sqlite"), None, serve,
+                sock, db.dsn, os.path.join(tmp, "store.sqlite"), None, opts,
                 os.path.join(tmp, "serve.log"),
             )  # fmt: skip
-            plug = Database(f"{db.dsn} options='{B.plugin_options(sock, 50)}'")
             try:
-                for setting in ("off", None, "on"):
-                    if setting is None:  # the backend warmed as the baseline's was
-                        for q in queries:
-                            plug.run(q, w.schema, 600_000)
-                        continue
-                    with plug.conn.cursor() as cur:
-                        cur.execute(f"SET qopt.enabled = {setting}")
-                    plug.conn.commit()
-                rng = np.random.default_rng(rep)
-                order: list[int] = []
-                trace = []
-                for _ in range(args.n):
-                    if not order:
-                        order = [int(x) for x in rng.permutation(len(queries))]
-                    j = order.pop()
-                    trace.append((j, plug.run(queries[j], w.schema, 600_000).runtime_s))
+                trace = B.run_stream(
+                    db.dsn, w.schema, queries, [100], args.n, base, result_rows, sock, opts,
+                    console, rep, 0.0, drift=False,
+                )  # fmt: skip
                 stats = request(sock, {"op": "stats"}) or {}
             finally:
-                plug.close()
                 proc.terminate()
                 proc.wait()
                 log.close()
                 shutil.rmtree(tmp, ignore_errors=True)
-            wins = [
-                sum(base[j] for j, _ in trace[a : a + WINDOW])
-                / sum(s for _, s in trace[a : a + WINDOW])
-                for a in range(0, args.n - WINDOW + 1, WINDOW)
-            ]
-            rows.append((rep, wins, stats.get("explored"), stats.get("not_ready")))
+            wins = [B.ratio(trace[a : a + WINDOW]) for a in range(0, args.n - WINDOW + 1, WINDOW)]
+            wrong = sum(1 for e in trace if not e["same_rows"])
+            rows.append((rep, wins, stats.get("explored"), wrong))
             console.print(f"server {rep}: windows " + ", ".join(f"{x:.2f}x" for x in wins))
             if args.detail:
                 console.print(
-                    " ".join(f"{j}:{(s - base[j]) * 1e3:+.1f}" for j, s in trace[:100]),
+                    " ".join(
+                        f"{e['query']}:{(e['s'] - e['standard_s']) * 1e3:+.1f}" for e in trace[:100]
+                    ),
                     highlight=False,
                 )
     t = Table(title=f"pg_qopt cold start from no model, {WINDOW}-execution windows")
-    for c in ("server", *(f"window {k + 1}" for k in range(len(rows[0][1]))), "explored"):
+    n_windows = len(rows[0][1])
+    for c in ("server", *(f"window {k + 1}" for k in range(n_windows)), "explored", "wrong"):
         t.add_column(c, justify="right")
-    for rep, wins, explored, _ in rows:
-        t.add_row(str(rep), *(f"{x:.2f}x" for x in wins), str(explored))
-    t.add_row(
-        "mean", *(f"{np.mean([r[1][k] for r in rows]):.2f}x" for k in range(len(rows[0][1]))), ""
-    )
+    for rep, wins, explored, wrong in rows:
+        t.add_row(str(rep), *(f"{x:.2f}x" for x in wins), str(explored), str(wrong))
+    means = [f"{np.mean([r[1][k] for r in rows]):.2f}x" for k in range(n_windows)]
+    t.add_row("mean", *means, "", "")
     console.print(t)
     return 0
 

@@ -207,7 +207,7 @@ def test_no_wait_while_decisions_run_long_and_background_work_starts_after_the_a
         srv._decide_s.extend([0.030] * 6)  # the median is now 30 ms > 5 ms
         assert srv._too_slow_to_wait()
         ran: list = []
-        srv._after.later = []  # as the socket handler sets it before answering
+        srv.before_answer()  # as the socket handler does
         srv._later("tag", ran.append, 1)
         assert ran == [] and len(srv._after.later) == 1  # held while the answer is written
         srv.after_answer()

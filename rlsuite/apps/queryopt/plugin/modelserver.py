@@ -756,6 +756,10 @@ class ModelServer:
         for msg in rewards:
             self._reward(msg)
 
+    def before_answer(self) -> None:
+        """Hold the background work the coming request starts until :meth:`after_answer`."""
+        self._after.later = []
+
     def after_answer(self) -> None:
         """Start the background work the request just answered asked for, and learn from
         the rewards that came with it (this thread's)."""
@@ -864,7 +868,7 @@ def _handler_for(server: ModelServer) -> type[socketserver.StreamRequestHandler]
             line = self.rfile.readline(MAX_REQUEST)
             if not line:
                 return
-            server._after.later = []  # background work starts once the answer is written
+            server.before_answer()
             out = server.handle(line)
             if out is not None:
                 try:
