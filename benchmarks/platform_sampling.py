@@ -356,23 +356,41 @@ def gpu_learner(env_id: str, its: int, console) -> dict:
     return out
 
 
+STOCK_LEARNER = "stock_learner"
+"""A :data:`SYNC_VARIANTS` key: build the plan with RLlib's own ``PPOTorchLearner`` and its
+per-tensor finite-gradient test instead of :mod:`rlsuite.platform.learners` (the platform
+as it was before that learner, measured in the same run)."""
+
 SYNC_VARIANTS = {
     "sync plan (defaults)": {},
+    "sync plan, RLlib's stock PPO learner": {STOCK_LEARNER: True},
     "sync plan, overlap=true": {"overlap": True},
+    "sync plan, overlap=true, RLlib's stock PPO learner": {"overlap": True, STOCK_LEARNER: True},
     "sync plan, overlap=true, check_finite_gradients=false": {
         "overlap": True,
         "check_finite_gradients": False,
     },
-    "sync plan, overlap=true, check_finite_gradients=false, kl_coeff=0": {
-        "overlap": True,
-        "check_finite_gradients": False,
-        "kl_coeff": 0.0,
-    },
 }
 """The sync plans of the ``sync-iterations`` section (batch 4000, minibatch 500, 10
-epochs, 64x64 nets, 2 runners x 32 envs: the plan's defaults). The last one also drops
-the plan's KL penalty, which the hand-written loop does not have either (a change of
-the loss, not of RLlib's checks)."""
+epochs, 64x64 nets, 2 runners x 32 envs: the plan's defaults), each with the platform's
+learner and, for comparison, with RLlib's stock one."""
+
+
+def sync_config(env_id: str, values: dict):
+    """The RLlib config of one :data:`SYNC_VARIANTS` entry."""
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+
+    from rlsuite.platform import optimizers
+
+    values = dict(values)
+    stock = values.pop(STOCK_LEARNER, False)
+    plan = optimizers.make_plan("sync", env=env_id, **values)
+    config = optimizers.to_rllib(plan)
+    if stock:
+        config = config.learners(learner_class=PPOTorchLearner, learner_config_dict={})
+        config = config.framework(torch_skip_nan_gradients=not plan.check_finite_gradients)
+    return config
+
 
 HANDWRITTEN = "hand-written PPO (1 process, 8 envs, 1 torch thread)"
 
@@ -381,8 +399,6 @@ def sync_iterations(env_id: str, rounds: int, its: int, console) -> dict:
     """Whole-iteration steps/s of the hand-written loop and each of :data:`SYNC_VARIANTS`,
     in ``rounds`` interleaved rounds; per-round ratios against the hand-written loop."""
     from statistics import median
-
-    from rlsuite.platform import optimizers
 
     rates: dict[str, list[float]] = {HANDWRITTEN: [], **{k: [] for k in SYNC_VARIANTS}}
     ratios: dict[str, list[float]] = {k: [] for k in SYNC_VARIANTS}
@@ -394,8 +410,7 @@ def sync_iterations(env_id: str, rounds: int, its: int, console) -> dict:
         rates[HANDWRITTEN].append(hw)
         line = [f"round {rnd + 1}: hand-written {hw:.0f}"]
         for label, values in SYNC_VARIANTS.items():
-            plan = optimizers.make_plan("sync", env=env_id, **values)
-            r = iteration_rate(optimizers.to_rllib(plan), its)
+            r = iteration_rate(sync_config(env_id, values), its)
             rates[label].append(r["iteration_steps_per_s"])
             ratios[label].append(r["iteration_steps_per_s"] / hw)
             timers[label].append(r["timers_mean_s"])

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rlsuite.platform import envs as env_registry
-from rlsuite.platform import resources
+from rlsuite.platform import resources, runners
 from rlsuite.platform.es.plan import ESPlan
 from rlsuite.platform.plans import Plan
 from rlsuite.platform.plans import check as _check
@@ -99,11 +99,13 @@ class RLlibPlan(Plan):
     sample_timeout_s: float = 600.0
     """How long to wait for a runner's samples before treating it as failed."""
     check_finite_gradients: bool = True
-    """RLlib's torch learner checks every gradient for NaN/inf before each optimiser
-    step and repairs a non-finite one (NaN to zero, with a warning). False skips those
-    checks (RLlib's ``torch_skip_nan_gradients``: two ``isfinite`` passes over every
-    parameter per minibatch, ~5% of the ``sync`` plan's learner update at 64x64 nets in
-    a profile): faster, but a NaN or inf gradient then goes into Adam unchanged and
+    """Check the gradients for NaN/inf before each optimiser step and repair a
+    non-finite one (NaN to zero, with a warning). RLlib's torch learner tests every
+    gradient tensor (two ``isfinite`` passes over every parameter per minibatch); the
+    ``sync`` plan's learner (:mod:`rlsuite.platform.learners`) tests one norm over all of
+    them and repairs tensor by tensor only when that fails, the same check for a
+    fraction of the cost. False skips the check (RLlib's ``torch_skip_nan_gradients``):
+    a little faster, but a NaN or inf gradient then goes into Adam unchanged and
     corrupts the weights."""
 
     # -- validation -------------------------------------------------------------------
@@ -257,9 +259,11 @@ class SyncPlan(RecurrentCapablePlan):
     """Sample the next batch while the learner updates on this one
     (:mod:`rlsuite.platform.overlap`): the runners and the learner work at the same
     time instead of in turn, at the price of one update of policy lag. Each batch
-    after the first is sampled with the weights from before the previous update, and
-    PPO's ratio and clip are taken against that behaviour policy (its log-probs are
-    kept from sampling), as in APPO. The runners sample at a lower CPU priority than
+    after the first is sampled with the weights from before the previous update. PPO's
+    clip is then centred on the learner's policy at the start of the update, and each
+    sample weighted by that policy's probability over the behaviour policy's (the
+    decoupled clip of :class:`rlsuite.platform.learners.DecoupledClip`), so an update
+    moves as far as an on-policy one would. The runners sample at a lower CPU priority than
     the learner, whose update is then what each iteration waits for. Needs
     ``num_env_runners >= 1``. Off: RLlib's PPO, sampling strictly on-policy."""
 
@@ -508,11 +512,13 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
     plan.validate()
     res = res or resources.resolve(plan)
     spec = env_registry.spec(plan.env)
+    rllib_checks_gradients = plan.check_finite_gradients
     common_model = dict(fcnet_hiddens=list(plan.hidden), fcnet_activation=plan.activation)
 
     if isinstance(plan, SyncPlan):
         from ray.rllib.algorithms.ppo import PPOConfig
 
+        from rlsuite.platform import learners
         from rlsuite.platform.overlap import OverlappedPPOConfig
 
         config = (OverlappedPPOConfig if plan.overlap else PPOConfig)().training(
@@ -531,6 +537,15 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
             grad_clip=plan.grad_clip,
         )
         model = plan.model_config(free_log_std=plan.free_log_std)
+        # RLlib's PPO learner with fused Adam and one finite-gradient test per minibatch
+        # (it replaces RLlib's per-tensor test, turned off below); with overlap, the
+        # decoupled clip for the one update of policy lag.
+        config = config.learners(
+            **learners.learner_settings(
+                check_finite_gradients=plan.check_finite_gradients, decoupled_clip=plan.overlap
+            )
+        )
+        rllib_checks_gradients = False
     elif isinstance(plan, AsyncPlan):
         from ray.rllib.algorithms.appo import APPOConfig
 
@@ -635,8 +650,10 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
             restart_failed_env_runners=plan.restart_failed_env_runners,
             max_num_env_runner_restarts=1000,
         )
-        .framework(torch_skip_nan_gradients=not plan.check_finite_gradients)
+        .framework(torch_skip_nan_gradients=not rllib_checks_gradients)
         .debugging(seed=plan.seed, log_level="ERROR")
+        # no full-heap GC pauses in the runners (rlsuite.platform.runners)
+        .callbacks(on_environment_created=runners.freeze_startup_objects)
         .reporting(metrics_num_episodes_for_smoothing=20)
     )
     if spec.multi_agent:

@@ -99,7 +99,7 @@ def test_sync_adapter_sets_what_the_plan_says():
 def test_sync_overlap_is_opt_in_and_builds_the_overlapped_ppo():
     plain = optimizers.to_rllib(optimizers.make_plan("sync", env="CartPole-v1"))
     assert type(plain).__name__ == "PPOConfig" and plain.algo_class.__name__ == "PPO"
-    assert plain.torch_skip_nan_gradients is False  # RLlib's gradient checks stay on
+    assert plain.learner_config_dict["check_finite_gradients"] is True  # the check stays on
     cfg = optimizers.to_rllib(
         optimizers.make_plan(
             "sync", env="CartPole-v1", overlap=True, check_finite_gradients=False, lr=1e-3
