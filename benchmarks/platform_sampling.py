@@ -480,10 +480,11 @@ def overlap_priority(rounds: int, block: int, console) -> dict:
 
 
 def overlap_learning(seeds: list[int], max_iterations: int, console) -> dict:
-    """CartPole-v1 to a smoothed return of 150, sync plan with overlap off and on."""
+    """CartPole-v1 to a smoothed return of 150, sync plan with overlap off and on, and on
+    with PPO's clip on the behaviour policy (the ablation of the decoupled clip)."""
     import tempfile
 
-    from rlsuite.platform import optimizers, training
+    from rlsuite.platform import learners, optimizers, training
 
     target = 150.0
     runs: dict[str, list[dict]] = {}
@@ -512,11 +513,57 @@ def overlap_learning(seeds: list[int], max_iterations: int, console) -> dict:
                 f"{row['train_s']:.1f} s in train() ({res.wall_time_s:.1f} s with the build; "
                 f"return {res.final_return:.1f})"
             )
+    # Ablation: overlap=true with PPO's clip on the behaviour policy (the learner's
+    # decoupled clip off), through RLlib's loop since no plan field turns it off.
+    runs[BEHAVIOUR_CLIP] = []
+    for seed in seeds:
+        plan = optimizers.make_plan("sync", env="CartPole-v1", seed=seed, overlap=True)
+        config = optimizers.to_rllib(plan).learners(
+            learner_config_dict={learners.CHECK_FINITE: True, learners.DECOUPLED_CLIP: False}
+        )
+        row = {"seed": seed, **_train_to_return(config, target, max_iterations)}
+        runs[BEHAVIOUR_CLIP].append(row)
+        console.print(
+            f"{BEHAVIOUR_CLIP} seed {seed}: {'reached' if row['reached'] else 'did NOT reach'} "
+            f"{target:g} after {row['iterations']} iterations, {row['env_steps']} steps, "
+            f"{row['train_s']:.1f} s in train()"
+        )
     return {
         "env": "CartPole-v1",
         "target_return": target,
         "max_iterations": max_iterations,
         "runs": runs,
+    }
+
+
+BEHAVIOUR_CLIP = "overlap=true, clip on the behaviour policy"
+"""The ``overlap-learning`` ablation: the overlapped plan without the decoupled clip."""
+
+
+def _train_to_return(config, target: float, max_iterations: int) -> dict:
+    """``algo.train()`` until the smoothed return reaches ``target`` (the ablation's loop;
+    the same fields as a ``training.train`` row)."""
+    t0 = time.perf_counter()
+    algo = config.build_algo()
+    try:
+        returns, steps, train_s = [], 0, 0.0
+        for _ in range(max_iterations):
+            r = algo.train()
+            returns.append(r["env_runners"].get("episode_return_mean", float("nan")))
+            steps += int(r["env_runners"]["num_env_steps_sampled"])
+            train_s += float(r.get("time_this_iter_s", 0.0))
+            if returns[-1] >= target:
+                break
+    finally:
+        algo.stop()
+    return {
+        "reached": returns[-1] >= target,
+        "iterations": len(returns),
+        "env_steps": steps,
+        "wall_s": time.perf_counter() - t0,
+        "train_s": train_s,
+        "final_return": returns[-1],
+        "returns": returns,
     }
 
 
@@ -844,22 +891,31 @@ def _plot_overlap(out: dict, path: str) -> None:
     for ax, (env_id, si) in zip(axes[0], panels, strict=False):
         labels = list(si["steps_per_s"])
         short = [
-            lb.replace("sync plan, ", "sync,\n")
-            .replace(", check_finite_gradients=false", "\n+ unchecked\ngrads")
-            .replace(", kl_coeff=0", "\n+ no KL term")
-            .replace(" (1 process, 8 envs, 1 torch thread)", "\n(1 process)")
+            lb.replace("sync plan (defaults)", "sync\n(defaults)")
+            .replace("sync plan, ", "sync\n")
+            .replace(", RLlib's stock PPO learner", "\nstock learner")
+            .replace("RLlib's stock PPO learner", "stock learner")
+            .replace(", check_finite_gradients=false", "\nunchecked\ngrads")
+            .replace(", kl_coeff=0", "\nno KL term")
+            .replace("hand-written PPO (1 process, 8 envs, 1 torch thread)", "hand-\nwritten\nPPO")
             for lb in labels
         ]
         x = range(len(labels))
         ax.bar(x, [si["median_steps_per_s"][lb] for lb in labels], color="tab:blue", alpha=0.6)
         for i, lb in enumerate(labels):
             ax.plot([i] * len(si["steps_per_s"][lb]), si["steps_per_s"][lb], "k.")
+        if HANDWRITTEN in si["median_steps_per_s"]:
+            ax.axhline(si["median_steps_per_s"][HANDWRITTEN], color="k", ls=":", lw=1)
         ax.set_xticks(list(x), short, fontsize=7)
         ax.set_ylabel("env steps / s (whole iterations)")
         ax.set_title(f"{env_id}: batch 4000, minibatch 500, 10 epochs")
     if ol:
         ax = axes[0][-1]
-        for key, color in (("overlap=false", "tab:grey"), ("overlap=true", "tab:blue")):
+        for key, color in (
+            ("overlap=false", "tab:grey"),
+            ("overlap=true", "tab:blue"),
+            (BEHAVIOUR_CLIP, "tab:orange"),
+        ):
             for i, r in enumerate(ol["runs"].get(key, [])):
                 ax.plot(
                     range(1, len(r["returns"]) + 1),

@@ -9,6 +9,9 @@ Modules:
                     GPUs asked for and not there refused, runners sharing scarce CPUs
     plans           the Plan base: frozen, documented fields; unknown keys refused; its backend
     es              evolution strategies on Ray actors: the ``es`` plan and its backend
+    learners        the sync plan's learner: RLlib's PPO learner with fused Adam and one
+                    finite-gradient test; the decoupled clip for overlap=true
+    runners         what runs inside each remote env runner (gc.freeze after start-up)
     overlap         PPO that samples the next batch during the update (sync, overlap=true)
     optimizers      the RLlib plans (sync, async, replay, imitation), ``to_rllib``, and
                     the catalogue of every plan (``make_plan``)

@@ -14,7 +14,7 @@ its checkpoints) with two changes in *how* an update is computed, none in *what*
   (``nan_to_num``, with its warning). ``check_finite_gradients=False`` still skips both.
 
 Measured on one 4,252-row CartPole batch (10 epochs of minibatch 500, 64x64 nets, 2-core
-machine): RLlib's update 232 ms, fused Adam 216 ms, and no per-tensor tests 199 ms;
+machine): 231 ms per update with RLlib's learner, 205 ms with this one;
 benchmarks/RESULTS.md has the whole-iteration numbers.
 
 With ``overlap=True`` (:mod:`rlsuite.platform.overlap`) each batch was sampled one update

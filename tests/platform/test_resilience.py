@@ -52,6 +52,11 @@ def test_killed_env_runner_is_replaced_and_training_goes_on(ray_local, overlap):
         assert rows[-1]["num_env_runner_restarts"] >= 1
         new_pids = _runner_pids(trainer.algo)
         assert pids[0] not in new_pids and len(new_pids) == 2
+        # the replacement froze its start-up objects out of the GC too (platform.runners)
+        frozen = trainer.algo.env_runner_group.foreach_env_runner(
+            lambda r: __import__("gc").get_freeze_count(), local_env_runner=False
+        )
+        assert all(n > 10_000 for n in frozen), frozen
         if overlap:  # the replacement samples at the lowered priority too
             nice = trainer.algo.env_runner_group.foreach_env_runner(
                 lambda r: os.getpriority(os.PRIO_PROCESS, 0), local_env_runner=False
