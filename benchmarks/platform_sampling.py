@@ -519,7 +519,7 @@ def overlap_learning(seeds: list[int], max_iterations: int, console) -> dict:
     for seed in seeds:
         plan = optimizers.make_plan("sync", env="CartPole-v1", seed=seed, overlap=True)
         config = optimizers.to_rllib(plan).learners(
-            learner_config_dict={learners.CHECK_FINITE: True, learners.DECOUPLED_CLIP: False}
+            **learners.learner_settings(check_finite_gradients=True, decoupled_clip=False)
         )
         row = {"seed": seed, **_train_to_return(config, target, max_iterations)}
         runs[BEHAVIOUR_CLIP].append(row)
