@@ -106,22 +106,27 @@ def baseline(
     db, schema: str, queries: list[str], costs: list[int], repeat: int, console, drift: bool = True
 ):
     """The standard plan's median time (s) per (cost, query) and the rows per query (with
-    ``drift`` off, the workload as it is, under cost ``costs[0]``)."""
+    ``drift`` off, the workload as it is, under cost ``costs[0]``).
+
+    The ``repeat`` runs are rounds through all the queries, as the stream interleaves them:
+    this machine has bursts of 5-10 executions at 1.5x their usual time, and ``repeat``
+    runs of one query back to back could land in one burst and make its median."""
     times: dict[tuple[int, int], float] = {}
     rows: dict[int, list] = {}
     with Progress(console=console, transient=True) as bar:
-        task = bar.add_task("standard plans", total=len(costs) * len(queries))
+        task = bar.add_task("standard plans", total=len(costs) * len(queries) * repeat)
         for cost in costs:
             if drift:
                 set_udf_cost(db.dsn, schema, cost)
-            for j, q in enumerate(queries):
-                ts = []
-                for _ in range(repeat):
+            ts: dict[int, list[float]] = {j: [] for j in range(len(queries))}
+            for _ in range(repeat):
+                for j, q in enumerate(queries):
                     r = db.run(q, schema, 600_000)
-                    ts.append(r.runtime_s)
+                    ts[j].append(r.runtime_s)
                     rows.setdefault(j, r.rows or [])
-                times[(cost, j)] = statistics.median(ts)
-                bar.advance(task)
+                    bar.advance(task)
+            for j in ts:
+                times[(cost, j)] = statistics.median(ts[j])
     return times, rows
 
 

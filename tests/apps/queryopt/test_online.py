@@ -401,6 +401,7 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
         assert any(e.applied == ("eager_aggregation",) for e in rows)
         warm = srv.learner.warm()  # what `serve --learn` does before it serves
         assert warm["ok"] and warm["pid"] == srv.learner.retrainer.pid != os.getpid(), warm
+        assert warm["frozen"] > 10_000  # Ray's and torch's start-up objects, out of GC's way
         out = srv.learner.retrain()  # what the schedule triggers in the background
         assert out["swapped"], out
         assert out["pid"] == warm["pid"]  # the warmed process trained it
@@ -598,3 +599,51 @@ def test_from_no_model_the_rewrite_its_row_check_timed_faster_is_served(
     finally:
         session.close()
         srv.close()
+
+
+def test_the_servers_checks_run_the_udf_as_a_served_session_does(sock_dir, dsn, plugin_lib):
+    """A session that loads pg_qopt cannot set the udf workload's ``qopt.udf_cost`` (the
+    plugin reserves the prefix), so its UDF runs at the function's default. The server's
+    row checks and timed runs must not pin the workload's setting either."""
+    import psycopg2
+
+    from rlsuite.apps.queryopt.workloads import get
+
+    served = psycopg2.connect(plugin_dsn(dsn, sock_dir / "none.sock"))
+    try:
+        with pytest.raises(psycopg2.Error, match="qopt"), served.cursor() as c:
+            c.execute("SET qopt.udf_cost = 5")
+    finally:
+        served.close()
+    d = M.RulesDecider(dsn, "udf", [])
+    try:
+        setting = "SELECT coalesce(current_setting('qopt.udf_cost', true), '')"
+        assert "qopt.udf_cost" in get("udf").settings()
+        assert not any(k.startswith("qopt.") for k in d.base), d.base
+        assert d.db.run(setting, d.schema, 5000, get("udf").settings()).rows == [("1000",)]
+        assert d.db.run(setting, d.schema, 5000, d.base).rows == [("",)]
+        assert d.rewriter.settings == d.base  # the rules' plans too
+    finally:
+        d.close()
+
+
+def test_serve_freezes_its_start_up_heap(sock_dir, dsn, plugin_lib):
+    """``qopt-bench serve`` moves its start-up objects out of the collector's reach once the
+    decider is warmed: a full collection over them held the GIL for 150-250 ms, and answers
+    waiting on it ran past the plugin's timeout."""
+    import subprocess
+    import sys
+
+    sock = str(sock_dir / "frozen.sock")
+    cmd = [sys.executable, "-m", "rlsuite.apps.queryopt.plugin.cli", "serve", "--rules",
+           "eager_aggregation", "--workload", "joins", "--socket", sock, "--dsn", dsn]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        _wait(lambda: M._alive(sock) or proc.poll() is not None, 120)
+        assert proc.poll() is None, proc.communicate()[0]
+        stats = M.request(sock, {"op": "stats"})
+        assert stats is not None and stats["frozen_objects"] > 10_000, stats
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=30)[0]
+    assert "start-up heap frozen" in out, out

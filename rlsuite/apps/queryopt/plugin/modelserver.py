@@ -28,7 +28,9 @@ nor does any while there is no model, nor while recent decisions took longer tha
 ``wait_ms``) and otherwise gets "no change yet" (the standard plan) while the decision
 lands in the cache for the next time. Background work a request starts (a decision, a
 row check) starts once its answer is written, and the decider is warmed on one of the
-workload's training statements before the server listens.
+workload's training statements before the server listens. ``serve_forever`` (the CLI's
+own process) then freezes the heap that start-up left (``freeze_heap``), so that no full
+garbage collection stalls an answer.
 
 Example::
 
@@ -41,6 +43,7 @@ Example::
 from __future__ import annotations
 
 import concurrent.futures as cf
+import gc
 import hashlib
 import json
 import logging
@@ -128,6 +131,19 @@ def _no_recursion(dsn: str) -> str:
     return f"{dsn} options='-c qopt.enabled=off'"
 
 
+def served_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """The workload's session settings as a served session can have them: without any
+    ``qopt.`` setting.
+
+    A served session loads pg_qopt, which reserves the ``qopt.`` prefix, so no served
+    statement runs with, say, the udf workload's ``qopt.udf_cost``: its UDF runs at the
+    function's own default. The server's row checks and timed runs must run as the served
+    statement does. With the workload's setting pinned they ran the UDF at another cost
+    (1000 loop iterations where the served statements ran 100: 32 ms checks of a 4 ms
+    query, and ratios measured at the wrong cost after a drift)."""
+    return {k: str(v) for k, v in settings.items() if not k.startswith("qopt.")}
+
+
 def _arm(settings: dict[str, str], base: dict[str, str]) -> dict[str, str]:
     return {
         k: str(v)
@@ -158,7 +174,7 @@ class Decider:
     ):
         self.rewriter = rewriter
         self.db = db
-        self.base = dict(base)
+        self.base = served_settings(base)
         self.schema = rewriter.schema
         self.name = rewriter.name
         self.workload, self.workload_config = workload, dict(workload_config or {})
@@ -275,7 +291,7 @@ class RulesDecider(Decider):
         w = get(workload, **(workload_config or {}))
         db = Database(_no_recursion(dsn))  # connects on first use
         super().__init__(
-            FixedRules(db, w.schema, rules, w.settings()),
+            FixedRules(db, w.schema, rules, served_settings(w.settings())),
             db,
             w.settings(),
             workload,
@@ -405,6 +421,7 @@ class ModelServer:
         self._thread: threading.Thread | None = None
         self._after = threading.local()
         self._decide_s: deque[float] = deque(maxlen=20)  # how long recent decisions took
+        self.frozen = 0  # start-up objects frozen by serve_forever
 
     # -------------------------------------------------------------- serving
     def _make_server(self) -> socketserver.BaseServer:
@@ -457,8 +474,11 @@ class ModelServer:
         return self
 
     def serve_forever(self) -> None:
-        """Serve until interrupted (``qopt-bench serve``)."""
+        """Serve until interrupted (``qopt-bench serve``), in a process of its own: its
+        start-up heap is frozen once the decider is warmed (:func:`freeze_heap`)."""
         self._server = self._make_server()
+        self.frozen = freeze_heap()
+        log.info("start-up heap frozen: %d objects out of the collector's reach", self.frozen)
         try:
             self._server.serve_forever()
         finally:
@@ -827,6 +847,7 @@ class ModelServer:
             "cached_statements": len(self.exact),
             "cached_shapes": len(self.examples),
             "median_answer_us": us[len(us) // 2] if us else None,
+            "frozen_objects": self.frozen,
             "explored": self.book.explored,
             "answers": self.book.answers,
             "explore_share": self.online.explore_share,
@@ -856,6 +877,20 @@ def decision_key(sk: tuple[str, str], applied: Sequence[str], kind: str, version
     (``m``odel, ``e``xplore, ``s``tandard), the model version, and a hash of the decision."""
     h = hashlib.sha1(f"{sk[0]}\n{sk[1]}\n{'+'.join(applied)}".encode()).hexdigest()[:16]
     return f"{kind[0]}{int(version)}-{h}"
+
+
+def freeze_heap() -> int:
+    """Collect once, then move every surviving object out of the collector's reach
+    (``gc.freeze``); returns how many were frozen.
+
+    After the imports (torch, RLlib, sqlglot) and the warm-up, a full collection walks about
+    300k objects and holds the GIL for 150-250 ms. Answers stall behind it past the plugin's
+    timeout, and the query runs the standard plan. Frozen, the start-up objects are never
+    walked again, so later full collections only see what serving allocated since.
+    """
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
 
 
 def _line(obj: Any) -> bytes:
