@@ -205,6 +205,7 @@ def _child(conn, parent_pid: int, nice: int) -> None:
                 try:
                     start_ray()
                     import rlsuite.apps.queryopt.train  # noqa: F401 - loaded once, ahead of time
+
                     # no 200 ms full collections of Ray's and torch's start-up objects
                     gc.collect()
                     gc.freeze()
