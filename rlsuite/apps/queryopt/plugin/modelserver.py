@@ -1,6 +1,7 @@
 """The model server that ``pg_qopt`` asks: decisions per query shape, from a trained model or rules.
 
-Protocol (one connection per message; one line of JSON each way):
+Protocol (one line of JSON each way; a connection carries any number of messages in turn:
+``pg_qopt`` keeps one per session for its plan requests, tools send one and close):
 
 - ``{"op": "plan", "sql": ..., "search_path": ..., "database": ..., "mode": ...}`` ->
   ``{"sql": REWRITTEN or null, "arm": {setting: value}, "key": ..., "note": ...}``
@@ -900,18 +901,22 @@ def _line(obj: Any) -> bytes:
 def _handler_for(server: ModelServer) -> type[socketserver.StreamRequestHandler]:
     class Handler(socketserver.StreamRequestHandler):
         def handle(self) -> None:
-            line = self.rfile.readline(MAX_REQUEST)
-            if not line:
-                return
-            server.before_answer()
-            out = server.handle(line)
-            if out is not None:
-                try:
-                    self.wfile.write(out)
-                    self.wfile.flush()
-                except OSError:
-                    pass  # the extension gave up waiting
-            server.after_answer()
+            # one line per request, answered in order, until the client closes: pg_qopt
+            # keeps one connection per session, tools send one request per connection
+            while True:
+                line = self.rfile.readline(MAX_REQUEST)
+                if not line:
+                    return
+                server.before_answer()
+                out = server.handle(line)
+                if out is not None:
+                    try:
+                        self.wfile.write(out)
+                        self.wfile.flush()
+                    except OSError:
+                        server.after_answer()
+                        return  # the extension gave up waiting and closed the connection
+                server.after_answer()
 
     return Handler
 

@@ -165,7 +165,8 @@ static TimestampTz last_rewards_sent = 0;
 
 
 /* ------------------------------------------------------------------------
- * Talking to the model server: one connection per request, every step
+ * Talking to the model server: plan requests over one kept connection per
+ * session, rewards sent alone on a connection of their own; every step
  * bounded by the deadline (poll()), no PostgreSQL errors raised here.
  * ------------------------------------------------------------------------
  */
@@ -351,21 +352,44 @@ send_all(int fd, const char *buf, size_t len, TimestampTz deadline, char *err, s
 	return true;
 }
 
-/* One request, one line back (without its newline) into *answer. */
-static bool
-ask_server(const char *request, StringInfo answer, char *err, size_t errlen)
+/*
+ * The connection plan requests go over: opened at a session's first request
+ * and kept, so that a request costs one send and one receive, not a connect
+ * and a new server thread.  It is dropped after any failure (a late answer
+ * must never be read as the next request's), and when qopt.server changes.
+ */
+static int	server_fd = -1;
+static char server_fd_addr[MAXPGPATH];
+
+static void
+drop_connection(void)
 {
-	TimestampTz deadline = GetCurrentTimestamp() + (TimestampTz) qopt_timeout_ms * 1000;
-	int			fd = server_connect(deadline, err, errlen);
+	if (server_fd >= 0)
+		close(server_fd);
+	server_fd = -1;
+}
+
+/* A kept connection the server has closed (restarted, timed out) reads EOF. */
+static bool
+connection_stale(int fd)
+{
+	struct pollfd p;
+
+	p.fd = fd;
+	p.events = POLLIN;
+	p.revents = 0;
+	return poll(&p, 1, 0) != 0;	/* readable before a request: EOF or stray bytes */
+}
+
+/* One request sent on fd and its answer line read, within the deadline. */
+static bool
+exchange(int fd, const char *request, StringInfo answer, TimestampTz deadline,
+		 char *err, size_t errlen)
+{
 	char		buf[8192];
 
-	if (fd < 0)
-		return false;
 	if (!send_all(fd, request, strlen(request), deadline, err, errlen))
-	{
-		close(fd);
 		return false;
-	}
 	for (;;)
 	{
 		ssize_t		n = recv(fd, buf, sizeof(buf), 0);
@@ -376,40 +400,56 @@ ask_server(const char *request, StringInfo answer, char *err, size_t errlen)
 
 			appendBinaryStringInfo(answer, buf, nl ? nl - buf : n);
 			if (nl)
-				break;
+				return true;
 			if (answer->len > QOPT_MAX_ANSWER)
 			{
 				snprintf(err, errlen, "answer longer than %d bytes", QOPT_MAX_ANSWER);
-				close(fd);
 				return false;
 			}
 			continue;
 		}
 		if (n == 0)
 		{
-			if (answer->len == 0)
-			{
-				snprintf(err, errlen, "the server closed the connection without an answer");
-				close(fd);
-				return false;
-			}
-			break;				/* answer without a trailing newline */
+			snprintf(err, errlen, "the server closed the connection without an answer");
+			return false;
 		}
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 		{
 			if (!wait_for(fd, POLLIN, deadline, err, errlen))
-			{
-				close(fd);
 				return false;
-			}
 			continue;
 		}
 		snprintf(err, errlen, "recv failed: %s", strerror(errno));
-		close(fd);
 		return false;
 	}
-	close(fd);
-	return true;
+}
+
+/*
+ * One request, one line back (without its newline) into *answer.  A kept
+ * connection that the server closed while the session was idle reads EOF
+ * and is replaced before the request; a failure during the exchange is not
+ * retried (the request may carry rewards, which must not count twice).
+ */
+static bool
+ask_server(const char *request, StringInfo answer, char *err, size_t errlen)
+{
+	TimestampTz deadline = GetCurrentTimestamp() + (TimestampTz) qopt_timeout_ms * 1000;
+
+	if (server_fd >= 0 &&
+		(qopt_server == NULL || strcmp(server_fd_addr, qopt_server) != 0 ||
+		 connection_stale(server_fd)))
+		drop_connection();
+	if (server_fd < 0)
+	{
+		server_fd = server_connect(deadline, err, errlen);
+		if (server_fd < 0)
+			return false;
+		strlcpy(server_fd_addr, qopt_server, sizeof(server_fd_addr));
+	}
+	if (exchange(server_fd, request, answer, deadline, err, errlen))
+		return true;
+	drop_connection();
+	return false;
 }
 
 /* Fire and forget: the held rewards on a connection of their own. */
@@ -472,6 +512,7 @@ static void
 qopt_exit(int code, Datum arg)
 {
 	flush_rewards();
+	drop_connection();
 }
 
 static void
