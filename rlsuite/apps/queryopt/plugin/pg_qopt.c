@@ -381,15 +381,39 @@ connection_stale(int fd)
 	return poll(&p, 1, 0) != 0;	/* readable before a request: EOF or stray bytes */
 }
 
-/* One request sent on fd and its answer line read, within the deadline. */
+/*
+ * One request sent on fd and its answer line read, within the deadline.
+ * *closed says that the server closed the connection before a byte of the
+ * answer came (a kept connection it had already ended).
+ */
 static bool
 exchange(int fd, const char *request, StringInfo answer, TimestampTz deadline,
-		 char *err, size_t errlen)
+		 bool *closed, char *err, size_t errlen)
 {
 	char		buf[8192];
+	size_t		off = 0;
+	size_t		len = strlen(request);
 
-	if (!send_all(fd, request, strlen(request), deadline, err, errlen))
+	*closed = false;
+	while (off < len)
+	{
+		ssize_t		n = send(fd, request + off, len - off, MSG_NOSIGNAL);
+
+		if (n > 0)
+		{
+			off += n;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		{
+			if (!wait_for(fd, POLLOUT, deadline, err, errlen))
+				return false;
+			continue;
+		}
+		*closed = n < 0 && (errno == EPIPE || errno == ECONNRESET);
+		snprintf(err, errlen, "send failed: %s", n < 0 ? strerror(errno) : "closed");
 		return false;
+	}
 	for (;;)
 	{
 		ssize_t		n = recv(fd, buf, sizeof(buf), 0);
@@ -408,8 +432,9 @@ exchange(int fd, const char *request, StringInfo answer, TimestampTz deadline,
 			}
 			continue;
 		}
-		if (n == 0)
+		if (n == 0 || errno == ECONNRESET)
 		{
+			*closed = answer->len == 0;
 			snprintf(err, errlen, "the server closed the connection without an answer");
 			return false;
 		}
@@ -424,29 +449,47 @@ exchange(int fd, const char *request, StringInfo answer, TimestampTz deadline,
 	}
 }
 
+static bool
+open_connection(TimestampTz deadline, char *err, size_t errlen)
+{
+	server_fd = server_connect(deadline, err, errlen);
+	if (server_fd < 0)
+		return false;
+	strlcpy(server_fd_addr, qopt_server, sizeof(server_fd_addr));
+	return true;
+}
+
 /*
  * One request, one line back (without its newline) into *answer.  A kept
- * connection that the server closed while the session was idle reads EOF
- * and is replaced before the request; a failure during the exchange is not
- * retried (the request may carry rewards, which must not count twice).
+ * connection that the server has closed (it ended it between two requests,
+ * or restarted) is replaced: found before the request, or, when the close
+ * races with it, by the request being answered with EOF, in which case it is
+ * sent once more on a new connection.  A timeout or a broken answer is never
+ * retried: the connection is dropped and the standard plan is used.
  */
 static bool
 ask_server(const char *request, StringInfo answer, char *err, size_t errlen)
 {
 	TimestampTz deadline = GetCurrentTimestamp() + (TimestampTz) qopt_timeout_ms * 1000;
+	bool		kept;
+	bool		closed;
 
 	if (server_fd >= 0 &&
 		(qopt_server == NULL || strcmp(server_fd_addr, qopt_server) != 0 ||
 		 connection_stale(server_fd)))
 		drop_connection();
-	if (server_fd < 0)
-	{
-		server_fd = server_connect(deadline, err, errlen);
-		if (server_fd < 0)
-			return false;
-		strlcpy(server_fd_addr, qopt_server, sizeof(server_fd_addr));
-	}
-	if (exchange(server_fd, request, answer, deadline, err, errlen))
+	kept = server_fd >= 0;
+	if (!kept && !open_connection(deadline, err, errlen))
+		return false;
+	if (exchange(server_fd, request, answer, deadline, &closed, err, errlen))
+		return true;
+	drop_connection();
+	if (!(kept && closed) || ms_left(deadline) <= 0)
+		return false;
+	resetStringInfo(answer);
+	if (!open_connection(deadline, err, errlen))
+		return false;
+	if (exchange(server_fd, request, answer, deadline, &closed, err, errlen))
 		return true;
 	drop_connection();
 	return false;

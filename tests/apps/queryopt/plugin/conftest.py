@@ -75,26 +75,40 @@ def pgoptions(sock: str | Path, timeout_ms: int = 5000, extra: str = "") -> str:
 class FakeServer:
     """A model server stand-in that answers what a test says (malformed, slow, fixed arm)."""
 
-    def __init__(self, path: Path, reply: Callable[[dict], bytes | None], delay_s: float = 0.0):
+    def __init__(
+        self,
+        path: Path,
+        reply: Callable[[dict], bytes | None],
+        delay_s: float = 0.0,
+        keep: bool = False,
+    ):
+        """``keep``: answer any number of lines per connection, as the model server does;
+        otherwise one line, then the connection is closed."""
         self.path, self.reply, self.delay_s = Path(path), reply, delay_s
         self.requests: list[dict] = []
+        self.connections = 0
         outer = self
 
         class H(socketserver.StreamRequestHandler):
             def handle(self) -> None:
-                line = self.rfile.readline()
-                if not line:
-                    return
-                msg = json.loads(line)
-                outer.requests.append(msg)
-                if outer.delay_s:
-                    time.sleep(outer.delay_s)
-                out = outer.reply(msg)
-                if out is not None:
-                    try:
-                        self.wfile.write(out)
-                    except OSError:
-                        pass
+                outer.connections += 1
+                while True:
+                    line = self.rfile.readline()
+                    if not line:
+                        return
+                    msg = json.loads(line)
+                    outer.requests.append(msg)
+                    if outer.delay_s:
+                        time.sleep(outer.delay_s)
+                    out = outer.reply(msg)
+                    if out is not None:
+                        try:
+                            self.wfile.write(out)
+                            self.wfile.flush()
+                        except OSError:
+                            return
+                    if not keep:
+                        return
 
         class S(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             daemon_threads = True
@@ -122,8 +136,10 @@ class FakeServer:
 def fake_server(sock_dir):
     made: list[FakeServer] = []
 
-    def make(reply, delay_s: float = 0.0, name: str = "fake.sock") -> FakeServer:
-        fs = FakeServer(sock_dir / name, reply, delay_s)
+    def make(
+        reply, delay_s: float = 0.0, name: str = "fake.sock", keep: bool = False
+    ) -> FakeServer:
+        fs = FakeServer(sock_dir / name, reply, delay_s, keep)
         made.append(fs)
         return fs.__enter__()
 

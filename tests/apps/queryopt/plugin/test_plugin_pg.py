@@ -284,6 +284,25 @@ def test_only_top_level_selects_without_parameters_are_asked(dsn, fake_server):
     assert fs.plans()[0]["search_path"].startswith(SCHEMA)
 
 
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_session_keeps_one_connection_for_its_plan_requests(dsn, fake_server, keep):
+    """A session's plan requests go over one connection (one send and one receive each).
+    A server that closes it after each answer gets a new one each time, and no request is
+    lost, even when the close races with the next request."""
+    n = [0]
+
+    def reply(m: dict) -> bytes | None:
+        n[0] += 1
+        return json.dumps({"sql": None, "arm": {}, "key": f"k{n[0]}", "note": "x"}).encode() + b"\n"
+
+    fs = fake_server(reply, name=f"keep{int(keep)}.sock", keep=keep)
+    stmts = "; ".join(f"SELECT count(*) FROM r WHERE a < {10 + i}" for i in range(6))
+    rc, out, err = psql(dsn, stmts, pgoptions=pgoptions(fs.path, extra="-c qopt.send_rewards=off"))
+    assert rc == 0 and "WARNING" not in err, err  # every request was answered
+    assert len(fs.plans()) == 6
+    assert fs.connections == (1 if keep else 6)
+
+
 @pytest.mark.parametrize("batch", [32, 1])
 def test_rewards_ride_with_the_next_plan_request_and_none_is_lost(dsn, fake_server, batch):
     """A busy session's rewards come with its next plan request (no connection of their
