@@ -327,6 +327,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     address = args.listen or args.socket or default_socket()
     check_address(address)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if args.model or args.learn:
+        import torch
+
+        # one thread for the model's forward passes: it is tiny, and OpenMP's idle threads
+        # spin on the cores that the served queries (and their sessions) run on
+        torch.set_num_threads(1)
     srv = None
     dsn = args.dsn
     if dsn is None:
