@@ -647,3 +647,23 @@ def test_serve_freezes_its_start_up_heap(sock_dir, dsn, plugin_lib):
         proc.terminate()
         out = proc.communicate(timeout=30)[0]
     assert "start-up heap frozen" in out, out
+
+
+def test_the_warm_up_times_a_decision_so_that_no_first_request_waits_in_vain(sock_dir, dsn):
+    """``wait_ms`` below what a decision and its row check take: not even the first new
+    statement waits, because the warm-up timed one before the server listened."""
+    srv = M.ModelServer(
+        str(sock_dir / "seeded.sock"), M.RulesDecider(dsn, "joins", ["eager_aggregation"]), 0.5
+    )
+    try:
+        srv.start()
+        assert len(srv._decide_s) == 1 and srv._decide_s[0] * 1000 > 0.5, srv._decide_s
+        assert srv._too_slow_to_wait()
+        t0 = time.perf_counter()
+        out = M.request(srv.address, {"op": "plan", "sql": TWO_TABLES.format(600),
+                                      "search_path": SCHEMA})  # fmt: skip
+        assert out is not None and "standard plan meanwhile" in out["note"], out
+        assert time.perf_counter() - t0 < 0.5
+        assert srv.stats.not_ready == 1
+    finally:
+        srv.close()

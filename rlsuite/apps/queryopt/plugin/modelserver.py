@@ -243,7 +243,7 @@ class Decider:
     def warm(self) -> float:
         """Run every step of a decision once on one of the workload's training statements and
         throw the results away: imports, first-call caches and the check connection are paid
-        for before the first request, not by it. Then time a decision and a row check once
+        for before the first request, not by it. Then time the decision and its row check once
         more, warm: returns those seconds, what a first request would wait for."""
         from rlsuite.apps.queryopt.workloads import get
 
@@ -256,10 +256,10 @@ class Decider:
             self.features(sql, applied)
             self.validated(sql, applied, original.rows or [], 1000, {})
         t0 = time.perf_counter()
-        self.decide(sql)
-        original = self.db.run(sql, self.schema, 1000, self.base)
-        for applied in cands[:1]:
-            self.validated(sql, applied, original.rows or [], 1000, {})
+        d = self.decide(sql)
+        if d.applied:  # the decision's row check, as a new statement's first request has it
+            original = self.db.run(sql, self.schema, 1000, self.base)
+            self.validated(sql, d.applied, original.rows or [], 1000, {})
         return time.perf_counter() - t0
 
     def decide(self, sql: str) -> Decision:
