@@ -692,6 +692,13 @@ class ModelServer:
             self.book.add_candidates(sk, self.decider.candidates(sql))
         except Exception as e:  # noqa: BLE001 - nothing to explore for this shape
             log.info("shape %s: no candidates (%s: %s)", sk[1], type(e).__name__, e)
+            return
+        if self.online.explore_share > 0:
+            # the first candidate's row check at once, not at the shape's next request:
+            # a rewrite it times faster is then served from that request on
+            todo = [c for c in state.candidates if c not in state.checks]
+            if todo:
+                self._build(key, st, todo[0])
 
     def _choose(self, sk: tuple[str, str], sql: str) -> None:
         version = self.version
