@@ -12,8 +12,9 @@ PATH``, starting from no model (``--start none``) and, as a second run, from a m
 trained offline at the cheap cost only (``--start cheap``). From no model, the cheap
 cost runs at least ``--learn-s`` seconds (a retrain takes seconds, 250 cheap queries
 about one second). The standard plan of every
-query at every cost is timed beforehand in a plain session (median of ``--baseline-repeat``
-runs), with its rows; each execution's speed-up is that time over the plugin session's
+query at every cost is timed beforehand in a plain session (the median over rounds through
+all the queries: ``--baseline-repeat`` rounds, more up to 15 while a cost's rounds take
+under 2 s), with its rows; each execution's speed-up is that time over the plugin session's
 (execute + fetch, seen from the client: planning, the model server's answer and
 exploration included). Before its stream, the plugin session runs each query once with
 pg_qopt off (``--no-warm-session`` skips it), so that its backend is as warm as the

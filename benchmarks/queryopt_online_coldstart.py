@@ -4,8 +4,9 @@ model, over several fresh servers.
 Each repetition starts a new model server (no model, a new experience store), opens a
 plugin session warmed with pg_qopt off (as in ``queryopt_online.py``), and streams ``--n``
 executions of the udf workload's 10 queries at the cheap UDF cost in a shuffled cycle.
-Each window's speed-up is the standard plans' time (median of 5 plain runs per query) over
-the plugin session's; every execution's rows are compared with the standard plan's. ``--detail`` also prints each of the first 100 executions as
+Each window's speed-up is the standard plans' time (the median over 5-15 rounds of plain
+runs through the queries) over the plugin session's; every execution's rows are compared
+with the standard plan's. ``--detail`` also prints each of the first 100 executions as
 ``query:+ms`` over its standard plan.
 
 Usage:
