@@ -27,11 +27,11 @@ rules without running the model. A miss is decided on one background worker; the
 first request waits at most ``wait_ms`` for it (later ones before it lands do not wait,
 nor does any while there is no model, nor while recent decisions took longer than
 ``wait_ms``, the warm-up's timed decision counting as the first) and otherwise gets "no
-change yet" (the standard plan) while the decision lands in the cache for the next time. Background work a request starts (a decision, a
-row check) starts once its answer is written, and the decider is warmed on one of the
-workload's training statements before the server listens. ``serve_forever`` (the CLI's
-own process) then freezes the heap that start-up left (``freeze_heap``), so that no full
-garbage collection stalls an answer.
+change yet" (the standard plan) while the decision lands in the cache for the next time.
+Background work a request starts (a decision, a row check) starts once its answer is
+written, and the decider is warmed on one of the workload's training statements before
+the server listens. ``serve_forever`` (the CLI's own process) then freezes the heap that
+start-up left (``freeze_heap``), so that no full garbage collection stalls an answer.
 
 Example::
 
