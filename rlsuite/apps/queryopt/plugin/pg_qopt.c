@@ -383,8 +383,8 @@ connection_stale(int fd)
 
 /*
  * One request sent on fd and its answer line read, within the deadline.
- * *closed says that the server closed the connection before a byte of the
- * answer came (a kept connection it had already ended).
+ * *closed says that the server closed the connection (after an answer that
+ * had no trailing newline, or before the answer).
  */
 static bool
 exchange(int fd, const char *request, StringInfo answer, TimestampTz deadline,
@@ -434,7 +434,9 @@ exchange(int fd, const char *request, StringInfo answer, TimestampTz deadline,
 		}
 		if (n == 0 || errno == ECONNRESET)
 		{
-			*closed = answer->len == 0;
+			*closed = true;
+			if (n == 0 && answer->len > 0)
+				return true;	/* an answer without a trailing newline, then EOF */
 			snprintf(err, errlen, "the server closed the connection without an answer");
 			return false;
 		}
@@ -482,15 +484,23 @@ ask_server(const char *request, StringInfo answer, char *err, size_t errlen)
 	if (!kept && !open_connection(deadline, err, errlen))
 		return false;
 	if (exchange(server_fd, request, answer, deadline, &closed, err, errlen))
+	{
+		if (closed)
+			drop_connection();
 		return true;
+	}
 	drop_connection();
-	if (!(kept && closed) || ms_left(deadline) <= 0)
+	if (!(kept && closed && answer->len == 0) || ms_left(deadline) <= 0)
 		return false;
 	resetStringInfo(answer);
 	if (!open_connection(deadline, err, errlen))
 		return false;
 	if (exchange(server_fd, request, answer, deadline, &closed, err, errlen))
+	{
+		if (closed)
+			drop_connection();
 		return true;
+	}
 	drop_connection();
 	return false;
 }

@@ -284,18 +284,20 @@ def test_only_top_level_selects_without_parameters_are_asked(dsn, fake_server):
     assert fs.plans()[0]["search_path"].startswith(SCHEMA)
 
 
-@pytest.mark.parametrize("keep", [True, False])
-def test_a_session_keeps_one_connection_for_its_plan_requests(dsn, fake_server, keep):
+@pytest.mark.parametrize("keep,newline", [(True, True), (False, True), (False, False)])
+def test_a_session_keeps_one_connection_for_its_plan_requests(dsn, fake_server, keep, newline):
     """A session's plan requests go over one connection (one send and one receive each).
     A server that closes it after each answer gets a new one each time, and no request is
-    lost, even when the close races with the next request."""
+    lost, even when the close races with the next request; an answer ended by the close
+    instead of a newline counts."""
     n = [0]
 
     def reply(m: dict) -> bytes | None:
         n[0] += 1
-        return json.dumps({"sql": None, "arm": {}, "key": f"k{n[0]}", "note": "x"}).encode() + b"\n"
+        out = json.dumps({"sql": None, "arm": {}, "key": f"k{n[0]}", "note": "x"}).encode()
+        return out + (b"\n" if newline else b"")
 
-    fs = fake_server(reply, name=f"keep{int(keep)}.sock", keep=keep)
+    fs = fake_server(reply, name=f"keep{int(keep)}{int(newline)}.sock", keep=keep)
     stmts = "; ".join(f"SELECT count(*) FROM r WHERE a < {10 + i}" for i in range(6))
     rc, out, err = psql(dsn, stmts, pgoptions=pgoptions(fs.path, extra="-c qopt.send_rewards=off"))
     assert rc == 0 and "WARNING" not in err, err  # every request was answered
