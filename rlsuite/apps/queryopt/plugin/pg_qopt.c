@@ -326,10 +326,15 @@ server_connect(TimestampTz deadline, char *err, size_t errlen)
 	return fd;
 }
 
+/* *closed (when not NULL) says that the peer had closed the connection. */
 static bool
-send_all(int fd, const char *buf, size_t len, TimestampTz deadline, char *err, size_t errlen)
+send_all(int fd, const char *buf, size_t len, TimestampTz deadline, bool *closed,
+		 char *err, size_t errlen)
 {
 	size_t		off = 0;
+
+	if (closed)
+		*closed = false;
 
 	while (off < len)
 	{
@@ -346,6 +351,8 @@ send_all(int fd, const char *buf, size_t len, TimestampTz deadline, char *err, s
 				return false;
 			continue;
 		}
+		if (closed)
+			*closed = n < 0 && (errno == EPIPE || errno == ECONNRESET);
 		snprintf(err, errlen, "send failed: %s", n < 0 ? strerror(errno) : "closed");
 		return false;
 	}
@@ -391,29 +398,9 @@ exchange(int fd, const char *request, StringInfo answer, TimestampTz deadline,
 		 bool *closed, char *err, size_t errlen)
 {
 	char		buf[8192];
-	size_t		off = 0;
-	size_t		len = strlen(request);
 
-	*closed = false;
-	while (off < len)
-	{
-		ssize_t		n = send(fd, request + off, len - off, MSG_NOSIGNAL);
-
-		if (n > 0)
-		{
-			off += n;
-			continue;
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		{
-			if (!wait_for(fd, POLLOUT, deadline, err, errlen))
-				return false;
-			continue;
-		}
-		*closed = n < 0 && (errno == EPIPE || errno == ECONNRESET);
-		snprintf(err, errlen, "send failed: %s", n < 0 ? strerror(errno) : "closed");
+	if (!send_all(fd, request, strlen(request), deadline, closed, err, errlen))
 		return false;
-	}
 	for (;;)
 	{
 		ssize_t		n = recv(fd, buf, sizeof(buf), 0);
@@ -481,28 +468,23 @@ ask_server(const char *request, StringInfo answer, char *err, size_t errlen)
 		 connection_stale(server_fd)))
 		drop_connection();
 	kept = server_fd >= 0;
-	if (!kept && !open_connection(deadline, err, errlen))
-		return false;
-	if (exchange(server_fd, request, answer, deadline, &closed, err, errlen))
+	for (;;)
 	{
-		if (closed)
-			drop_connection();
-		return true;
+		if (server_fd < 0 && !open_connection(deadline, err, errlen))
+			return false;
+		if (exchange(server_fd, request, answer, deadline, &closed, err, errlen))
+		{
+			if (closed)
+				drop_connection();
+			return true;
+		}
+		drop_connection();
+		/* once more on a new connection, only after a kept one was found closed */
+		if (!(kept && closed && answer->len == 0) || ms_left(deadline) <= 0)
+			return false;
+		kept = false;
+		resetStringInfo(answer);
 	}
-	drop_connection();
-	if (!(kept && closed && answer->len == 0) || ms_left(deadline) <= 0)
-		return false;
-	resetStringInfo(answer);
-	if (!open_connection(deadline, err, errlen))
-		return false;
-	if (exchange(server_fd, request, answer, deadline, &closed, err, errlen))
-	{
-		if (closed)
-			drop_connection();
-		return true;
-	}
-	drop_connection();
-	return false;
 }
 
 /* Fire and forget: the held rewards on a connection of their own. */
@@ -525,7 +507,7 @@ flush_rewards(void)
 		appendStringInfoString(&req, "{\"op\": \"rewards\", \"items\": [");
 		appendBinaryStringInfo(&req, held_rewards->data, held_rewards->len);
 		appendStringInfoString(&req, "]}\n");
-		(void) send_all(fd, req.data, req.len, deadline, err, sizeof(err));
+		(void) send_all(fd, req.data, req.len, deadline, NULL, err, sizeof(err));
 		close(fd);
 		pfree(req.data);
 	}
