@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
-import os
 import subprocess
 import sys
 
@@ -254,7 +253,10 @@ def cmd_info(args: argparse.Namespace) -> int:
                 ray_state = "a local Ray cluster is running (ray status)"
         except (OSError, subprocess.SubprocessError):
             pass
-    c.print(f"Ray: {ray_state}; this machine: {os.cpu_count()} CPUs")
+    from rlsuite.platform.machine import cpu_topology
+
+    c.print(f"Ray: {ray_state}")
+    c.print(f"CPUs: {cpu_topology().describe()}", highlight=False, soft_wrap=True)
     c.print(gpu_lines(), highlight=False, soft_wrap=True)
 
     t = Table(title="real components")

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from rlsuite.platform.machine import usable_cpus
+
 
 @dataclass(frozen=True)
 class ClusterInfo:
@@ -61,7 +63,9 @@ def init(
     """Connect the driver to Ray and return what it found.
 
     Args:
-        num_cpus: CPUs for an embedded local Ray (default: ``os.cpu_count()``).
+        num_cpus: CPUs for an embedded local Ray (default: the CPUs this process can
+            use, :func:`rlsuite.platform.machine.usable_cpus`: its CPU affinity and
+            cgroup quota, not the machine's count).
             Not allowed together with ``address``: a cluster's size is its own.
         address: ``host:port`` of a running cluster (``ray start --head``), or
             ``"auto"``. ``None`` starts an embedded local Ray.
@@ -87,7 +91,7 @@ def init(
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": _pythonpath_with(root)}}
         if address is None:
-            kwargs["num_cpus"] = num_cpus or os.cpu_count() or 1
+            kwargs["num_cpus"] = num_cpus or usable_cpus()
             if num_gpus is not None:
                 kwargs["num_gpus"] = num_gpus
             started_here = True

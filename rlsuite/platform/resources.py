@@ -49,10 +49,11 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from rlsuite.platform.machine import usable_cpus
 
 logger = logging.getLogger(__name__)
 
@@ -111,10 +112,11 @@ def gpus_for_learners(num_learners: int) -> float:
 
 
 def cpus_for_actors() -> float:
-    """CPUs Ray offers the run's actors (an embedded Ray started later: this machine's)."""
+    """CPUs Ray offers the run's actors (an embedded Ray started later: the CPUs this
+    process can use, as :func:`rlsuite.platform.cluster.init` gives it)."""
     ray_res = ray_resources()
     if ray_res is None:
-        return float(os.cpu_count() or 1)
+        return float(usable_cpus())
     return float(ray_res.get("CPU", 0.0))
 
 

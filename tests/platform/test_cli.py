@@ -37,6 +37,9 @@ def test_info_lists_components(capsys):
     out = capsys.readouterr().out
     for name in ("ray", "torch", "SUMO binary", "PostgreSQL server", "pybullet"):
         assert name in out
+    from rlsuite.platform.machine import cpu_topology
+
+    assert f"CPUs: {cpu_topology().describe()}" in out
 
 
 def test_info_lists_the_gpus_or_says_there_are_none(capsys):
