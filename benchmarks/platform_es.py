@@ -42,6 +42,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.platform.machine import cpu_topology, usable_cpus  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 JSON_PATH = os.path.join(RESULTS, "platform_es.json")
@@ -127,32 +130,110 @@ def _es_generations(plan: Any, generations: int, label: str) -> tuple[list[dict]
     return rows, trainer
 
 
-def part_scaling(generations: int) -> dict[str, Any]:
+def _measure(plan: Any, generations: int, label: str) -> dict[str, Any]:
+    """Seconds per generation and env steps/s of ``plan``, after one warm-up generation."""
+    rows, _ = _es_generations(plan, generations + 1, label)
+    rows = rows[1:]  # the first generation warms up the workers
+    wall = sum(r["time_s"] for r in rows)
+    steps = sum(r["env_steps_this_iter"] for r in rows)
+    return {
+        "num_workers": plan.num_workers,
+        "population_size": plan.population_size,
+        "s_per_generation": wall / len(rows),
+        "env_steps_per_s": steps / wall,
+        "env_steps_per_generation": steps / len(rows),
+    }
+
+
+def granularity_ceiling(pairs: int, workers: int) -> float:
+    """The best efficiency a generation of ``pairs`` antithetic pairs can reach on
+    ``workers`` workers when a pair is the unit of work: the busiest worker evaluates
+    ceil(pairs / workers) of them while the mean is pairs / workers."""
+    return pairs / (workers * math.ceil(pairs / workers))
+
+
+def predicted_efficiency(fixed_s: float, per_pair_s: float, pairs: int, workers: int) -> float:
+    """Strong-scaling efficiency from a generation's fixed cost and per-pair time (both
+    measured on one worker): one worker takes fixed + pairs x per_pair, n workers take
+    fixed + ceil(pairs / n) x per_pair."""
+    one = fixed_s + pairs * per_pair_s
+    return one / (workers * (fixed_s + math.ceil(pairs / workers) * per_pair_s))
+
+
+def part_scaling(
+    generations: int, workers: list[int], num_cpus: int, pairs_per_worker: int
+) -> dict[str, Any]:
+    """Strong scaling (population 64 fixed, the original criterion: 2 workers >= 1.8x
+    one), weak scaling (``pairs_per_worker`` pairs per worker, the way Salimans et al.
+    scaled), and a model of the strong case from two one-worker measurements."""
     from rlsuite.platform import cluster
     from rlsuite.platform.es import ESPlan
 
+    pairs = SCALING_PLAN["population_size"] // 2
     out: dict[str, Any] = {
         "plan": ESPlan(**SCALING_PLAN).to_dict(),
         "generations": generations,
+        "num_cpus": num_cpus,
+        "pairs_per_worker_weak": pairs_per_worker,
         "runs": {},
+        "weak": {},
+        "skipped": {},
     }
-    with cluster.local_cluster(num_cpus=2):
-        for n in (1, 2):
-            plan = ESPlan(**SCALING_PLAN, num_workers=n)
-            rows, _ = _es_generations(plan, generations + 1, f"{n} worker(s)")
-            rows = rows[1:]  # the first generation warms up the workers
-            wall = sum(r["time_s"] for r in rows)
-            steps = sum(r["env_steps_this_iter"] for r in rows)
-            out["runs"][str(n)] = {
-                "num_workers": n,
-                "s_per_generation": wall / len(rows),
-                "env_steps_per_s": steps / wall,
-                "env_steps_per_generation": steps / len(rows),
-            }
-    r1, r2 = out["runs"]["1"], out["runs"]["2"]
-    out["speedup"] = r2["env_steps_per_s"] / r1["env_steps_per_s"]
-    out["criterion"] = "env steps/s with 2 workers >= 1.8x 1 worker (population 64 fixed)"
-    out["passed"] = out["speedup"] >= 1.8
+    with cluster.local_cluster(num_cpus=num_cpus):
+        for n in workers:
+            if n > num_cpus:
+                out["skipped"][str(n)] = f"needs {n} CPUs (1 per worker), Ray has {num_cpus}"
+                console.print(f"{n} workers: skipped ({out['skipped'][str(n)]})")
+                continue
+            out["runs"][str(n)] = _measure(
+                ESPlan(**SCALING_PLAN, num_workers=n), generations, f"{n} worker(s), pop 64"
+            )
+            weak = {**SCALING_PLAN, "population_size": 2 * pairs_per_worker * n}
+            out["weak"][str(n)] = _measure(
+                ESPlan(**weak, num_workers=n),
+                generations,
+                f"{n} worker(s), pop {weak['population_size']}",
+            )
+        one_pair = _measure(
+            ESPlan(**{**SCALING_PLAN, "population_size": 2}, num_workers=1),
+            generations,
+            "1 worker, one pair",
+        )
+    for key in ("runs", "weak"):
+        runs = out[key]
+        if "1" in runs:
+            for n, r in runs.items():
+                r["efficiency_vs_1"] = r["env_steps_per_s"] / (
+                    int(n) * runs["1"]["env_steps_per_s"]
+                )
+    if "1" in out["runs"]:
+        t64 = out["runs"]["1"]["s_per_generation"]
+        per_pair = max(0.0, (t64 - one_pair["s_per_generation"]) / (pairs - 1))
+        fixed = max(0.0, one_pair["s_per_generation"] - per_pair)
+        out["model"] = {
+            "fixed_s_per_generation": fixed,
+            "per_pair_s": per_pair,
+            "predicted_strong_efficiency": {
+                str(n): predicted_efficiency(fixed, per_pair, pairs, n) for n in (2, 4, 8, 15)
+            },
+            "granularity_ceiling": {str(n): granularity_ceiling(pairs, n) for n in (2, 4, 8, 15)},
+        }
+        console.print(
+            f"one worker: {1000 * fixed:.1f} ms fixed per generation + {1000 * per_pair:.2f} ms "
+            "per pair; population 64 predicted at "
+            + ", ".join(
+                f"{n} workers {e:.0%}"
+                for n, e in out["model"]["predicted_strong_efficiency"].items()
+            )
+        )
+    if "1" in out["runs"] and "2" in out["runs"]:
+        r1, r2 = out["runs"]["1"], out["runs"]["2"]
+        out["speedup"] = r2["env_steps_per_s"] / r1["env_steps_per_s"]
+        out["criterion"] = "env steps/s with 2 workers >= 1.8x 1 worker (population 64 fixed)"
+        out["passed"] = out["speedup"] >= 1.8
+    else:
+        out["criterion"] = "needs 1 and 2 workers"
+        out["passed"] = False
     _plot_scaling(out)
     return out
 
@@ -347,11 +428,30 @@ def _plot_scaling(out: dict[str, Any]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = [out["runs"]["1"], out["runs"]["2"]]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.bar(["1 worker", "2 workers"], [r["env_steps_per_s"] for r in runs], color=["#888", "#3a7"])
-    ax.set_ylabel("env steps / s")
-    ax.set_title(f"es on Pendulum-v1, population 64: {out['speedup']:.2f}x")
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for key, label in (
+        ("runs", "population 64 (strong)"),
+        ("weak", f"{out['pairs_per_worker_weak']} pairs per worker (weak)"),
+    ):
+        pts = sorted(
+            (int(n), r["efficiency_vs_1"]) for n, r in out[key].items() if "efficiency_vs_1" in r
+        )
+        if pts:
+            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], "o-", label=label)
+    model = out.get("model", {}).get("predicted_strong_efficiency", {})
+    if model:
+        pts = sorted((int(n), e) for n, e in model.items())
+        ax.plot(
+            [1] + [p[0] for p in pts],
+            [100] + [100 * p[1] for p in pts],
+            "k:",
+            label="population 64, model",
+        )
+    ax.set_xlabel("workers")
+    ax.set_ylabel("efficiency vs 1 worker (%)")
+    ax.set_ylim(0, 110)
+    ax.set_title("es on Pendulum-v1", fontsize=9)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(RESULTS, "platform_es_scaling.png"), dpi=120)
     plt.close(fig)
@@ -385,21 +485,26 @@ def _plot_solve(out: dict[str, Any]) -> None:
 
 
 def _table(results: dict[str, Any]) -> Table:
-    t = Table(title="es plan benchmark (2-core CPU, no GPU)")
+    t = Table(title=f"es plan benchmark ({results.get('machine', '')})")
     for c in ("part", "measure", "value", "criterion", "pass"):
         t.add_column(c)
     if "scaling" in results:
         s = results["scaling"]
-        for n in ("1", "2"):
-            r = s["runs"][n]
+        for key, what in (("runs", "pop 64"), ("weak", "weak")):
+            for n, r in s.get(key, {}).items():
+                eff = r.get("efficiency_vs_1")
+                t.add_row(
+                    "scaling",
+                    f"{n} worker(s), {what} ({r.get('population_size', 64)})",
+                    f"{r['s_per_generation']:.3f} s/gen, {r['env_steps_per_s']:,.0f} steps/s"
+                    + ("" if eff is None else f", {eff:.0%} of linear"),
+                    "",
+                    "",
+                )
+        if "speedup" in s:
             t.add_row(
-                "scaling",
-                f"{n} worker(s)",
-                f"{r['s_per_generation']:.3f} s/gen, {r['env_steps_per_s']:,.0f} steps/s",
-                "",
-                "",
+                "scaling", "speed-up 1 -> 2", f"{s['speedup']:.2f}x", ">= 1.8x", str(s["passed"])
             )
-        t.add_row("scaling", "speed-up 1 -> 2", f"{s['speedup']:.2f}x", ">= 1.8x", str(s["passed"]))
     if "cluster" in results:
         c = results["cluster"]
         t.add_row(
@@ -453,26 +558,53 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--budget", type=float, default=600.0, help="ES wall budget for solve (s)")
     ap.add_argument("--ppo-budget", type=float, default=900.0, help="PPO wall budget for solve (s)")
+    ap.add_argument(
+        "--workers",
+        type=lambda t: [int(x) for x in t.split(",")],
+        default=[1, 2],
+        help="worker counts of the scaling part, e.g. 1,2,4,8,15 (default 1,2); counts above "
+        "--num-cpus are skipped",
+    )
+    ap.add_argument(
+        "--num-cpus", type=int, default=None, help="Ray's CPUs (default: all this process can use)"
+    )
+    ap.add_argument(
+        "--pairs-per-worker",
+        type=int,
+        default=16,
+        help="antithetic pairs per worker in the weak-scaling runs (default 16)",
+    )
+    ap.add_argument(
+        "--out", default=None, help="the JSON (default benchmarks/results/platform_es.json)"
+    )
     args = ap.parse_args(argv)
+    global RESULTS, JSON_PATH
+    if args.out:
+        JSON_PATH = os.path.abspath(args.out)
+        RESULTS = os.path.dirname(JSON_PATH)
+    num_cpus = args.num_cpus or usable_cpus()
     os.makedirs(RESULTS, exist_ok=True)
     results: dict[str, Any] = {}
     if os.path.exists(JSON_PATH):
         with open(JSON_PATH) as f:
             results = json.load(f)
     results["machine"] = (
-        f"2-core CPU, no GPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+        f"{cpu_topology().describe()}, {platform.processor() or platform.machine()}"
     )
     parts = ["scaling", "cluster", "solve"] if args.part == "all" else [args.part]
     for part in parts:
         console.rule(f"es benchmark: {part}")
         if part == "scaling":
-            results["scaling"] = part_scaling(args.generations)
+            results["scaling"] = part_scaling(
+                args.generations, args.workers, num_cpus, args.pairs_per_worker
+            )
         elif part == "cluster":
             results["cluster"] = part_cluster(args.generations)
         else:
             results["solve"] = part_solve(args.budget, args.ppo_budget)
-        results.setdefault("commands", {})[part] = (
-            f"flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/platform_es.py --part {part}"
+        given = argv if argv is not None else sys.argv[1:]
+        results.setdefault("commands", {})[part] = " ".join(
+            ["python", "benchmarks/platform_es.py", *given]
         )
         with open(JSON_PATH, "w") as f:
             json.dump(results, f, indent=2)

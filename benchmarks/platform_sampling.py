@@ -16,6 +16,15 @@ Sections (``--sections``, default ``baseline,scaling``):
                each: steps/s, per runner and the efficiency against 1 runner. Sizes that
                need more CPUs than Ray has are skipped and listed as skipped (this
                2-core machine measures 1 and 2);
+  ceiling      what the machine itself allows: ``--runners`` counts of plain processes
+               (no Ray, no RLlib), each stepping 32 envs in a gymnasium vector env with a
+               64x64 torch policy, all at once. Scale-out that falls short here is the
+               hardware's (two threads per core, the all-core clock), not the platform's;
+               both sections report CPU per step, CPU/wall, straggler and dispatch losses,
+               so the two can be compared term by term;
+  async-scaling
+               the ``async`` plan (APPO) training with ``--runners`` runners: env steps
+               sampled and trained per second (n runners need n + 1 CPUs: the learner);
   sync-iterations
                criterion 3 alone, in interleaved rounds (``--rounds``): each round runs
                the hand-written loop, the default sync plan, the sync plan with
@@ -42,8 +51,8 @@ Sections (``--sections``, default ``baseline,scaling``):
 
 Usage:
     .venv/bin/python benchmarks/platform_sampling.py [--quick] [--envs CartPole-v1,Pendulum-v1]
-        [--sections baseline,scaling,sync-iterations,overlap-priority,overlap-learning,
-                    gpu-learner]
+        [--sections baseline,scaling,ceiling,async-scaling,sync-iterations,
+                    overlap-priority,overlap-learning,gpu-learner]
         [--runners 1,2,4,8,15] [--rounds 3] [--seeds 0,1,2] [--num-cpus N]
 
 Writes benchmarks/results/platform_sampling.json (``--out``) and, with the baseline,
@@ -193,25 +202,65 @@ def handwritten_ppo(
 
 def sample_rate(config, steps_per_runner: int, repeats: int = 3) -> float:
     """Env steps/s of an algorithm's env runners, sampling in parallel (no learning)."""
+    return sample_breakdown(config, steps_per_runner, repeats)["steps_per_s"]
+
+
+def _timed_sample(runner, steps: int) -> dict:
+    """One ``runner.sample`` inside the runner: its steps, own wall and CPU seconds."""
+    t, c = time.perf_counter(), time.process_time()
+    n = sum(len(e) for e in runner.sample(num_timesteps=steps, random_actions=False))
+    return {"steps": n, "wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c}
+
+
+def sample_breakdown(config, steps_per_runner: int, repeats: int = 3) -> dict:
+    """Steps/s of the runners sampling in parallel, and where a shortfall goes.
+
+    Each runner times its own ``sample`` (wall and CPU seconds) and returns only counts, so
+    no episode crosses a process. Of the fastest of ``repeats`` rounds:
+
+    * ``runner_cpu_us_per_step``: CPU per env step inside the runners. It rises with the
+      runner count when the runners slow each other down on the hardware (two threads of
+      one core, a lower all-core clock, shared caches);
+    * ``runner_cpu_per_wall``: CPU / wall inside the runners. Below 1 when runners wait
+      for a CPU (more busy processes than cores: Ray's own, the driver, other jobs);
+    * ``straggler_loss``: 1 - mean / max runner wall (the round waits for the slowest);
+    * ``dispatch_loss``: 1 - max runner wall / the driver's wall (Ray's round trip and
+      scheduling).
+    """
     algo = config.build_algo()
     try:
         group = algo.env_runner_group
         remote = config.num_env_runners > 0
 
         def sample(r):
-            return sum(
-                len(e) for e in r.sample(num_timesteps=steps_per_runner, random_actions=False)
-            )
+            return _timed_sample(r, steps_per_runner)
 
         group.foreach_env_runner(sample, local_env_runner=not remote)  # warm-up
-        best = 0.0
+        best: dict = {"steps_per_s": 0.0}
         for _ in range(repeats):
             t = time.perf_counter()
-            n = sum(group.foreach_env_runner(sample, local_env_runner=not remote))
-            best = max(best, n / (time.perf_counter() - t))
+            rows = group.foreach_env_runner(sample, local_env_runner=not remote)
+            wall = time.perf_counter() - t
+            rate = sum(r["steps"] for r in rows) / wall
+            if rate > best["steps_per_s"]:
+                best = {"steps_per_s": rate, **_breakdown(rows, wall)}
         return best
     finally:
         algo.stop()
+
+
+def _breakdown(rows: list[dict], driver_wall: float) -> dict:
+    """The :func:`sample_breakdown` fields of one round of per-process timings."""
+    walls = [r["wall_s"] for r in rows]
+    steps = sum(r["steps"] for r in rows)
+    return {
+        "runners_timed": len(rows),
+        "runner_own_steps_per_s": [r["steps"] / r["wall_s"] for r in rows],
+        "runner_cpu_us_per_step": 1e6 * sum(r["cpu_s"] for r in rows) / steps,
+        "runner_cpu_per_wall": sum(r["cpu_s"] for r in rows) / sum(walls),
+        "straggler_loss": 1 - (sum(walls) / len(walls)) / max(walls),
+        "dispatch_loss": max(0.0, 1 - max(walls) / driver_wall),
+    }
 
 
 def iteration_rate(config, iterations: int) -> dict[str, float]:
@@ -270,7 +319,8 @@ def profile_iteration(config, iterations: int = 3, top: int = 12) -> list[dict[s
 
 def scaling(env_id: str, runners: list[int], cpus: float, steps: int, console) -> dict:
     """Sampling steps/s with n remote runners x 32 envs (1 CPU each), for each n that
-    Ray's CPUs allow; the others are listed as skipped."""
+    Ray's CPUs allow, with :func:`sample_breakdown`'s account of the shortfall; the
+    others are listed as skipped."""
     from rlsuite.platform import optimizers
 
     rows: dict = {}
@@ -283,12 +333,145 @@ def scaling(env_id: str, runners: list[int], cpus: float, steps: int, console) -
         plan = optimizers.make_plan(
             "sync", env=env_id, num_env_runners=n, num_envs_per_env_runner=32
         )
-        rate = sample_rate(optimizers.to_rllib(plan), steps)
-        rows[n] = {"steps_per_s": rate, "per_runner": rate / n}
-        console.print(f"{n} runners x 32 envs: {rate:.0f} steps/s ({rate / n:.0f} per runner)")
+        r = sample_breakdown(optimizers.to_rllib(plan), steps)
+        r["per_runner"] = r["steps_per_s"] / n
+        rows[n] = r
+        console.print(
+            f"{n} runners x 32 envs: {r['steps_per_s']:.0f} steps/s ({r['per_runner']:.0f} per "
+            f"runner); in the runners {r['runner_cpu_us_per_step']:.1f} us CPU/step, "
+            f"CPU/wall {r['runner_cpu_per_wall']:.2f}; straggler {r['straggler_loss']:.1%}, "
+            f"dispatch {r['dispatch_loss']:.1%}"
+        )
+    _efficiency(rows)
+    return {"runners": rows, "skipped": skipped}
+
+
+def _efficiency(rows: dict) -> None:
+    """Add ``efficiency_vs_1`` (steps/s over n x one process's) to each row."""
     if 1 in rows:
         for n, r in rows.items():
             r["efficiency_vs_1"] = r["steps_per_s"] / (n * rows[1]["steps_per_s"])
+
+
+# --------------------------------------------------------------------------- the machine's ceiling
+
+
+def _ceiling_worker(env_id: str, n_envs: int, steps: int, start, out) -> None:
+    """One plain process: ``n_envs`` copies in a gymnasium vector env and a 64x64 torch
+    policy on their batch, the work of one env runner without Ray or RLlib."""
+    torch.set_num_threads(1)
+    env = gym.make_vec(env_id, num_envs=n_envs, vectorization_mode="sync")
+    obs, _ = env.reset(seed=0)
+    space = env.single_action_space
+    n_out = space.n if isinstance(space, gym.spaces.Discrete) else 1
+    net = _MLP(env.single_observation_space.shape[0], n_out)
+
+    def act(o):
+        with torch.no_grad():
+            y = net.pi(torch.as_tensor(o, dtype=torch.float32))
+        return y.argmax(-1).numpy() if n_out > 1 else y.clamp(-2, 2).numpy()
+
+    for _ in range(50):
+        obs, *_ = env.step(act(obs))
+    start.wait()
+    t, c, t0 = time.perf_counter(), time.process_time(), time.time()
+    for _ in range(max(1, steps // n_envs)):
+        obs, *_ = env.step(act(obs))
+    out.put(
+        {
+            "steps": max(1, steps // n_envs) * n_envs,
+            "wall_s": time.perf_counter() - t,
+            "cpu_s": time.process_time() - c,
+            "t0": t0,
+            "t1": time.time(),
+        }
+    )
+
+
+def ceiling(env_id: str, counts: list[int], cpus: int, steps: int, console) -> dict:
+    """What the machine itself allows: n plain processes doing a runner's work at once
+    (:func:`_ceiling_worker`, no Ray), steps/s and efficiency against one, with the same
+    CPU and straggler account as the runners'. The platform's scale-out can be judged
+    against this rather than against n x one."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    rows: dict = {}
+    skipped: dict = {}
+    for n in counts:
+        if n > cpus:
+            skipped[n] = f"needs {n} CPUs, this process can use {cpus}"
+            continue
+        start, out = ctx.Event(), ctx.Queue()
+        procs = [
+            ctx.Process(target=_ceiling_worker, args=(env_id, 32, steps, start, out))
+            for _ in range(n)
+        ]
+        for p in procs:
+            p.start()
+        time.sleep(0.5)
+        start.set()
+        got = [out.get(timeout=600) for _ in procs]
+        for p in procs:
+            p.join()
+        wall = max(r["t1"] for r in got) - min(r["t0"] for r in got)
+        r = {"steps_per_s": sum(r["steps"] for r in got) / wall, **_breakdown(got, wall)}
+        r["per_process"] = r["steps_per_s"] / n
+        rows[n] = r
+        console.print(
+            f"{n} plain processes x 32 envs: {r['steps_per_s']:.0f} steps/s "
+            f"({r['per_process']:.0f} each), {r['runner_cpu_us_per_step']:.1f} us CPU/step, "
+            f"CPU/wall {r['runner_cpu_per_wall']:.2f}"
+        )
+    _efficiency(rows)
+    return {"processes": rows, "skipped": skipped}
+
+
+# --------------------------------------------------------------------------- async (APPO)
+
+
+def async_scaling(env_id: str, runners: list[int], cpus: float, its: int, console) -> dict:
+    """The ``async`` plan (APPO) training: env steps sampled and trained per second with n
+    runners (the plan's defaults otherwise), over ``its`` iterations after one warm-up.
+    The learner takes a CPU of its own next to the runners, so n + 1 CPUs are needed."""
+    from rlsuite.platform import optimizers
+
+    rows: dict = {}
+    skipped: dict = {}
+    for n in runners:
+        if n + 1 > cpus:
+            skipped[n] = f"needs {n + 1} CPUs (1 per runner and the learner's), Ray has {cpus:g}"
+            console.print(f"async, {n} runners: skipped ({skipped[n]})")
+            continue
+        plan = optimizers.make_plan("async", env=env_id, num_env_runners=n)
+        algo = optimizers.to_rllib(plan).build_algo()
+        try:
+            algo.train()
+            sampled = trained = 0
+            t = time.perf_counter()
+            for _ in range(its):
+                r = algo.train()
+                sampled += int(r["env_runners"]["num_env_steps_sampled"])
+                trained += int(
+                    r.get("learners", {}).get("__all_modules__", {}).get("num_env_steps_trained", 0)
+                )
+            wall = time.perf_counter() - t
+        finally:
+            algo.stop()
+        rows[n] = {
+            "sampled_steps_per_s": sampled / wall,
+            "trained_steps_per_s": trained / wall,
+            "per_runner": sampled / wall / n,
+            "envs_per_runner": plan.envs_per_runner,
+        }
+        console.print(
+            f"async, {n} runners x {plan.envs_per_runner} envs: sampled "
+            f"{sampled / wall:.0f} steps/s ({sampled / wall / n:.0f} per runner), "
+            f"trained {trained / wall:.0f}"
+        )
+    if 1 in rows:
+        for n, r in rows.items():
+            r["efficiency_vs_1"] = r["sampled_steps_per_s"] / (n * rows[1]["sampled_steps_per_s"])
     return {"runners": rows, "skipped": skipped}
 
 
@@ -568,11 +751,12 @@ def _train_to_return(config, target: float, max_iterations: int) -> dict:
 
 
 def _machine() -> str:
+    from rlsuite.platform.machine import cpu_topology
     from rlsuite.platform.resources import local_gpus
 
     gpus = local_gpus()
     gpu = ", ".join(f"{g.name} ({g.memory_gib:g} GiB)" for g in gpus) if gpus else "no GPU"
-    return f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, {gpu}"
+    return f"{cpu_topology().describe()}, {platform.processor() or platform.machine()}, {gpu}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -580,6 +764,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from rlsuite.platform import cluster, optimizers
+    from rlsuite.platform.machine import cpu_topology, usable_cpus
 
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -587,20 +772,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="smaller budgets (a smoke run)")
     ap.add_argument("--envs", default="CartPole-v1,Pendulum-v1")
     ap.add_argument(
-        "--num-cpus", type=int, default=os.cpu_count() or 1, help="Ray's CPUs (default: all)"
+        "--num-cpus",
+        type=int,
+        default=usable_cpus(),
+        help="Ray's CPUs (default: all this process can use)",
     )
     ap.add_argument("--profile", action="store_true", help="cProfile the sync plan's driver")
     ap.add_argument(
         "--sections",
         default="baseline,scaling",
-        help="comma-separated: baseline, scaling, sync-iterations, overlap-priority, "
-        "overlap-learning, gpu-learner (default baseline,scaling)",
+        help="comma-separated: baseline, scaling, ceiling, async-scaling, sync-iterations, "
+        "overlap-priority, overlap-learning, gpu-learner (default baseline,scaling)",
     )
     ap.add_argument(
         "--runners",
         type=lambda t: [int(x) for x in t.split(",")],
         default=[1, 2],
-        help="runner counts of the scaling section, e.g. 1,2,4,8,15 (default 1,2)",
+        help="runner (process) counts of the scaling, ceiling and async-scaling sections, "
+        "e.g. 1,2,4,8,15 (default 1,2)",
     )
     ap.add_argument(
         "--rounds", type=int, default=3, help="rounds of the sync-iterations section (default 3)"
@@ -617,6 +806,8 @@ def main(argv: list[str] | None = None) -> int:
     known = {
         "baseline",
         "scaling",
+        "ceiling",
+        "async-scaling",
         "sync-iterations",
         "overlap-priority",
         "overlap-learning",
@@ -625,7 +816,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = set(sections) - known
     if bad:
         ap.error(f"unknown sections {sorted(bad)}; choose from {', '.join(sorted(known))}")
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 132)
     steps = 4000 if args.quick else 20000
     cluster.init(num_cpus=args.num_cpus)
     cores = args.num_cpus
@@ -636,6 +827,10 @@ def main(argv: list[str] | None = None) -> int:
         "ray": __import__("ray").__version__,
         "torch": torch.__version__,
         "cores_used": cores,
+        "cpus": cpu_topology().to_dict(),
+        "command": " ".join(
+            [os.path.basename(sys.argv[0]), *(argv if argv is not None else sys.argv[1:])]
+        ),
         "envs": {},
     }
     try:
@@ -644,6 +839,13 @@ def main(argv: list[str] | None = None) -> int:
             rec: dict = {}
             if "scaling" in sections:
                 rec["scaling"] = scaling(env_id, args.runners, cores, steps, console)
+            if "ceiling" in sections:
+                # a plain process steps ~5-10x faster than a runner: 20x the steps
+                rec["ceiling"] = ceiling(env_id, args.runners, cores, 20 * steps, console)
+            if "async-scaling" in sections:
+                rec["async_scaling"] = async_scaling(
+                    env_id, args.runners, cores, 2 if args.quick else 5, console
+                )
             if "gpu-learner" in sections and isinstance(
                 gym.make(env_id).action_space, gym.spaces.Discrete
             ):
@@ -763,8 +965,11 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(out, f, indent=2, default=str)
-    if "scaling" in sections:
+    if {"scaling", "ceiling", "async-scaling"} & set(sections):
         console.print(_scaling_table(out))
+        scaling_png = os.path.splitext(os.path.abspath(args.out))[0] + "_scaling.png"
+        _plot_scaling(out, scaling_png)
+        console.print(f"scale-out chart: {scaling_png}")
     if "sync-iterations" in sections:
         console.print(_sync_iterations_table(out))
     if "overlap-learning" in sections:
@@ -857,23 +1062,97 @@ def _overlap_learning_table(ol: dict):
 def _scaling_table(out: dict):
     from rich.table import Table
 
-    t = Table(title=f"sampling scale-out, 32 envs per runner ({out['machine']})")
-    for c in ("env", "runners", "steps/s", "per runner", "efficiency vs 1"):
+    t = Table(
+        title=f"sampling scale-out, 32 envs per process ({out['machine']})",
+        caption="runners: the platform's env runners, sampling only; plain: processes "
+        "without Ray (the machine's ceiling); async: the async plan's sampling while it "
+        "trains",
+    )
+    for c in (
+        "env",
+        "what",
+        "n",
+        "steps/s",
+        "per proc.",
+        "eff. vs 1",
+        "us CPU/step",
+        "CPU/wall",
+        "straggler",
+        "dispatch",
+    ):
         t.add_column(c, justify="right")
     for env_id, rec in out["envs"].items():
-        sc = rec.get("scaling", {})
-        for n, r in sc.get("runners", {}).items():
+        for key, what, rows_key in (
+            ("scaling", "runners", "runners"),
+            ("ceiling", "plain", "processes"),
+        ):
+            sc = rec.get(key, {})
+            for n, r in sc.get(rows_key, {}).items():
+                eff = r.get("efficiency_vs_1")
+                t.add_row(
+                    env_id,
+                    what,
+                    str(n),
+                    f"{r['steps_per_s']:.0f}",
+                    f"{r['steps_per_s'] / int(n):.0f}",
+                    "" if eff is None else f"{100 * eff:.0f}%",
+                    f"{r['runner_cpu_us_per_step']:.1f}",
+                    f"{r['runner_cpu_per_wall']:.2f}",
+                    f"{100 * r['straggler_loss']:.1f}%",
+                    f"{100 * r['dispatch_loss']:.1f}%",
+                )
+            for n, why in sc.get("skipped", {}).items():
+                t.add_row(env_id, what, str(n), "skipped", why, "", "", "", "", "")
+        for n, r in rec.get("async_scaling", {}).get("runners", {}).items():
             eff = r.get("efficiency_vs_1")
             t.add_row(
                 env_id,
+                "async",
                 str(n),
-                f"{r['steps_per_s']:.0f}",
+                f"{r['sampled_steps_per_s']:.0f}",
                 f"{r['per_runner']:.0f}",
                 "" if eff is None else f"{100 * eff:.0f}%",
+                "",
+                "",
+                "",
+                "",
             )
-        for n, why in sc.get("skipped", {}).items():
-            t.add_row(env_id, str(n), "skipped", why, "")
     return t
+
+
+def _plot_scaling(out: dict, path: str) -> None:
+    """Efficiency against one process, per env: platform runners, plain processes and the
+    async plan's sampling."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = list(out["envs"])
+    fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 3.6), squeeze=False)
+    for ax, env_id in zip(axes[0], envs):
+        rec = out["envs"][env_id]
+        for key, rows_key, label in (
+            ("scaling", "runners", "platform runners (sampling)"),
+            ("ceiling", "processes", "plain processes (no Ray)"),
+            ("async_scaling", "runners", "async plan (sampled while training)"),
+        ):
+            rows = rec.get(key, {}).get(rows_key, {})
+            pts = sorted(
+                (int(n), r["efficiency_vs_1"]) for n, r in rows.items() if "efficiency_vs_1" in r
+            )
+            if pts:
+                ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], "o-", label=label)
+        ax.axhline(85, color="grey", ls="--", lw=1, label="target 85%")
+        ax.set_title(env_id)
+        ax.set_xlabel("processes")
+        ax.set_ylabel("efficiency vs 1 (%)")
+        ax.set_ylim(0, 110)
+        ax.legend(fontsize=7)
+    fig.suptitle(out["machine"], fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _plot_overlap(out: dict, path: str) -> None:

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The platform measurements that need a 16-core GPU machine (the `device` tool's machines):
+# sampling scale-out at 1-15 runners with the machine's own ceiling and the async plan,
+# the GPU learner against the CPU learner, "auto" and two learners sharing the GPU, and the
+# es plan at 1-15 workers.
+#
+# Here, once: ../shared/tools/device-carry        (builds .devcarry/, the Ray wheels)
+# There, one call per part, each within the tool's 10-minute limit, carrying .devcarry:
+#     bash benchmarks/platform_device.sh sampling     # ~7 min
+#     bash benchmarks/platform_device.sh learner      # ~5 min
+#     bash benchmarks/platform_device.sh es           # ~3 min
+# JSON and PNGs go to $OUT (the tool's folder that comes back), else benchmarks/results/device.
+# Run on a machine without .devcarry, the script uses the Python it finds (PYTHON, default
+# .venv/bin/python, else python3) and the installed packages.
+set -euo pipefail
+part=${1:?"say which part: sampling, learner or es"}
+cd "$(dirname "$0")/.."
+if [ -d .devcarry/whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .devcarry/whl/*.whl
+  export PYTHONPATH=/tmp/site:$PWD
+  py=python3
+else
+  py=${PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
+fi
+out=${OUT:-benchmarks/results/device}
+mkdir -p "$out"
+$py -m rlsuite.cli info 2>&1 | grep -E '^(CPUs|GPUs|  cuda)' | tee "$out/machine.txt" || true
+
+case "$part" in
+  sampling)
+    $py benchmarks/platform_sampling.py --sections scaling,ceiling,async-scaling \
+      --runners 1,2,4,8,15 --envs CartPole-v1,Pendulum-v1 \
+      --out "$out/platform_scaling_device.json"
+    ;;
+  learner)
+    $py benchmarks/platform_sampling.py --sections gpu-learner --envs CartPole-v1 \
+      --out "$out/platform_gpu_learner_device.json"
+    # "auto" end to end on the large net (it should print "learner: cuda"), then two
+    # data-parallel learners sharing the one GPU.
+    $py -m rlsuite.cli train --plan sync --env CartPole-v1 --iterations 3 --no-progress \
+      --set 'hidden=[256,256]' --set train_batch_size=16000 --set minibatch_size=4000 \
+      --run-dir /tmp/rlsuite-auto 2>&1 | tee "$out/auto_large_net.txt"
+    $py -m rlsuite.cli train --plan sync --env CartPole-v1 --iterations 3 --no-progress \
+      --set num_learners=2 --set num_gpus_per_learner=0.5 \
+      --run-dir /tmp/rlsuite-two-learners 2>&1 | tee "$out/two_learners_one_gpu.txt"
+    ;;
+  es)
+    $py benchmarks/platform_es.py --part scaling --workers 1,2,4,8,15 \
+      --out "$out/platform_es_device.json"
+    ;;
+  *)
+    echo "unknown part '$part': say sampling, learner or es" >&2
+    exit 2
+    ;;
+esac
