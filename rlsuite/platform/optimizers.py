@@ -36,6 +36,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -623,6 +624,8 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
     else:  # pragma: no cover - every plan class is handled above
         raise TypeError(f"no RLlib adapter for {type(plan).__name__}")
 
+    from rlsuite.platform import connectors
+
     config = (
         config.environment(
             env=env_registry.rllib_env(plan.env),
@@ -640,6 +643,15 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
             gym_env_vectorize_mode=(
                 "vector_entry_point" if spec.vector_entry_point and not spec.multi_agent else "sync"
             ),
+            # RLlib's default module-to-env pipeline with the actions' unsquash/clip done
+            # for all envs in one numpy operation (rlsuite.platform.connectors)
+            module_to_env_connector=functools.partial(
+                connectors.module_to_env_pieces,
+                normalize_actions=plan.normalize_actions,
+                clip_actions=bool(config.clip_actions),
+                multi_agent=spec.multi_agent,
+            ),
+            add_default_connectors_to_module_to_env_pipeline=False,
         )
         .learners(
             num_learners=plan.num_learners,
