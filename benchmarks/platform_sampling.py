@@ -25,6 +25,10 @@ Sections (``--sections``, default ``baseline,scaling``):
   async-scaling
                the ``async`` plan (APPO) training with ``--runners`` runners: env steps
                sampled and trained per second (n runners need n + 1 CPUs: the learner);
+  actions-connector
+               one runner x 32 envs with the platform's module-to-env pipeline (the
+               actions unsquashed for all envs at once) against RLlib's stock one, in
+               interleaved rounds (``--rounds``); on a Box action space (Pendulum-v1);
   sync-iterations
                criterion 3 alone, in interleaved rounds (``--rounds``): each round runs
                the hand-written loop, the default sync plan, the sync plan with
@@ -51,7 +55,7 @@ Sections (``--sections``, default ``baseline,scaling``):
 
 Usage:
     .venv/bin/python benchmarks/platform_sampling.py [--quick] [--envs CartPole-v1,Pendulum-v1]
-        [--sections baseline,scaling,ceiling,async-scaling,sync-iterations,
+        [--sections baseline,scaling,ceiling,async-scaling,actions-connector,sync-iterations,
                     overlap-priority,overlap-learning,gpu-learner]
         [--runners 1,2,4,8,15] [--rounds 3] [--seeds 0,1,2] [--num-cpus N]
 
@@ -578,6 +582,35 @@ def sync_config(env_id: str, values: dict):
 HANDWRITTEN = "hand-written PPO (1 process, 8 envs, 1 torch thread)"
 
 
+def actions_connector(env_id: str, rounds: int, steps: int, console) -> dict:
+    """One remote runner x 32 envs sampling with the platform's module-to-env pipeline
+    (:mod:`rlsuite.platform.connectors`) and with RLlib's stock one, in interleaved rounds
+    (ABBA order); the ratio is per round and its median is kept."""
+    import statistics
+
+    from rlsuite.platform import optimizers
+
+    plan = optimizers.make_plan("sync", env=env_id, num_env_runners=1, num_envs_per_env_runner=32)
+    configs = {"platform": optimizers.to_rllib(plan)}
+    configs["stock"] = (
+        configs["platform"]
+        .copy(copy_frozen=False)
+        .env_runners(
+            module_to_env_connector=None, add_default_connectors_to_module_to_env_pipeline=True
+        )
+    )
+    rates: dict[str, list[float]] = {"platform": [], "stock": []}
+    for i in range(rounds):
+        for label in ("platform", "stock") if i % 2 == 0 else ("stock", "platform"):
+            rates[label].append(sample_rate(configs[label], steps, repeats=2))
+        console.print(
+            f"round {i + 1}: platform pipeline {rates['platform'][-1]:.0f}, "
+            f"RLlib's stock pipeline {rates['stock'][-1]:.0f} steps/s"
+        )
+    ratios = [a / b for a, b in zip(rates["platform"], rates["stock"])]
+    return {"steps_per_s": rates, "ratios": ratios, "median_ratio": statistics.median(ratios)}
+
+
 def sync_iterations(env_id: str, rounds: int, its: int, console) -> dict:
     """Whole-iteration steps/s of the hand-written loop and each of :data:`SYNC_VARIANTS`,
     in ``rounds`` interleaved rounds; per-round ratios against the hand-written loop."""
@@ -781,8 +814,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--sections",
         default="baseline,scaling",
-        help="comma-separated: baseline, scaling, ceiling, async-scaling, sync-iterations, "
-        "overlap-priority, overlap-learning, gpu-learner (default baseline,scaling)",
+        help="comma-separated: baseline, scaling, ceiling, async-scaling, actions-connector, "
+        "sync-iterations, overlap-priority, overlap-learning, gpu-learner "
+        "(default baseline,scaling)",
     )
     ap.add_argument(
         "--runners",
@@ -808,6 +842,7 @@ def main(argv: list[str] | None = None) -> int:
         "scaling",
         "ceiling",
         "async-scaling",
+        "actions-connector",
         "sync-iterations",
         "overlap-priority",
         "overlap-learning",
@@ -842,6 +877,10 @@ def main(argv: list[str] | None = None) -> int:
             if "ceiling" in sections:
                 # a plain process steps ~5-10x faster than a runner: 20x the steps
                 rec["ceiling"] = ceiling(env_id, args.runners, cores, 20 * steps, console)
+            if "actions-connector" in sections:
+                rec["actions_connector"] = actions_connector(
+                    env_id, 2 if args.quick else args.rounds, steps, console
+                )
             if "async-scaling" in sections:
                 rec["async_scaling"] = async_scaling(
                     env_id, args.runners, cores, 2 if args.quick else 5, console
@@ -965,6 +1004,14 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(out, f, indent=2, default=str)
+    for env_id, rec in out["envs"].items():
+        if "actions_connector" in rec:
+            ac = rec["actions_connector"]
+            console.print(
+                f"{env_id}: the platform's module-to-env pipeline samples at "
+                f"{ac['median_ratio']:.2f}x RLlib's stock one (median of "
+                f"{len(ac['ratios'])} rounds: {', '.join(f'{r:.2f}' for r in ac['ratios'])})"
+            )
     if {"scaling", "ceiling", "async-scaling"} & set(sections):
         console.print(_scaling_table(out))
         scaling_png = os.path.splitext(os.path.abspath(args.out))[0] + "_scaling.png"
