@@ -350,11 +350,11 @@ def scaling(env_id: str, runners: list[int], cpus: float, steps: int, console) -
     return {"runners": rows, "skipped": skipped}
 
 
-def _efficiency(rows: dict) -> None:
-    """Add ``efficiency_vs_1`` (steps/s over n x one process's) to each row."""
+def _efficiency(rows: dict, key: str = "steps_per_s") -> None:
+    """Add ``efficiency_vs_1`` (``key`` over n x one process's) to each row."""
     if 1 in rows:
         for n, r in rows.items():
-            r["efficiency_vs_1"] = r["steps_per_s"] / (n * rows[1]["steps_per_s"])
+            r["efficiency_vs_1"] = r[key] / (n * rows[1][key])
 
 
 # --------------------------------------------------------------------------- the machine's ceiling
@@ -473,9 +473,7 @@ def async_scaling(env_id: str, runners: list[int], cpus: float, its: int, consol
             f"{sampled / wall:.0f} steps/s ({sampled / wall / n:.0f} per runner), "
             f"trained {trained / wall:.0f}"
         )
-    if 1 in rows:
-        for n, r in rows.items():
-            r["efficiency_vs_1"] = r["sampled_steps_per_s"] / (n * rows[1]["sampled_steps_per_s"])
+    _efficiency(rows, "sampled_steps_per_s")
     return {"runners": rows, "skipped": skipped}
 
 

@@ -76,27 +76,36 @@ class CPUs:
 
 def cpu_topology(sys_root: str = "/sys", proc_root: str = "/proc") -> CPUs:
     """The CPUs of this process (``sys_root``/``proc_root`` point elsewhere in tests)."""
-    logical = os.cpu_count() or 1
-    try:
-        allowed = sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        allowed = list(range(logical))
+    allowed = _allowed_cpus()
     quota = cgroup_cpu_quota(sys_root, proc_root)
-    usable = len(allowed)
-    if quota is not None:
-        usable = min(usable, max(1, math.floor(quota)))
     return CPUs(
-        logical=logical,
+        logical=os.cpu_count() or 1,
         affinity=len(allowed),
         quota=quota,
-        usable=max(1, usable),
+        usable=_usable(len(allowed), quota),
         physical_cores=physical_cores(allowed, sys_root),
     )
 
 
 def usable_cpus() -> int:
-    """The CPUs this process can use: affinity and cgroup quota (see the module)."""
-    return cpu_topology().usable
+    """The CPUs this process can use: affinity and cgroup quota (see the module). Reads no
+    core topology, unlike :func:`cpu_topology`."""
+    return _usable(len(_allowed_cpus()), cgroup_cpu_quota())
+
+
+def _allowed_cpus() -> list[int]:
+    """The logical CPUs this process may run on."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def _usable(affinity: int, quota: float | None) -> int:
+    """The smaller of the affinity and the quota rounded down, at least 1."""
+    if quota is not None:
+        affinity = min(affinity, math.floor(quota))
+    return max(1, affinity)
 
 
 def physical_cores(cpus: list[int], sys_root: str = "/sys") -> int | None:
