@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.rlsuite-installed
 
-.PHONY: demo test lint bench install system-deps clean
+.PHONY: demo test lint bench results install system-deps clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ lint: install
 
 bench: install
 	$(PY) benchmarks/platform_sampling.py
+
+# The table at the top of benchmarks/RESULTS.md, from benchmarks/results/*.json.
+results: install
+	$(PY) benchmarks/summary.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
