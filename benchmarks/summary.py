@@ -141,6 +141,11 @@ ROWS: tuple[Row, ...] = (
         f"{PY}traffic_train.py --minutes 24 --memory-s 38 --warmup 0 --train-horizon 3750 --protocol from-start "
         "--demonstrations 32 --plan-set demo_epochs=50 --plan-set lr=5e-5 --accel-penalty 0.25 --bunching 20",
         "run dir (not shipped)"),
+    Row("traffic", "ring 230 m, formed wave, GRU by ES", "mean speed, m/s (wave formed before control, 4 seeds)",
+        "ring_es_gru_scratch_formed_wave_230.json", Value(("summary", "mean_speed", "mean")),
+        _here("PI, 1 seed", "protocols", "formed-wave", "PI", "230", file="traffic_ring_scratch_es_gru_fromstart.json"),
+        f"{EVAL} ring --controller benchmarks/policies/ring_es_gru_scratch --ring-length 230 --episodes 4 "
+        "--workers 0 --env-set bunching=20", "`ring_es_gru_scratch`"),
     Row("traffic", "figure-eight 0 (1 AV)", "mean speed, m/s", "traffic_figure_eight_0_learned.json",
         Value(("summary", "mean_speed", "mean")), _pub(f"Flow TRPO, {FLOW_T1}", 8.26),
         f"{EVAL} figure_eight --controller benchmarks/policies/figure_eight_0_es --episodes 3 --seed 1000 "
