@@ -267,6 +267,7 @@ def evaluate(
     # Resolved here (fails fast, with the list of known ids) and shipped to the workers,
     # so envs registered at run time in this process work there too.
     specs = {s.env_id: env_registry.spec(s.env_id) for s in scenario_list}
+    _check_fits(controller, scenario_list)
     label = name or _label(controller)
     t0 = time.perf_counter()
     if num_workers == 0:
@@ -282,6 +283,35 @@ def evaluate(
             controller, scenario_list, specs, num_workers, max_steps, progress, label
         )
     return EvaluationResult(label, rows, summarize(rows), time.perf_counter() - t0)
+
+
+def _check_fits(controller: Any, scenario_list: Sequence[Scenario]) -> None:
+    """Refuse, here in the driver and before any worker starts, a checkpoint whose recorded
+    spaces the scenarios' envs do not have (another observation size, action space or set
+    of agents): one sentence, where a worker would fail on its first step."""
+    if not isinstance(controller, str | os.PathLike):
+        return  # objects and factories record no spaces: they meet the env in the worker
+    from rlsuite.platform.checkpoints.fit import check_fits
+
+    seen: set[str] = set()
+    for s in scenario_list:
+        key = json.dumps([s.env_id, dict(s.env_config)], sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            spaces = env_registry.spaces(s.env_id, s.env_config)
+            check_fits(os.fspath(controller), s.env_id, spaces, s.env_config)
+
+
+USER_ERRORS = (ValueError, TypeError, FileNotFoundError)
+"""Errors that a worker raises because of what the caller gave (a controller that does not
+fit the env, a bad option): re-raised in the driver as themselves, with their own message,
+not wrapped in Ray's dump of the worker."""
+
+
+def _unwrapped(e: Exception) -> Exception:
+    """The worker's own exception when it is a user-input error, else ``e``."""
+    cause = getattr(e, "cause", None)
+    return cause if isinstance(cause, USER_ERRORS) else e
 
 
 def _label(controller: Any) -> str:
@@ -346,7 +376,10 @@ def _evaluate_on_ray(
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
                     i, w = pending.pop(ref)
-                    rows[i] = ray.get(ref)
+                    try:
+                        rows[i] = ray.get(ref)
+                    except ray.exceptions.RayTaskError as e:
+                        raise _unwrapped(e) from None
                     idle.append(w)
                     if bar is not None:
                         bar.advance(task)
