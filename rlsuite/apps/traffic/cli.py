@@ -75,8 +75,13 @@ SCENARIOS
                   limits one controller sets per lane-segment (rlsuite/Bottleneck-v0);
                   metric outflow_veh_h over the last 500 s; baselines all-human (no
                   AVs) and alinea (a feedback ramp meter); --env-set inflow=1500
-    signals       sumo-rl intersection(s), one agent per light (rlsuite/Signals-v0);
-                  --network single|grid2x2|grid4x4; baselines fixed, actuated, maxpressure
+    signals       signalised intersections, one agent per light (rlsuite/Signals-v0):
+                  sumo-rl's --network single|grid2x2|grid4x4; RESCO's maps cologne1,
+                  cologne3, cologne8, ingolstadt1, ingolstadt7, ingolstadt21,
+                  grid4x4_resco, arterial4x4 under RESCO's protocol (metric delay, s/veh;
+                  --env-set sumo_version=1.9.2 for RESCO's SUMO); any network with
+                  --env-set net_file=X.net.xml --env-set route_file=X.rou.xml; baselines
+                  fixed, actuated, maxpressure, greedy (RESCO's maps and your own)
 
 OPTIONS FOR EVERY ENV
     --env-set KEY=VALUE sets any env option (the env classes' config fields), e.g.
@@ -93,6 +98,7 @@ EXAMPLES
     traffic-train train --scenario ring --plan sync --workers 2 --iterations 50
     traffic-train evaluate --scenario ring --controller runs/traffic/ring/checkpoints/iter_000050
     traffic-train evaluate --scenario signals --network grid2x2 --controller maxpressure
+    traffic-train evaluate --scenario signals --network cologne8 --controller greedy --workers 0
     traffic-train tune --scenario ring --samples 4 --scheduler asha --search lr=loguniform:1e-5:1e-3
 
 EXIT STATUS
@@ -127,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--network",
             default=None,
-            help="signals network: single, grid2x2 or grid4x4 (default single)",
+            help="signals network: sumo-rl's single, grid2x2, grid4x4, or a RESCO map (cologne1, "
+            "cologne3, cologne8, ingolstadt1, ingolstadt7, ingolstadt21, grid4x4_resco, "
+            "arterial4x4; default single)",
         )
         sp.add_argument(
             "--avs",
@@ -288,7 +296,10 @@ METRICS = (
     "outflow_veh_h",
     "return",
 )
-SIGNAL_METRICS = ("mean_waiting_time", "mean_queue", "mean_speed", "return")
+SIGNAL_METRICS = (
+    "delay", "trip_time", "waiting_time", "queue", "never_inserted",  # RESCO's maps
+    "mean_waiting_time", "mean_queue", "mean_speed", "return",
+)  # fmt: skip
 
 
 # --- commands ----------------------------------------------------------------------

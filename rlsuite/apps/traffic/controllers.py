@@ -293,14 +293,15 @@ class Stacked:
 
 @dataclass
 class SignalProgram:
-    """Stands for a signal program that runs inside the signals env (fixed, actuated, maxpressure).
+    """Stands for a signal program that runs inside the signals env (fixed, actuated,
+    maxpressure; greedy on RESCO's maps and your own networks).
 
     Those baselines switch the lights themselves (the env's ``program`` option); this
     controller only answers every light with a placeholder action, which the env ignores.
     """
 
     program: str = "fixed"
-    """``fixed``, ``actuated`` or ``maxpressure``."""
+    """``fixed``, ``actuated``, ``maxpressure`` or ``greedy``."""
 
     @property
     def name(self) -> str:
@@ -313,7 +314,7 @@ class SignalProgram:
         return {a: 0 for a in obs}
 
 
-SIGNAL_PROGRAMS = ("fixed", "actuated", "maxpressure")
+SIGNAL_PROGRAMS = ("fixed", "actuated", "maxpressure", "greedy")
 """Signal baselines (run by the signals env itself)."""
 
 TEAM_BASELINES = {"snake": LeadSnake}

@@ -84,8 +84,14 @@ def sumo_home() -> str:
     return sumo.SUMO_HOME
 
 
-def binary(name: str) -> str:
-    """Path of a SUMO tool (``sumo``, ``sumo-gui``, ``netconvert``...) from the wheel."""
+def binary(name: str, home: str | None = None) -> str:
+    """Path of a SUMO tool (``sumo``, ``sumo-gui``, ``netconvert``...) from the wheel, or from
+    the SUMO install at ``home`` (its ``bin/``) when given."""
+    if home is not None:
+        path = os.path.join(home, "bin", name)
+        if not os.path.exists(path):
+            raise SimulationError(f"SUMO binary {name!r} not found under {home}/bin")
+        return path
     path = os.path.join(sumo_home(), "bin", name)
     if not os.path.exists(path):
         found = shutil.which(name)
@@ -148,9 +154,14 @@ class Simulation:
             yet, else TraCI), ``"libsumo"`` or ``"traci"``.
         gui: run ``sumo-gui`` (TraCI only; needs a display).
         name: a label for error messages.
+        home: another SUMO install (its directory holding ``bin/sumo``, e.g. an older
+            release from ``pip install --target DIR eclipse-sumo==X``: ``DIR/sumo``),
+            driven over TraCI; default the project's own SUMO.
     """
 
-    def __init__(self, backend: str = "auto", gui: bool = False, name: str = "sumo"):
+    def __init__(
+        self, backend: str = "auto", gui: bool = False, name: str = "sumo", home: str | None = None
+    ):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if gui and backend == "libsumo":
@@ -159,7 +170,10 @@ class Simulation:
             )
         if gui and not gui_available():
             raise ValueError("--gui needs a display (DISPLAY is not set); run without --gui")
-        self.requested = backend
+        if home is not None and backend == "libsumo":
+            raise ValueError("another SUMO install runs only over TraCI: use backend='traci'")
+        self.requested = "traci" if home is not None else backend
+        self.home = home
         self.gui = gui
         self.name = name
         self.backend: str | None = None  # the backend in use while running
@@ -232,7 +246,7 @@ class Simulation:
     def _start_traci(self, args: list[str]) -> None:
         import traci
 
-        exe = binary("sumo-gui" if self.gui else "sumo")
+        exe = binary("sumo-gui" if self.gui else "sumo", self.home)
         last: BaseException | None = None
         for _ in range(5):
             port = _free_port()
@@ -499,6 +513,19 @@ class Simulation:
             return int(self._need().simulation.getCollidingVehiclesNumber())
         except self._errs as e:
             raise self._fail("simulation.getCollidingVehiclesNumber", e) from e
+
+    def set_static_program(self, tls_id: str, phases: Sequence[tuple[float, str]]) -> None:
+        """Replace the running program of light ``tls_id`` by a static one of ``phases``
+        ``(duration s, state)`` (as RESCO does: its green phases plus generated yellows)."""
+        conn = self._need()
+        try:
+            logic = conn.trafficlight.getAllProgramLogics(tls_id)[0]
+            phase_cls = type(logic.phases[0])
+            logic.type = 0
+            logic.phases = tuple(phase_cls(float(d), s) for d, s in phases)
+            conn.trafficlight.setProgramLogic(tls_id, logic)
+        except self._errs as e:
+            raise self._fail("trafficlight.setProgramLogic", e) from e
 
     def call(self, domain: str, method: str, *args: Any) -> Any:
         """Any other TraCI call, e.g. ``call("trafficlight", "getPhase", tls_id)``."""

@@ -105,10 +105,11 @@ SCENARIOS: dict[str, TrafficScenario] = {
             "signals",
             "rlsuite/Signals-v0",
             True,
-            ("fixed", "actuated", "maxpressure"),
+            ("fixed", "actuated", "maxpressure", "greedy"),
             False,
             False,
-            "sumo-rl signalised intersection(s), one agent per traffic light",
+            "signalised intersections (sumo-rl's, RESCO's maps or --env-set net_file=...), "
+            "one agent per traffic light",
         ),
     )  # fmt: skip
 }

@@ -26,10 +26,11 @@ _envs.register(
 
 _envs.register(
     "rlsuite/Signals-v0",
-    "rlsuite.apps.traffic.envs.signals:SignalsEnv",
+    "rlsuite.apps.traffic.envs.signals:make_env",
     multi_agent=True,
     default_config={},
-    description="sumo-rl signalised intersection(s), one agent per traffic light",
+    description="signalised intersections (sumo-rl's, RESCO's eight maps or your own network), "
+    "one agent per traffic light",
 )
 
 _envs.register(

@@ -57,7 +57,12 @@ class SignalsConfig(EnvConfig):
 
     def validate(self) -> None:
         if self.network not in NETWORKS:
-            raise ValueError(f"unknown network {self.network!r}: use one of {', '.join(NETWORKS)}")
+            from rlsuite.apps.traffic.envs.signals_resco import network_names
+
+            raise ValueError(
+                f"unknown network {self.network!r}: use one of "
+                f"{', '.join(network_names())}, or net_file=... with route_file=..."
+            )
         if self.program not in PROGRAMS:
             raise ValueError(f"program must be one of {PROGRAMS}, got {self.program!r}")
         if self.delta_time <= self.yellow_time:
@@ -197,5 +202,41 @@ class SignalsEnv(ParallelEnv):
             shutil.rmtree(self._dir, ignore_errors=True)
 
 
-CONFIG = SignalsConfig
+def _is_resco(kwargs: dict[str, Any]) -> bool:
+    from rlsuite.apps.traffic import resco
+
+    return kwargs.get("network") in resco.MAPS or bool(kwargs.get("net_file"))
+
+
+def make_env(**kwargs: Any) -> Any:
+    """The signals env for these options: RESCO's maps (``network=cologne8`` ...) and your
+    own network (``net_file``, ``route_file``) run :class:`~rlsuite.apps.traffic.envs.
+    signals_resco.RescoSignalsEnv` under RESCO's protocol; sumo-rl's ``single``, ``grid2x2``
+    and ``grid4x4`` run :class:`SignalsEnv`."""
+    if _is_resco(kwargs):
+        from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsEnv
+
+        return RescoSignalsEnv(**kwargs)
+    return SignalsEnv(**kwargs)
+
+
+class SignalsOptions:
+    """The config behind :func:`make_env`'s options: RESCO's for its maps and your own
+    networks, :class:`SignalsConfig` for sumo-rl's networks."""
+
+    POLICY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "reward_fn", "delta_time", "yellow_time", "min_green", "max_green",
+        "max_distance", "pad_lanes", "pad_phases", "step_length", "yellow_length",
+    )  # fmt: skip
+
+    @staticmethod
+    def from_kwargs(**kwargs: Any) -> Any:
+        if _is_resco(kwargs):
+            from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsConfig
+
+            return RescoSignalsConfig.from_kwargs(**kwargs)
+        return SignalsConfig.from_kwargs(**kwargs)
+
+
+CONFIG = SignalsOptions
 """The config class behind the env's keyword arguments (the CLI validates with it)."""

@@ -1,0 +1,443 @@
+"""RESCO's signal control on any SUMO network with traffic lights (PettingZoo parallel).
+
+RESCO's eight maps (``network=cologne8`` ...) come with RESCO's protocol as the default;
+any other network is given by ``net_file`` and ``route_file``. The simulation runs
+through :mod:`rlsuite.apps.traffic.kernel`, on the project's SUMO (libsumo) or on
+another installed release over TraCI (``sumo_version="1.9.2"``, RESCO's).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from rlsuite.apps.traffic import kernel, resco
+from rlsuite.apps.traffic.envs.config import EnvConfig
+
+PROGRAMS = ("rl", "fixed", "actuated", "greedy", "maxpressure")
+REWARDS = ("wait_norm", "wait", "queue")
+LANE_FEATURES = 4  # approaching/28, total wait/28, queue/28, sum of speeds/20/28 (drq_norm)
+
+
+@dataclass(frozen=True)
+class RescoSignalsConfig(EnvConfig):
+    """The RESCO signals env's keyword arguments (0 or "" = the map's RESCO value)."""
+
+    KIND: ClassVar[str] = "signals"
+    POLICY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "reward_fn", "max_distance", "pad_lanes", "pad_phases", "step_length", "yellow_length"
+    )  # fmt: skip
+
+    network: str = ""
+    """A RESCO map (cologne1, cologne3, cologne8, ingolstadt1, ingolstadt7, ingolstadt21,
+    grid4x4_resco, arterial4x4); empty with ``net_file`` for your own network."""
+    net_file: str = ""
+    """Your own SUMO network (.net.xml) with traffic lights, instead of a map."""
+    route_file: str = ""
+    """Its demand (.rou.xml); with a map, replaces the map's routes."""
+    begin: int = -1
+    """Start of the simulated window (s); -1: the map's (0 for your own network)."""
+    num_seconds: int = 0
+    """Length of the window (s); 0: the map's (3600 s; also for your own network)."""
+    step_length: int = 0
+    """Seconds per decision, the yellow included (RESCO: 10; arterial4x4 5)."""
+    yellow_length: int = 0
+    """Yellow seconds when a step switches phase (RESCO: 3; arterial4x4 2)."""
+    max_distance: float = 200.0
+    """Detection range before the stop line (m) of the state and reward (RESCO: 200)."""
+    reward_fn: str = "wait_norm"
+    """``wait_norm`` (RESCO's: clip(-total wait / 224, -4, 4)), ``wait`` (-total wait) or
+    ``queue`` (-stopped vehicles), over the light's detected incoming vehicles."""
+    program: str = "rl"
+    """Who runs the lights: ``rl`` (the agents), ``fixed`` (the network's own programs),
+    ``actuated`` (SUMO's gap-actuated control of the same phases), ``greedy`` (RESCO's
+    max-wave: the green phase serving the most vehicles within 50 m) or ``maxpressure``
+    (RESCO's: the green phase of most queued-in minus queued-out vehicles)."""
+    sumo_version: str = ""
+    """``""`` or ``1.28``: the project's SUMO; another version (``1.9.2``, RESCO's) runs the
+    install under ``~/.cache/rlsuite/sumo-<version>`` over TraCI."""
+    backend: str = "auto"
+    """kernel backend for the project's SUMO: auto, libsumo or traci."""
+    pad_lanes: int = 0
+    """Incoming lanes in the observation (0: the most of any light of the network), so one
+    shared policy serves every light; a light with fewer lanes is padded with zeros."""
+    pad_phases: int = 0
+    """Actions per light (0: the most green phases of any light); an action beyond a
+    light's own phases keeps its current phase, and the observation carries the mask."""
+    demand_scale: float = 1.0
+    """Scale of the demand (SUMO's ``--scale``)."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        if self.network and self.network not in resco.MAPS:
+            raise ValueError(
+                f"unknown network {self.network!r}: use one of "
+                f"{', '.join(network_names())}, or net_file=... with route_file=..."
+            )
+        if not self.network and not self.net_file:
+            raise ValueError(
+                "give a RESCO map (network=cologne1 ...) or net_file=... and route_file=..."
+            )
+        if self.net_file and not self.route_file:
+            raise ValueError("net_file needs route_file (the demand)")
+        for f in (self.net_file, self.route_file):
+            if f and not os.path.exists(f):
+                raise FileNotFoundError(f"signals: no such file {f}")
+        if self.program not in PROGRAMS:
+            raise ValueError(f"program must be one of {PROGRAMS}, got {self.program!r}")
+        if self.reward_fn not in REWARDS:
+            raise ValueError(f"reward_fn must be one of {REWARDS}, got {self.reward_fn!r}")
+        if self.demand_scale <= 0:
+            raise ValueError(f"demand_scale must be > 0, got {self.demand_scale}")
+        step, yellow = self.protocol()[2:]
+        if not 0 <= yellow < step:
+            raise ValueError(f"yellow_length ({yellow}) must be below step_length ({step})")
+        begin, end = self.protocol()[:2]
+        if end < begin + step:
+            raise ValueError(f"the window [{begin}, {end}] is shorter than one step ({step} s)")
+        resco.sumo_home_for(self.sumo_version)
+
+    def protocol(self) -> tuple[int, int, int, int]:
+        """(begin, end, step_length, yellow_length) with the map's RESCO values filled in."""
+        m = resco.MAPS.get(self.network)
+        begin = self.begin if self.begin >= 0 else (m.begin if m else 0)
+        end = begin + (self.num_seconds or ((m.end - m.begin) if m else 3600))
+        step = self.step_length or (m.step_length if m else 10)
+        yellow = self.yellow_length or (m.yellow_length if m else 3)
+        return begin, end, step, yellow
+
+    def files(self) -> tuple[str, str]:
+        if self.network:
+            net, rou = resco.MAPS[self.network].files()
+            return self.net_file or net, self.route_file or rou
+        return self.net_file, self.route_file
+
+
+def network_names() -> list[str]:
+    """Every ``network`` the signals scenario knows: sumo-rl's, then RESCO's maps."""
+    from rlsuite.apps.traffic.envs.signals import NETWORKS
+
+    return [*NETWORKS, *resco.MAPS]
+
+
+@dataclass
+class _Light:
+    """One traffic light: its green phases (program 0), lanes and generated yellows."""
+
+    id: str
+    greens: list[tuple[float, str]]
+    lanes: list[str]  # incoming controlled lanes, in link order
+    outs: list[str]  # outgoing lanes
+    served_in: list[list[int]]  # per green: indices into lanes
+    served_out: list[list[int]]  # per green: indices into outs
+    program: list[tuple[float, str]]  # greens then yellows (RESCO's create_yellows)
+    yellow: dict[tuple[int, int], int]
+
+
+def _lights(net_file: str) -> list[_Light]:
+    """The lights of a network from its file: RESCO's green phases of each program 0."""
+    root = ET.parse(net_file).getroot()
+    links: dict[str, dict[int, tuple[str, str]]] = {}
+    for c in root.iter("connection"):
+        if c.get("tl") is not None:
+            inc = f"{c.get('from')}_{c.get('fromLane')}"
+            out = f"{c.get('to')}_{c.get('toLane')}"
+            links.setdefault(c.get("tl"), {})[int(c.get("linkIndex"))] = (inc, out)
+    out, seen = [], set()
+    for tl in root.iter("tlLogic"):
+        tid = tl.get("id")
+        if tid in seen:  # program 0 is the first one
+            continue
+        seen.add(tid)
+        greens = [
+            (float(p.get("duration")), p.get("state")) for p in tl.iter("phase")
+            if "y" not in p.get("state") and "g" in p.get("state").lower()
+        ]  # fmt: skip
+        tl_links = links.get(tid, {})
+        lanes = list(dict.fromkeys(tl_links[i][0] for i in sorted(tl_links)))
+        outs = list(dict.fromkeys(tl_links[i][1] for i in sorted(tl_links)))
+        served_in, served_out = [], []
+        for _, st in greens:
+            idx = [i for i, ch in enumerate(st) if ch in "Gg" and i in tl_links]
+            served_in.append(sorted({lanes.index(tl_links[i][0]) for i in idx}))
+            served_out.append(sorted({outs.index(tl_links[i][1]) for i in idx}))
+        program, yellow = list(greens), {}
+        for i, (_, a) in enumerate(greens):
+            for j, (_, b) in enumerate(greens):
+                if i != j:
+                    y = "".join("y" if x in "Gg" and z in "rs" else x for x, z in zip(a, b))
+                    if y != a:
+                        program.append((0.0, y))
+                        yellow[(i, j)] = len(program) - 1
+        if greens and lanes:
+            out.append(_Light(tid, greens, lanes, outs, served_in, served_out, program, yellow))
+    return out
+
+
+class RescoSignalsEnv(ParallelEnv):
+    """RESCO's traffic-signal control: one agent per light of a SUMO network.
+
+    States:
+        per light (RESCO's ``drq_norm``, padded so one shared policy serves every light):
+        its current green phase (one-hot over ``pad_phases``), the mask of its valid
+        actions, then per incoming lane (``pad_lanes``, zeros beyond the light's own) the
+        detected vehicles within ``max_distance`` m that approach (/28), their total wait
+        (/28), the queued ones (/28) and their summed speed (/20/28). RESCO marks the lane
+        whose index equals the phase; the one-hot says the same without that quirk.
+    Actions:
+        per light, ``Discrete(pad_phases)``: the green phase for the next step (RESCO's
+        green phases of program 0, in file order). A switch starts with ``yellow_length``
+        s of yellow inside the step; an action beyond the light's phases keeps its phase.
+    Rewards:
+        per light, ``reward_fn`` (RESCO's ``wait_norm`` by default).
+    Termination:
+        none; every agent is truncated at the window's end.
+
+    ``episode_metrics()`` gives RESCO's metrics from the episode's tripinfo: ``delay``
+    (RESCO's average delay, s/veh), ``trip_time``, ``waiting_time``, ``never_inserted``,
+    ``trips``, ``arrived``, and ``queue`` (mean queued vehicles per light and step).
+    Each reset starts SUMO with a new seed: ``reset(seed=s)`` uses ``s``, a reset without
+    one the previous seed + 1.
+    """
+
+    metadata = {"render_modes": [], "name": "rlsuite_signals_resco_v0", "is_parallelizable": True}
+
+    def __init__(self, **kwargs: Any):
+        self.cfg = RescoSignalsConfig.from_kwargs(**kwargs)
+        self.net_file, self.route_file = self.cfg.files()
+        self.begin, self.end, self.step_length, self.yellow_length = self.cfg.protocol()
+        self.lights = _lights(self.net_file)
+        if not self.lights:
+            raise ValueError(f"signals: the network {self.net_file} has no traffic lights")
+        self.n_lanes = self.cfg.pad_lanes or max(len(x.lanes) for x in self.lights)
+        self.n_phases = self.cfg.pad_phases or max(len(x.greens) for x in self.lights)
+        for x in self.lights:
+            if len(x.lanes) > self.n_lanes or len(x.greens) > self.n_phases:
+                raise ValueError(
+                    f"light {x.id} has {len(x.lanes)} lanes and {len(x.greens)} green phases, "
+                    f"more than pad_lanes={self.n_lanes} / pad_phases={self.n_phases}"
+                )
+        self.possible_agents = [x.id for x in self.lights]
+        self.agents: list[str] = []
+        dim = 2 * self.n_phases + LANE_FEATURES * self.n_lanes
+        self._obs_space = spaces.Box(0.0, np.inf, (dim,), np.float32)
+        self._act_space = spaces.Discrete(self.n_phases)
+        self._dir = tempfile.mkdtemp(prefix="rlsuite-resco-")
+        self._sim = kernel.Simulation(
+            backend=self.cfg.backend,
+            name="signals",
+            home=resco.sumo_home_for(self.cfg.sumo_version),
+        )
+        self._seed: int | None = None
+        self._episode = 0
+        self._metrics: dict[str, float] | None = None
+        self.render_mode = None
+
+    def observation_space(self, agent: str) -> spaces.Box:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        return self._act_space
+
+    # --- simulation ------------------------------------------------------------------
+
+    def _sumo_args(self, seed: int) -> list[str]:
+        args = [
+            "-n", self.net_file, "-r", self.route_file,
+            "--begin", str(self.begin), "--end", str(self.end),  # separate tokens (sumo-rl #199)
+            "--seed", str(seed), "--time-to-teleport", "-1",
+            "--tripinfo-output", self._tripinfo, "--tripinfo-output.write-unfinished", "true",
+            "--no-step-log", "true", "--no-warnings", "true",
+        ]  # fmt: skip
+        if self.cfg.demand_scale != 1.0:
+            args += ["--scale", f"{self.cfg.demand_scale:g}"]
+        if self.cfg.program == "actuated":
+            from rlsuite.apps.traffic.envs.signals import actuated_programs
+
+            args += ["-a", actuated_programs(self.net_file, os.path.join(self._dir, "act.add.xml"))]
+        return args
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        self._finish()
+        self._seed = seed if seed is not None else (0 if self._seed is None else self._seed + 1)
+        self._episode += 1
+        self._tripinfo = os.path.join(self._dir, f"tripinfo_{self._episode}.xml")
+        try:
+            self._sim.start(self._sumo_args(self._seed))
+        except kernel.SimulationError as e:
+            raise kernel.SimulationError(_sumo_message(str(e))) from None
+        if self.cfg.program in ("rl", "greedy", "maxpressure"):
+            for x in self.lights:
+                program = [(d or self.yellow_length, st) for d, st in x.program]
+                self._sim.set_static_program(x.id, program)
+                self._sim.call("trafficlight", "setPhase", x.id, 0)
+        self._waits: dict[str, dict[str, float]] = {x.id: {} for x in self.lights}
+        self._last: dict[str, set[str]] = {x.id: set() for x in self.lights}
+        self._queue_sum, self._n_steps = 0.0, 0
+        self._metrics = None
+        self.agents = list(self.possible_agents)
+        self._observe(self.cfg.max_distance)
+        obs = {x.id: self._obs(x) for x in self.lights}
+        return obs, {a: {} for a in self.agents}
+
+    def _observe(self, distance: float) -> None:
+        """RESCO's ``Signal.observe``: per incoming lane, the detected vehicles' counts and
+        waits; a vehicle's wait grows by one step once it has stopped near the light."""
+        sim = self._sim
+        self._lane = {}
+        for x in self.lights:
+            waits, seen = self._waits[x.id], set()
+            feats = np.zeros((len(x.lanes), LANE_FEATURES + 1), np.float64)  # + 50 m wave
+            for k, lane in enumerate(x.lanes):
+                length = sim.call("lane", "getLength", lane)
+                for v in sim.call("lane", "getLastStepVehicleIDs", lane):
+                    gap = length - sim.call("vehicle", "getLanePosition", v)
+                    if gap > distance:
+                        continue
+                    seen.add(v)
+                    if v in waits:
+                        waits[v] += self.step_length
+                    else:
+                        w = sim.call("vehicle", "getWaitingTime", v)
+                        if w > 0:
+                            waits[v] = w
+                    w = waits.get(v, 0.0)
+                    if w > 0:
+                        feats[k, 1] += w
+                        feats[k, 2] += 1
+                    else:
+                        feats[k, 0] += 1
+                    feats[k, 3] += sim.call("vehicle", "getSpeed", v)
+                    feats[k, 4] += gap <= 50.0
+            for v in self._last[x.id] - seen:
+                waits.pop(v, None)
+            self._last[x.id] = seen
+            self._lane[x.id] = feats
+
+    def _obs(self, x: _Light) -> np.ndarray:
+        o = np.zeros(self._obs_space.shape, np.float32)
+        ph = self._phase(x)
+        if ph < len(x.greens):
+            o[ph] = 1.0
+        o[self.n_phases : self.n_phases + len(x.greens)] = 1.0
+        f = self._lane[x.id][:, :LANE_FEATURES] / 28.0
+        f[:, 3] /= 20.0
+        o[2 * self.n_phases : 2 * self.n_phases + f.size] = f.reshape(-1)
+        return o
+
+    def _phase(self, x: _Light) -> int:
+        return int(self._sim.call("trafficlight", "getPhase", x.id))
+
+    def _reward(self, x: _Light) -> float:
+        f = self._lane[x.id]
+        if self.cfg.reward_fn == "wait_norm":
+            return float(np.clip(-f[:, 1].sum() / 224.0, -4.0, 4.0))
+        if self.cfg.reward_fn == "wait":
+            return float(-f[:, 1].sum())
+        return float(-f[:, 2].sum())
+
+    def _baseline_action(self, x: _Light) -> int:
+        """RESCO's greedy (max-wave) and max-pressure over this light's green phases."""
+        f = self._lane[x.id]
+        if self.cfg.program == "greedy":
+            wave = f[:, 4]  # vehicles within 50 m (queued or approaching)
+            scores = [wave[s].sum() for s in x.served_in]
+        else:
+            queue_in = f[:, 2]
+            queue_out = np.array([self._queue_at(lane) for lane in x.outs])
+            scores = [
+                queue_in[si].sum() - queue_out[so].sum()
+                for si, so in zip(x.served_in, x.served_out)
+            ]
+        return int(np.argmax(scores))
+
+    def _queue_at(self, lane: str) -> float:
+        """Queued vehicles on ``lane`` where another controlled light detects them (RESCO
+        subtracts only the downstream lights' queues), else 0."""
+        for y in self.lights:
+            if lane in y.lanes:
+                return float(self._lane[y.id][y.lanes.index(lane), 2])
+        return 0.0
+
+    def step(self, actions: dict[str, Any]):
+        if not self.agents:
+            raise RuntimeError("step() after the episode ended: call reset()")
+        prog = self.cfg.program
+        if prog == "rl":
+            missing = set(self.agents) - set(actions)
+            if missing:
+                raise ValueError(f"no action for traffic light(s) {sorted(missing)}")
+        sim = self._sim
+        nxt: dict[str, int] = {}
+        if prog in ("rl", "greedy", "maxpressure"):
+            for x in self.lights:
+                cur = self._phase(x)
+                a = int(actions[x.id]) if prog == "rl" else self._baseline_action(x)
+                a = a if 0 <= a < len(x.greens) else cur  # padded actions keep the phase
+                nxt[x.id] = a
+                if a != cur and (cur, a) in x.yellow:
+                    sim.call("trafficlight", "setPhase", x.id, x.yellow[(cur, a)])
+        for _ in range(self.yellow_length if nxt else 0):
+            sim.step()
+        for tid, a in nxt.items():
+            sim.call("trafficlight", "setPhase", tid, a)
+        for _ in range(self.step_length - (self.yellow_length if nxt else 0)):
+            sim.step()
+        self._observe(self.cfg.max_distance)
+        self._queue_sum += float(sum(self._lane[x.id][:, 2].sum() for x in self.lights))
+        self._n_steps += 1
+        obs = {x.id: self._obs(x) for x in self.lights}
+        rew = {x.id: self._reward(x) for x in self.lights}
+        done = sim.time() >= self.end
+        term = {a: False for a in self.agents}
+        trunc = {a: done for a in self.agents}
+        infos = {a: {} for a in self.agents}
+        if done:
+            self._finish()
+            self.agents = []
+        return obs, rew, term, trunc, infos
+
+    def _finish(self) -> None:
+        """Close SUMO (writing the unfinished trips) and read the episode's metrics."""
+        if not self._sim.running:
+            return
+        self._sim.close()
+        m = resco.trip_metrics(self._tripinfo, self.route_file, self.begin, self.end)
+        m["queue"] = self._queue_sum / max(self._n_steps, 1) / len(self.lights)
+        self._metrics = m
+
+    def episode_metrics(self) -> dict[str, float]:
+        """RESCO's metrics of the last finished episode (the current one is closed first)."""
+        self._finish()
+        return dict(self._metrics or {})
+
+    def render(self) -> None:
+        return None
+
+    def close(self) -> None:
+        try:
+            self._sim.close()
+        finally:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _sumo_message(text: str) -> str:
+    """SUMO's own complaint from a failed start, without the adapter's wrapping."""
+    for marker in ("Error:", "error:"):
+        if marker in text:
+            return "SUMO rejected the input: " + text[text.index(marker) :].strip()
+    return text
+
+
+CONFIG = RescoSignalsConfig
+"""The config class behind the env's keyword arguments."""

@@ -1,0 +1,190 @@
+"""RESCO's benchmark (Ault & Sharon, NeurIPS 2021 Datasets and Benchmarks): its maps, its
+protocol, its delay metric and its published numbers.
+
+The networks and routes are the ones sumo-rl ships (``sumo_rl/nets/RESCO/``); the
+protocol (windows, 10 s decisions with the yellow inside, ``--time-to-teleport -1``)
+follows RESCO v1.0's ``config/map_config.py`` and ``multi_signal.py``; the delay is
+``utils/readXML.py``'s. Nothing here starts SUMO.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class RescoMap:
+    """One RESCO map and its protocol (RESCO's ``map_config.py``)."""
+
+    name: str
+    begin: int
+    """Start of the simulated window (s)."""
+    end: int
+    """End of the window (s)."""
+    step_length: int = 10
+    """Seconds per decision, the yellow included."""
+    yellow_length: int = 3
+    """Yellow seconds at the start of a step that switches phase."""
+    route: str = ""
+    """Route file name in the map's folder (default ``<name>.rou.xml``)."""
+    edited: bool = False
+    """sumo-rl's copy of the network differs from RESCO's (phases removed)."""
+    folder: str = ""
+    """RESCO's name of the map (its folder), where the signals network name differs."""
+
+    def files(self) -> tuple[str, str]:
+        """The network and route files sumo-rl ships for this map."""
+        from rlsuite.apps.traffic import kernel
+
+        folder = self.folder or self.name
+        d = os.path.join(kernel.sumo_rl_nets_dir(), "RESCO", folder)
+        return (
+            os.path.join(d, f"{folder}.net.xml"),
+            os.path.join(d, self.route or f"{folder}.rou.xml"),
+        )
+
+
+MAPS: dict[str, RescoMap] = {
+    m.name: m
+    for m in (
+        RescoMap("cologne1", 25200, 28800),
+        RescoMap("cologne3", 25200, 28800),
+        RescoMap("cologne8", 25200, 28800),
+        RescoMap("ingolstadt1", 57600, 61200),
+        RescoMap("ingolstadt7", 57600, 61200, edited=True),
+        RescoMap("ingolstadt21", 57600, 61200, edited=True),
+        RescoMap("grid4x4_resco", 0, 3600, route="grid4x4_1.rou.xml", folder="grid4x4"),
+        RescoMap("arterial4x4", 0, 3600, 5, 2, route="arterial4x4_1.rou.xml"),
+    )
+}
+"""RESCO's eight maps by signals network name (RESCO's grid4x4 is ``grid4x4_resco``: the
+signals env's ``grid4x4`` is sumo-rl's own 4x4 grid). sumo-rl ships only the first of RESCO's route files for the
+two grids (RESCO draws a new one per episode); ingolstadt7 and ingolstadt21 are sumo-rl's
+edited copies."""
+
+UNEDITED = ("cologne1", "cologne3", "cologne8", "ingolstadt1", "ingolstadt21")
+"""The maps on which fixed-time is checked against RESCO's Fixed row. ingolstadt21's net is
+edited by sumo-rl too, but its fixed-time delay still reproduces RESCO's."""
+
+PUBLISHED: dict[str, dict[str, float | None]] = {
+    "cologne1": dict(Fixed=56.61, Greedy=27.81, MaxPressure=65.85, IDQN=26.05, IPPO=43.24, MPLight=28.74, FMA2C=30.79),
+    "cologne3": dict(Fixed=46.35, Greedy=90.67, MaxPressure=162.28, IDQN=23.99, IPPO=24.03, MPLight=83.65, FMA2C=26.86),
+    "cologne8": dict(Fixed=63.77, Greedy=21.87, MaxPressure=47.73, IDQN=22.06, IPPO=21.62, MPLight=60.42, FMA2C=33.88),
+    "ingolstadt1": dict(Fixed=39.40, Greedy=28.32, MaxPressure=23.62, IDQN=21.48, IPPO=20.90, MPLight=None, FMA2C=27.00),
+    "ingolstadt7": dict(Fixed=91.31, Greedy=80.56, MaxPressure=46.82, IDQN=31.19, IPPO=31.68, MPLight=48.21, FMA2C=51.39),
+    "ingolstadt21": dict(Fixed=133.10, Greedy=76.32, MaxPressure=136.72, IDQN=59.64, IPPO=93.11, MPLight=78.16, FMA2C=90.29),
+    "grid4x4_resco": dict(Fixed=None, Greedy=34.32, MaxPressure=52.55, IDQN=32.95, IPPO=44.00, MPLight=46.91, FMA2C=99.77),
+    "arterial4x4": dict(Fixed=None, Greedy=820.81, MaxPressure=952.75, IDQN=1168.32, IPPO=686.62, MPLight=837.75, FMA2C=654.13),
+}  # fmt: skip
+"""RESCO v1.0's average delay (s/veh), recomputed from its ``avg_timeLoss.py`` by the rule
+of its ``graph.py``: static controllers the mean over episodes, learners the best episode of
+the trial-mean training curve. ``graph.py`` labels agent MAXWAVE "Greedy" and MAXPRESSURE
+"Max Pressure"."""
+
+
+def get_map(name: str) -> RescoMap:
+    """The RESCO map ``name``; an unknown name raises with the valid ones."""
+    try:
+        return MAPS[name]
+    except KeyError:
+        raise ValueError(f"unknown RESCO map {name!r}: use one of {', '.join(MAPS)}") from None
+
+
+# --- SUMO versions -------------------------------------------------------------------
+
+DEFAULT_SUMO = "1.28"
+"""The project's own SUMO (the eclipse-sumo and libsumo wheels)."""
+
+
+def sumo_install_dir(version: str) -> str:
+    """Where ``eclipse-sumo==version`` is installed apart from the project's SUMO:
+    ``$RLSUITE_CACHE/sumo-<version>`` (default ``~/.cache/rlsuite``)."""
+    root = os.environ.get("RLSUITE_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "rlsuite"
+    )
+    return os.path.join(root, f"sumo-{version}")
+
+
+def install_command(version: str) -> str:
+    """The shell line that installs SUMO ``version`` where :func:`sumo_home_for` looks."""
+    return f"pip install --no-deps --target {sumo_install_dir(version)} eclipse-sumo=={version}"
+
+
+def sumo_home_for(version: str) -> str | None:
+    """SUMO's home for ``version``: None for the project's own SUMO, else the install's
+    ``sumo/`` directory; a version not installed raises with the line that installs it."""
+    if version in ("", DEFAULT_SUMO):
+        return None
+    home = os.path.join(sumo_install_dir(version), "sumo")
+    if not os.path.exists(os.path.join(home, "bin", "sumo")):
+        raise ValueError(
+            f"SUMO {version} is not installed; install it with: {install_command(version)}"
+        )
+    return home
+
+
+# --- RESCO's metrics -------------------------------------------------------------------
+
+
+def scheduled_departures(route_file: str) -> dict[str, float]:
+    """``{vehicle id: scheduled depart (s)}`` of the ``<vehicle>`` and ``<trip>`` elements of
+    a route file (flows are not expanded)."""
+    out: dict[str, float] = {}
+    for _, el in ET.iterparse(route_file):
+        if el.tag in ("vehicle", "trip"):
+            try:
+                out[el.get("id", "")] = float(el.get("depart", "nan"))
+            except ValueError:  # "triggered", "now"...: not a time
+                pass
+            el.clear()
+    return out
+
+
+def trip_metrics(tripinfo_file: str, route_file: str, begin: float, end: float) -> dict[str, float]:
+    """RESCO's trip metrics of one episode from SUMO's tripinfo (written with unfinished
+    trips) and the route file.
+
+    * ``delay``: RESCO's average delay (s/veh): the sum of ``timeLoss + departDelay`` over
+      every trip, finished or not, plus ``end - scheduled depart`` for every vehicle of the
+      route file scheduled inside ``[begin, end)`` that was never inserted (each counted as
+      a trip), divided by the number of trips.
+    * ``trip_time``, ``waiting_time``: the mean ``duration`` and ``waitingTime`` of the
+      inserted vehicles' trips.
+    * ``never_inserted``, ``trips`` (inserted ones), ``arrived`` (finished trips).
+
+    RESCO's ``readXML.py`` counts as never inserted the vehicles scheduled after the
+    last-inserted one; here they are found by id, which gives the same set when SUMO
+    inserts in schedule order and the right one when it does not.
+    """
+    total_delay, durations, waits, seen, arrived = 0.0, [], [], set(), 0
+    for _, el in ET.iterparse(tripinfo_file):
+        if el.tag != "tripinfo":
+            continue
+        depart = float(el.get("depart", "-1"))
+        if depart < 0:  # written but never inserted: counted below from the route file
+            el.clear()
+            continue
+        seen.add(el.get("id"))
+        total_delay += float(el.get("timeLoss", 0)) + float(el.get("departDelay", 0))
+        durations.append(float(el.get("duration", 0)))
+        waits.append(float(el.get("waitingTime", 0)))
+        arrived += float(el.get("arrival", "-1")) >= 0
+        el.clear()
+    missing = [
+        d for vid, d in scheduled_departures(route_file).items()
+        if begin <= d < end and vid not in seen
+    ]  # fmt: skip
+    total_delay += float(np.sum(end - np.asarray(missing))) if missing else 0.0
+    n = len(seen) + len(missing)
+    return {
+        "delay": total_delay / n if n else 0.0,
+        "trip_time": float(np.mean(durations)) if durations else 0.0,
+        "waiting_time": float(np.mean(waits)) if waits else 0.0,
+        "never_inserted": float(len(missing)),
+        "trips": float(len(seen)),
+        "arrived": float(arrived),
+    }

@@ -1,0 +1,162 @@
+"""RESCO's maps and protocol on real SUMO: the window, the decisions, the delay metric on a
+hand-checked network, the never-inserted correction and the bad-input errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlsuite.apps.traffic import cli, networks, resco
+from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsEnv
+from rlsuite.platform import envs
+
+NODES = """<nodes>
+  <node id="W1" x="0" y="0"/><node id="M1" x="100" y="0" type="{tl}"/>
+  <node id="E1" x="200" y="0"/><node id="W2" x="0" y="50"/><node id="E2" x="200" y="50"/>
+</nodes>"""
+EDGES = """<edges>
+  <edge id="in1" from="W1" to="M1" numLanes="1" speed="10"/>
+  <edge id="out1" from="M1" to="E1" numLanes="1" speed="10"/>
+  <edge id="r2" from="W2" to="E2" numLanes="1" speed="10"/>
+</edges>"""
+TLS = """<additional><tlLogic id="M1" type="static" programID="0" offset="0">
+  <phase duration="40" state="r"/><phase duration="40" state="G"/></tlLogic></additional>"""
+ROUTES = """<routes>
+  <vType id="car" length="5" minGap="2.5" accel="2.6" decel="4.5" sigma="0" speedDev="0"/>
+  <vehicle id="a" type="car" depart="0" departSpeed="max"><route edges="in1 {to}"/></vehicle>
+  <vehicle id="blocker" type="car" depart="0" departPos="5" departSpeed="0"><route edges="r2"/>
+    <stop lane="r2_0" endPos="12" duration="1000"/></vehicle>
+  <vehicle id="late1" type="car" depart="10" departPos="base"><route edges="r2"/></vehicle>
+  <vehicle id="late2" type="car" depart="20" departPos="base"><route edges="r2"/></vehicle>
+</routes>"""
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A light at M1 (red 40 s, then green) on road W1-M1-E1, and beside it road r2 whose
+    entrance a stopped vehicle blocks; returns (net, routes, net without lights, bad routes)."""
+    d = tmp_path_factory.mktemp("tiny")
+    (d / "t.tll.xml").write_text(TLS)
+    net = networks.compile_network(
+        "tiny", NODES.format(tl="traffic_light"), EDGES,
+        ["--tllogic-files", str(d / "t.tll.xml")], out_dir=str(d),
+    )  # fmt: skip
+    plain = networks.compile_network("plain", NODES.format(tl="priority"), EDGES, out_dir=str(d))
+    (d / "t.rou.xml").write_text(ROUTES.format(to="out1"))
+    (d / "bad.rou.xml").write_text(ROUTES.format(to="nowhere"))
+    return net, str(d / "t.rou.xml"), plain, str(d / "bad.rou.xml")
+
+
+def _episode(env, seed=0, action=0):
+    obs, _ = env.reset(seed=seed)
+    steps = 0
+    while env.agents:
+        obs, *_ = env.step({a: action for a in env.agents})
+        steps += 1
+    return steps, env.episode_metrics()
+
+
+def test_delay_on_a_hand_checked_network(tiny):
+    """Vehicle a reaches the red light at ~9.5 s and leaves at 40 s (timeLoss ~30.5 s plus
+    ~2.5 s of braking and accelerating); the blocker loses ~1 s before its stop (a stop is no
+    time loss); late1 and late2 are never inserted and add 60 - 10 and 60 - 20 s."""
+    net, rou, _, _ = tiny
+    env = RescoSignalsEnv(net_file=net, route_file=rou, num_seconds=60, program="fixed")
+    try:
+        steps, m = _episode(env)
+    finally:
+        env.close()
+    assert steps == 6
+    assert m["never_inserted"] == 2 and m["trips"] == 2 and m["arrived"] == 1
+    assert (30.5 + 0 + 90) / 4 <= m["delay"] <= (34 + 3 + 90) / 4, m
+    assert 27 <= m["waiting_time"] * 2 <= 31, m  # a waited ~28 s, the blocker 0 (its stop)
+
+
+def test_never_inserted_correction_under_rl_control(tiny):
+    """Under RL control the light has one green phase (RESCO drops the red): a drives through
+    with no delay, so the delay is the blocker's ~1 s plus the two never-inserted 50 + 40 s."""
+    net, rou, _, _ = tiny
+    env = RescoSignalsEnv(net_file=net, route_file=rou, num_seconds=60)
+    try:
+        assert env.action_space("M1").n == 1
+        _, m = _episode(env)
+    finally:
+        env.close()
+    assert m["never_inserted"] == 2
+    assert 90 / 4 <= m["delay"] <= 93 / 4, m
+
+
+def test_cologne3_protocol_short_window():
+    """RESCO's window starts at 25200 s (begin passed as its own token: vehicles do come),
+    10 s decisions, one padded action space for lights of 3 and 4 green phases, the mask in
+    the observation, and a new SUMO seed on every reset."""
+    env = RescoSignalsEnv(network="cologne3", num_seconds=120)
+    try:
+        phases = {x.id: len(x.greens) for x in env.lights}
+        assert sorted(set(phases.values())) == [3, 4]
+        assert {env.action_space(a).n for a in env.possible_agents} == {4}
+        obs, _ = env.reset(seed=3)
+        for x in env.lights:
+            mask = obs[x.id][env.n_phases : 2 * env.n_phases]
+            assert mask.tolist() == [1.0] * len(x.greens) + [0.0] * (4 - len(x.greens))
+        assert env._sim.time() == 25200
+        rng = np.random.default_rng(0)
+        steps = 0
+        while env.agents:
+            env.step({a: int(rng.integers(4)) for a in env.agents})
+            steps += 1
+            if steps == 1:
+                assert env._sim.time() == 25210
+        m1 = env.episode_metrics()
+        _, m2 = _episode(env, seed=None)  # seed 4
+        assert env._seed == 4
+    finally:
+        env.close()
+    assert steps == 12
+    assert m1["trips"] > 50 and m2["trips"] > 50  # vehicles were inserted (sumo-rl #199)
+    assert envs.spaces("rlsuite/Signals-v0", {"network": "cologne3", "num_seconds": 20})
+
+
+def test_resco_env_passes_parallel_api_test():
+    envs.check("rlsuite/Signals-v0", {"network": "ingolstadt1", "num_seconds": 100})
+
+
+def test_cli_greedy_on_your_own_network(tiny, tmp_path):
+    net, rou, _, _ = tiny
+    out = tmp_path / "g.json"
+    argv = ["evaluate", "--scenario", "signals", "--controller", "greedy", "--workers", "0",
+            "--episodes", "1", "--env-set", f"net_file={net}", "--env-set", f"route_file={rou}",
+            "--env-set", "num_seconds=60", "--json", str(out)]  # fmt: skip
+    assert cli.main(argv) == 0
+    import json
+
+    row = json.loads(out.read_text())["episodes"][0]
+    assert row["never_inserted"] == 2 and row["delay"] < 24
+
+
+def test_bad_inputs(tiny, capsys):
+    net, rou, plain, bad = tiny
+    with pytest.raises(ValueError, match="unknown network 'colgne8'.*cologne8.*arterial4x4"):
+        envs.make("rlsuite/Signals-v0", {"network": "colgne8"})
+    with pytest.raises(ValueError, match=f"{plain} has no traffic lights"):
+        RescoSignalsEnv(net_file=plain, route_file=rou)
+    with pytest.raises(
+        ValueError, match=r"SUMO 0\.1\.0 is not installed.*pip install .*eclipse-sumo==0\.1\.0"
+    ):
+        RescoSignalsEnv(network="cologne1", sumo_version="0.1.0")
+    base = ["evaluate", "--scenario", "signals", "--controller", "fixed", "--workers", "0",
+            "--episodes", "1", "--env-set", f"net_file={net}"]  # fmt: skip
+    assert cli.main([*base, "--env-set", f"route_file={bad}"]) == 1
+    err = capsys.readouterr().err
+    assert "The edge 'nowhere' within the route for vehicle 'a' is not known" in err
+    assert "Traceback" not in err
+    assert cli.main(["evaluate", "--scenario", "signals", "--controller", "fixed",
+                     "--network", "nowhere"]) == 2  # fmt: skip
+    assert "cologne1" in capsys.readouterr().err
+
+
+def test_published_table_covers_the_maps():
+    assert set(resco.PUBLISHED) == set(resco.MAPS)
+    for name in resco.MAPS:
+        net, rou = resco.get_map(name).files()
+        assert net.endswith(".net.xml") and rou.endswith(".rou.xml")
