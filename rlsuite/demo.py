@@ -1,8 +1,11 @@
-"""`make demo`: a short training and an evaluation of every app, ending in one table.
+"""`make demo`: the suite's results in a few minutes, ending in one table.
 
 Each app contributes ``rlsuite.apps.<app>.demo.run() -> list[dict]`` (rows with
 ``app``, ``task``, ``controller``, ``metric``, ``value`` and optionally
-``reference``); the platform's own row trains the ``sync`` plan on CartPole.
+``reference`` and ``pngs``, the figures a row drew); the platform's own row trains the
+``sync`` plan on CartPole. Traffic evaluates the policies shipped in
+``benchmarks/policies`` (learned from scratch) beside the baselines; queryopt trains its
+DQN rewriter briefly on PostgreSQL and on Spark SQL (``SECTIONS``).
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ import time
 import traceback
 
 APPS = ("traffic", "queryopt", "hierarchy")
+SECTIONS = {"queryopt": ("rlsuite.apps.queryopt.spark_demo", "queryopt on Spark")}
+"""More sections of an app: after its ``demo`` module, ``module: title``."""
 
 
 def platform_demo() -> list[dict]:
-    from rlsuite.platform import evaluation, optimizers, training
+    from rlsuite.platform import evaluation, metrics, optimizers, training
 
     plan = optimizers.make_plan("sync", env="CartPole-v1", num_env_runners=2, seed=0)
     run_dir = os.path.join("runs", "demo", "platform-cartpole")
@@ -45,6 +50,7 @@ def platform_demo() -> list[dict]:
             metric="return",
             value=after.summary["return"]["mean"],
             reference="500 max",
+            pngs=[os.path.join(run_dir, metrics.PNG)],
         ),
     ]
 
@@ -84,6 +90,9 @@ def main() -> int:
                     continue
                 raise
             sections.append((app, mod.run))
+            if app in SECTIONS:
+                extra, title = SECTIONS[app]
+                sections.append((title, importlib.import_module(extra).run))
         for app, fn in sections:
             console.rule(f"[bold]{app}")
             try:
@@ -107,6 +116,11 @@ def main() -> int:
             str(r.get("reference", "")),
         )
     wide.print(table)
+    pngs = [p for r in rows for p in r.get("pngs", ())]
+    if pngs:
+        console.print("figures written:", highlight=False)
+        for p in pngs:
+            console.print(f"  {os.path.abspath(p)}", highlight=False, soft_wrap=True)
     if failures:
         console.print(f"[red]failed: {', '.join(failures)}[/]")
         return 1
