@@ -244,6 +244,9 @@ class Simulation:
         self.pid = os.getpid()
 
     def _start_traci(self, args: list[str]) -> None:
+        import contextlib
+        import io
+
         import traci
 
         exe = binary("sumo-gui" if self.gui else "sumo", self.home)
@@ -257,7 +260,8 @@ class Simulation:
                 stderr=subprocess.PIPE,
             )
             try:
-                traci.init(port=port, numRetries=100, label=label, proc=proc, doSwitch=False)
+                with contextlib.redirect_stdout(io.StringIO()):  # traci's "Retrying" notices
+                    traci.init(port=port, numRetries=100, label=label, proc=proc, doSwitch=False)
             except Exception as e:  # noqa: BLE001 - retried with another port
                 last = e
                 err = ""
