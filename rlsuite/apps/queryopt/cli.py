@@ -4,10 +4,11 @@ NAME
     qopt-bench - load workloads, train the learned rewriter, benchmark it, rewrite SQL
 
 SYNOPSIS
-    qopt-bench setup   --workload {joins,udf,tpch} [--scale S] [--seed N] [--dsn DSN]
+    qopt-bench setup   --workload {joins,udf,tpch,tpcds} [--scale S] [--seed N] [--dsn DSN]
     qopt-bench train   --workload W [--queries N] [--iterations K] [--run-dir DIR] [--dsn DSN]
     qopt-bench run     --workload W (--model PATH | --rules R1,R2) [--json PATH] [--dsn DSN]
-    qopt-bench rewrite "SQL" [--workload W] [--model PATH | --rules R1,R2] [--check] [--dsn DSN]
+    qopt-bench run     --schema S --queries FILE.sql (--model PATH | --rules R1,R2) --dsn DSN
+    qopt-bench rewrite "SQL" [--workload W | --schema S] [--model PATH | --rules R1,R2] [--check]
     qopt-bench server  {start,stop,status}
     qopt-bench rules
     qopt-bench setup | train | run | rewrite ... --engine spark [--spark-master URL] [--spark-dir DIR]
@@ -18,8 +19,17 @@ DESCRIPTION
     ~/.cache/rlsuite/pg otherwise), started when needed and stopped again when
     the command ends (unless it was already running: `qopt-bench server start`
     keeps one up). With --dsn the commands use that server; the app only ever
-    writes into its own schemas (qopt_joins, qopt_udf, qopt_tpch), and measured
-    queries run read-only with a statement_timeout.
+    writes into its own schemas (qopt_joins, qopt_udf, qopt_tpch, qopt_tpcds_sf*),
+    and measured queries run read-only with a statement_timeout.
+
+    Your own database: --schema S makes rewrite, run and serve read the schema S
+    as it is (a user with only USAGE on S and SELECT on its tables will do).
+    `run --queries FILE.sql` runs the file's queries (separated by `;`); a
+    statement that is not a SELECT is skipped, with the reason. A rewrite is
+    kept only when PostgreSQL plans it, and with --check only when its rows are
+    the original's and it does not run slower; when the original runs past
+    --timeout-ms, the rows are compared on --check-schema (a small copy with the
+    same tables; the tpcds workload's is its SF 0.01 schema) instead.
 
     With --engine spark the same commands run on Spark SQL: an embedded local[*]
     session (pyspark, Java 17), or the cluster of --spark-master spark://HOST:PORT.
@@ -83,11 +93,18 @@ def build_parser() -> argparse.ArgumentParser:
             help="with --engine spark: Spark's private directory (data, warehouse, scratch)",
         )
         if workload:
-            sp.add_argument(
+            wg = sp.add_mutually_exclusive_group()
+            wg.add_argument(
                 "--workload",
                 choices=WORKLOAD_NAMES,
                 default="joins",
                 help="workload (default: joins)",
+            )
+            wg.add_argument(
+                "--schema",
+                default=None,
+                metavar="S",
+                help="your own schema instead of a workload: read as it is, never written",
             )
             sp.add_argument(
                 "--udf-cost",
@@ -99,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "--scale",
                 type=float,
                 default=None,
-                help="tpch workload: scale factor (default 0.1)",
+                help="tpch / tpcds workload: scale factor (default 0.1 / 1)",
             )
 
     s = sub.add_parser(
@@ -160,11 +177,24 @@ def build_parser() -> argparse.ArgumentParser:
     g = r.add_mutually_exclusive_group(required=True)
     g.add_argument("--model", help="checkpoint or run directory from `qopt-bench train`")
     g.add_argument("--rules", help=f"comma-separated fixed rules: {', '.join(RULE_NAMES)}")
-    r.add_argument("--queries", type=int, default=20, help="held-out test queries (default 20)")
+    r.add_argument(
+        "--queries",
+        type=_count_or_file,
+        default=20,
+        metavar="N|FILE.sql",
+        help="N held-out queries of the workload (default 20), or a file of queries "
+        "separated by `;` (needed with --schema)",
+    )
     r.add_argument("--split", choices=("train", "test"), default="test")
     r.add_argument("--query-seed", type=int, default=0)
     r.add_argument("--timeout-ms", type=int, default=60_000, help="statement_timeout per query")
     r.add_argument("--repeat", type=int, default=1, help="runs per query; the fastest counts")
+    r.add_argument(
+        "--check-schema",
+        default=None,
+        metavar="S",
+        help="compare rows here when the original runs past --timeout-ms (a small copy)",
+    )
     add_json_flag(r, "the results")
 
     w = sub.add_parser(
@@ -181,6 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--rules", help="comma-separated rules to apply in order")
     w.add_argument("--check", action="store_true", help="run both queries and compare rows")
     w.add_argument("--timeout-ms", type=int, default=60_000)
+    w.add_argument(
+        "--check-schema",
+        default=None,
+        metavar="S",
+        help="with --check: compare rows on this small copy of the schema when the original "
+        "runs past --timeout-ms (default: the workload's own, tpcds: its SF 0.01 schema)",
+    )
     add_json_flag(w, "the decision")
 
     v = sub.add_parser("server", help="start, stop or inspect the embedded server")
@@ -199,7 +236,24 @@ def build_parser() -> argparse.ArgumentParser:
         register = None
     if register is not None:
         register(sub)
+        serve = sub.choices.get("serve")
+        if serve is not None:
+            serve.add_argument(
+                "--schema",
+                default=None,
+                metavar="S",
+                help="serve queries over your own schema S (read-only; with --rules)",
+            )
     return p
+
+
+def _count_or_file(text: str) -> int | str:
+    """``--queries``: a count of generated queries, or the path of a file of queries."""
+    if text.isdigit():
+        return int(text)
+    if not text.endswith(".sql") and not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a count nor a .sql file")
+    return text
 
 
 @contextlib.contextmanager
@@ -225,16 +279,54 @@ def _database(dsn: str | None) -> Iterator[object]:
 def _workload(args: argparse.Namespace):
     from rlsuite.apps.queryopt.workloads import get
 
+    if getattr(args, "schema", None):
+        return _own_schema(args)
     kw = {}
     if getattr(args, "udf_cost", None) is not None:
         if args.workload != "udf":
             raise ValueError("--udf-cost is for --workload udf")
         kw["udf_cost"] = args.udf_cost
     if getattr(args, "scale", None) is not None:
-        if args.workload != "tpch":
-            raise ValueError("--scale is for --workload tpch")
+        if args.workload not in ("tpch", "tpcds"):
+            raise ValueError("--scale is for --workload tpch or tpcds")
         kw["scale"] = args.scale
     return get(args.workload, **kw)
+
+
+def _own_schema(args: argparse.Namespace):
+    """``--schema S`` (and ``run --queries FILE.sql``): the user's schema, read-only."""
+    from rlsuite.apps.queryopt.workloads.own import OwnSchema
+
+    if getattr(args, "engine", "postgres") != "postgres":
+        raise ValueError("--schema is for --engine postgres")
+    if getattr(args, "udf_cost", None) is not None or getattr(args, "scale", None) is not None:
+        raise ValueError("--udf-cost and --scale are for the app's workloads, not --schema")
+    if args.command in ("setup", "train"):
+        raise ValueError(
+            f"{args.command} is for the app's own workloads; with --schema use rewrite, run "
+            "or serve (the app never writes into your schema)"
+        )
+    qfile = getattr(args, "queries", None)
+    if args.command == "run" and not isinstance(qfile, str):
+        raise ValueError("run --schema S needs --queries FILE.sql: your queries, `;`-separated")
+    w = OwnSchema(args.schema, qfile if isinstance(qfile, str) else None)
+    for n, stmt, why in w.skipped:
+        console.print(f"[yellow]skipped statement {n} ({stmt}): {why}[/]")
+    return w
+
+
+def _queries_of(args: argparse.Namespace, w) -> list[str]:
+    """The queries ``run`` measures: the file's (``--queries FILE.sql``) or generated ones."""
+    from rlsuite.apps.queryopt.workloads.own import OwnSchema, read_queries
+
+    if isinstance(w, OwnSchema):
+        return w.queries(args.split, 0)
+    if isinstance(args.queries, str):
+        queries, skipped = read_queries(args.queries)
+        for n, stmt, why in skipped:
+            console.print(f"[yellow]skipped statement {n} ({stmt}): {why}[/]")
+        return queries
+    return w.queries(args.split, args.queries, args.query_seed)
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
@@ -297,10 +389,21 @@ def _rewriter(args: argparse.Namespace, db, w, greedy: bool = False):
         return LearnedRewriter(
             args.model, db.dsn, workload=w.name, workload_config=wcfg, timeout_ms=args.timeout_ms
         )
+    check_schema = getattr(args, "check_schema", None) or getattr(w, "check_schema", None)
+    if check_schema is not None and check_schema != w.schema:
+        if check_schema not in db.visible_schemas():
+            raise ValueError(
+                f"--check-schema {check_schema!r} does not exist or this user may not read it; "
+                f"schemas it can see: {', '.join(db.visible_schemas()) or 'none'}"
+            )
     if greedy:
-        return GreedyByCost(db, w.schema, w.settings(), timeout_ms=args.timeout_ms)
+        return GreedyByCost(
+            db, w.schema, w.settings(), timeout_ms=args.timeout_ms, check_schema=check_schema
+        )
     names = [n.strip() for n in (args.rules or "").split(",") if n.strip()]
-    return FixedRules(db, w.schema, names, w.settings(), timeout_ms=args.timeout_ms)
+    return FixedRules(
+        db, w.schema, names, w.settings(), timeout_ms=args.timeout_ms, check_schema=check_schema
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -311,7 +414,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     w = _workload(args)
     with _database(args.dsn) as db:
         w.ensure(db)
-        queries = w.queries(args.split, args.queries, args.query_seed)
+        queries = _queries_of(args, w)
         rw = _rewriter(args, db, w)
         try:
             with Progress(console=console, transient=True) as bar:
@@ -381,7 +484,7 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
     if args.check:
         console.print(
             {
-                True: "[green]rows match[/]",
+                True: f"[green]rows match[/] (compared on {d.checked_on})",
                 False: "[red]ROWS DIFFER[/]",
                 None: "rows not compared (nothing rewritten or a timeout)",
             }[match]
@@ -396,6 +499,7 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
                 "rewrites": list(applied),
                 "reasons": reasons,
                 "rows_match": match,
+                "checked_on": d.checked_on,
             },
         )
     return 1 if match is False else 0
@@ -460,11 +564,27 @@ COMMANDS = {
 }
 
 
+def _serve_own_schema(args: argparse.Namespace) -> None:
+    """``serve --schema S``: the fixed rules over the user's schema (a ``schema:S`` workload)."""
+    if args.command != "serve":
+        return
+    if not args.rules:
+        raise ValueError(
+            "serve --schema S goes with --rules R1,R2 (a trained model serves the schema it "
+            "was trained on)"
+        )
+    if args.workload:
+        raise ValueError("give --workload or --schema, not both")
+    args.workload = "schema:" + args.schema
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         handler = getattr(args, "qopt_plugin_handler", None)
         if handler is not None:
+            if getattr(args, "schema", None):
+                _serve_own_schema(args)
             return int(handler(args))
         if getattr(args, "engine", "postgres") == "spark" and args.command != "rules":
             from rlsuite.apps.queryopt import spark_cli

@@ -3,8 +3,9 @@
 A :class:`Database` is one session. Measured queries run in a ``READ ONLY``
 transaction with ``SET LOCAL statement_timeout`` and the query's planner
 settings, and are rolled back, so nothing a query does (or a setting it needs)
-outlives it. Writes happen only in :meth:`Database.load`, and only inside the
-app's own schemas (``qopt_*``).
+outlives it. They may read any schema (a user's own database included), and a
+user with only ``USAGE`` and ``SELECT`` rights can run them. Writes happen only
+in :meth:`Database.load`, and only inside the app's own schemas (``qopt_*``).
 
 Example::
 
@@ -67,7 +68,15 @@ def admin_execute(
         conn.close()
 
 
+def quote_schema(schema: str) -> str:
+    """``schema`` as a quoted SQL identifier (any name a user's schema may have)."""
+    if not isinstance(schema, str) or not schema or "\x00" in schema:
+        raise ValueError(f"bad schema name {schema!r}")
+    return '"' + schema.replace('"', '""') + '"'
+
+
 def _check_schema(schema: str) -> None:
+    """Writes go only into the app's own schemas."""
     if not schema.startswith(APP_SCHEMA_PREFIX) or not re.fullmatch(r"[a-z0-9_]+", schema):
         raise ValueError(
             f"schema {schema!r} is not one of the app's own schemas (names start with "
@@ -133,12 +142,11 @@ class Database:
         settings: Mapping[str, str],
         read_only: bool = True,
     ) -> None:
-        _check_schema(schema)
         _check_settings(settings)
         # one round trip for the whole set-up (it is paid by every run)
         parts = [
             "BEGIN READ ONLY" if read_only else "BEGIN",
-            f"SET LOCAL search_path TO {schema}, public",
+            f"SET LOCAL search_path TO {quote_schema(schema)}, public",
             f"SET LOCAL statement_timeout = {int(timeout_ms)}",
         ]
         for k, v in settings.items():
@@ -233,6 +241,17 @@ class Database:
             return plan[0]
 
     # ----------------------------------------------------------- catalog
+    def visible_schemas(self) -> list[str]:
+        """The schemas this user may read (``USAGE``), without PostgreSQL's own."""
+        with self.conn.cursor() as cur:
+            cur.execute(
+                "SELECT nspname FROM pg_namespace WHERE has_schema_privilege(oid, 'USAGE') "
+                "AND nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' ORDER BY 1"
+            )
+            out = [r[0] for r in cur.fetchall()]
+        self.conn.rollback()
+        return out
+
     def schema_exists(self, schema: str) -> bool:
         with self.conn.cursor() as cur:
             cur.execute(
@@ -288,12 +307,14 @@ class Database:
         replace: bool = True,
         copy_options: str = "",
         comment: str | None = None,
+        after: Iterable[str] = (),
     ) -> None:
         """Create ``schema`` (an app schema) and run ``statements`` in it, in one transaction.
 
         ``copy`` maps ``table`` to a file-like object of rows for ``COPY`` (tab-separated text,
         or what ``copy_options`` says, e.g. ``(FORMAT csv, DELIMITER '|')``). ``comment`` becomes
         the schema's comment, written in the same transaction (so it marks complete data only).
+        ``after`` runs once the data is in (primary keys are faster to build then).
         """
         _check_schema(schema)
         conn = self.conn
@@ -310,6 +331,8 @@ class Database:
                         cur.execute(st)
                 for table, fobj in (copy or {}).items():
                     cur.copy_expert(f"COPY {schema}.{table} FROM STDIN {copy_options}", fobj)
+                for st in after:
+                    cur.execute(st)
                 if comment is not None:
                     cur.execute(f"COMMENT ON SCHEMA {schema} IS %s", (comment,))
             conn.commit()

@@ -99,6 +99,8 @@ class Decision:
     """Why a requested rule was not applied, or why the whole rewrite was dropped (``*``)."""
     rows_match: bool | None = None
     """Result of the row comparison (None when not checked)."""
+    checked_on: str | None = None
+    """The schema the rows were compared on (the query's own, or a small copy of it)."""
 
     @property
     def changed(self) -> bool:
@@ -149,6 +151,7 @@ def rewrite(
     check: bool = False,
     timeout_ms: int = 60_000,
     base_settings: dict[str, str] | None = None,
+    check_schema: str | None = None,
 ) -> Decision:
     """Apply the rules ``names`` to ``sql`` and validate the result (see module doc)."""
     base_settings = dict(base_settings or {})
@@ -165,7 +168,7 @@ def rewrite(
     passthrough.reasons = reasons
     if not q.applied:
         return passthrough
-    return validate(db, schema, sql, q, reasons, check, timeout_ms, base_settings)
+    return validate(db, schema, sql, q, reasons, check, timeout_ms, base_settings, check_schema)
 
 
 def validate(
@@ -177,8 +180,11 @@ def validate(
     check: bool,
     timeout_ms: int,
     base_settings: dict[str, str],
+    check_schema: str | None = None,
 ) -> Decision:
-    """Keep the rewrite only if it re-parses, plans, and (``check``) returns the same rows."""
+    """Keep the rewrite only if it re-parses, plans, and (``check``) returns the same rows
+    without running slower (:func:`~rlsuite.apps.queryopt.verify.check_rewrite`; rows are
+    compared on ``check_schema`` when the original runs past ``timeout_ms``)."""
     new_sql = q.sql()
     settings = {**base_settings, **q.settings_dict}
     fallback = Decision(sql, dict(base_settings), (), dict(reasons))
@@ -194,17 +200,17 @@ def validate(
         return fallback
     out = Decision(new_sql, settings, q.applied, dict(reasons))
     if check:
-        a = db.run(sql, schema, timeout_ms, base_settings)
-        b = db.run(new_sql, schema, timeout_ms, settings)
-        if a.timed_out or b.timed_out:
-            fallback.reasons["*"] = f"cannot check rows: a query ran past {timeout_ms} ms"
-            return fallback
-        ok = same_rows(a.rows or [], b.rows or [], ordered=has_order_by(sql))
-        if not ok:
-            fallback.reasons["*"] = "the rewrite returned different rows; kept the original"
-            fallback.rows_match = False
+        from rlsuite.apps.queryopt.verify import check_rewrite
+
+        verdict = check_rewrite(
+            db, schema, sql, new_sql, base_settings, settings, timeout_ms, check_schema
+        )
+        if not verdict.keep:
+            fallback.reasons["*"] = verdict.reason
+            fallback.rows_match = verdict.rows_match
             return fallback
         out.rows_match = True
+        out.checked_on = verdict.checked_on
     return out
 
 
@@ -218,16 +224,27 @@ class FixedRules:
         names: Sequence[str],
         settings: Mapping[str, str] | None = None,
         timeout_ms: int = 60_000,
+        check_schema: str | None = None,
     ):
         for n in names:
             R.get(n)  # unknown names fail here, with the list of rules
         self.db, self.schema, self.names = db, schema, list(names)
         self.settings = dict(settings or {})
         self.timeout_ms = timeout_ms
+        self.check_schema = check_schema
         self.name = "rules: " + ", ".join(self.names)
 
     def rewrite(self, sql: str, check: bool = False) -> Decision:
-        return rewrite(self.db, self.schema, sql, self.names, check, self.timeout_ms, self.settings)
+        return rewrite(
+            self.db,
+            self.schema,
+            sql,
+            self.names,
+            check,
+            self.timeout_ms,
+            self.settings,
+            self.check_schema,
+        )
 
     def close(self) -> None:
         pass
@@ -247,10 +264,12 @@ class GreedyByCost:
         settings: Mapping[str, str] | None = None,
         timeout_ms: int = 60_000,
         max_rules: int = 3,
+        check_schema: str | None = None,
     ):
         self.db, self.schema = db, schema
         self.settings = dict(settings or {})
         self.timeout_ms = timeout_ms
+        self.check_schema = check_schema
         self.max_rules = max_rules
         self.name = "greedy by estimated cost"
 
@@ -282,7 +301,16 @@ class GreedyByCost:
             d = rewrite(self.db, self.schema, sql, [], check, self.timeout_ms, self.settings)
             d.reasons.setdefault("*", f"no rewrite: {e}")
             return d
-        return rewrite(self.db, self.schema, sql, names, check, self.timeout_ms, self.settings)
+        return rewrite(
+            self.db,
+            self.schema,
+            sql,
+            names,
+            check,
+            self.timeout_ms,
+            self.settings,
+            self.check_schema,
+        )
 
     def close(self) -> None:
         pass

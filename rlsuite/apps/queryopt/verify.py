@@ -1,0 +1,129 @@
+"""The row check of a rewrite, including rewrites of queries too slow to finish.
+
+:func:`check_rewrite` runs the original and the rewrite on the query's own
+schema under the statement timeout. The rewrite is kept only when both finish,
+the rows are the same (multisets; lists under ``ORDER BY``) and the rewrite is
+not slower (more than 10% and 10 ms). A rewrite that times out, runs slower or
+returns other rows leaves the original in place, with the reason.
+
+**When the original runs past the timeout** (the slow queries that rewriting
+matters most for), the rows cannot be compared on the full data. Then:
+
+1. the rewrite must finish on the full data within the timeout (else nothing
+   is gained and the original stays);
+2. both queries run on ``check_schema``, a small copy with the same tables and
+   columns (for ``tpcds`` the SF 0.01 data from the same ``dsdgen``; for a
+   user's schema, a copy or sample the user names with ``--check-schema``),
+   and their rows must be the same;
+3. the original must return at least one row there: equal empty results would
+   prove nothing, so such a rewrite is not kept.
+
+What this guarantees: the rewritten SQL returns exactly the original's rows on
+the small copy (a real execution of both on data of the same schema), it plans
+and finishes on the full data, and it is faster there than the original's
+timeout. What it does not guarantee: equality on the full data. A rule whose
+result differs only for data the copy lacks (a NULL key, duplicates, ties at
+a ``LIMIT`` boundary that only large data has) passes this check. The rules
+are written to be equivalences; the copy check catches rules that are wrong
+on the data the copy holds, not every possible input.
+
+Example::
+
+    >>> v = check_rewrite(db, "qopt_tpcds_sf1", Q1, Q1_UNNESTED, {}, {}, 30_000,
+    ...                   check_schema="qopt_tpcds_sf0_01")                      # doctest: +SKIP
+    >>> v.keep, v.checked_on                                                     # doctest: +SKIP
+    (True, 'qopt_tpcds_sf0_01')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.db import Database
+
+SLOWER_FACTOR = 1.10
+"""A rewrite is slower when it takes more than 10% longer than the original ..."""
+SLOWER_MARGIN_S = 0.010
+"""... and at least 10 ms longer (one run of a millisecond query is mostly noise)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a rewrite may replace the original, and why not."""
+
+    keep: bool
+    reason: str = ""
+    """Why the original stays (empty when the rewrite is kept)."""
+    rows_match: bool | None = None
+    """True/False when rows were compared, None when they could not be."""
+    checked_on: str | None = None
+    """The schema whose rows were compared."""
+    original_s: float | None = None
+    rewritten_s: float | None = None
+
+
+def check_rewrite(
+    db: Database,
+    schema: str,
+    sql: str,
+    new_sql: str,
+    settings: Mapping[str, str],
+    new_settings: Mapping[str, str],
+    timeout_ms: int,
+    check_schema: str | None = None,
+) -> Verdict:
+    """Run both queries and decide whether ``new_sql`` may replace ``sql`` (see module doc)."""
+    from rlsuite.apps.queryopt.rewriter import has_order_by, same_rows
+
+    ordered = has_order_by(sql)
+    a = db.run(sql, schema, timeout_ms, settings)
+    b = db.run(new_sql, schema, timeout_ms, new_settings)
+    if b.timed_out:
+        return Verdict(False, f"the rewrite ran past {timeout_ms} ms; kept the original")
+    if not a.timed_out:
+        if not same_rows(a.rows or [], b.rows or [], ordered=ordered):
+            return Verdict(False, "the rewrite returned different rows; kept the original", False)
+        if (
+            b.runtime_s > SLOWER_FACTOR * a.runtime_s
+            and b.runtime_s - a.runtime_s > SLOWER_MARGIN_S
+        ):
+            return Verdict(
+                False,
+                f"the rewrite ran slower ({b.runtime_s:.3f} s against {a.runtime_s:.3f} s); "
+                "kept the original",
+                True,
+                schema,
+                a.runtime_s,
+                b.runtime_s,
+            )
+        return Verdict(True, "", True, schema, a.runtime_s, b.runtime_s)
+    # the original cannot finish here: compare the rows on the small copy
+    if not check_schema or check_schema == schema:
+        return Verdict(
+            False,
+            f"cannot check rows: the original ran past {timeout_ms} ms (give a small copy of "
+            "the schema to check on: --check-schema)",
+        )
+    ca = db.run(sql, check_schema, timeout_ms, settings)
+    cb = db.run(new_sql, check_schema, timeout_ms, new_settings)
+    if ca.timed_out or cb.timed_out:
+        return Verdict(
+            False, f"cannot check rows: a query ran past {timeout_ms} ms on {check_schema} too"
+        )
+    if not ca.rows:
+        return Verdict(
+            False,
+            f"cannot check rows: the original ran past {timeout_ms} ms, and on {check_schema} "
+            "it returns no rows, so equal rows there would prove nothing",
+        )
+    if not same_rows(ca.rows, cb.rows or [], ordered=ordered):
+        return Verdict(
+            False,
+            f"the rewrite returned different rows on {check_schema}; kept the original",
+            False,
+            check_schema,
+        )
+    return Verdict(True, "", True, check_schema, None, b.runtime_s)
