@@ -817,8 +817,13 @@ class ModelServer:
         ms = float(msg["ms"])
         if not math.isfinite(ms) or ms < 0:
             raise ValueError(f"a runtime must be a finite number of ms >= 0, got {ms}")
+        try:
+            self._record(k, ms)
+        finally:  # counted once recorded everywhere: whoever waits on the count sees it all
+            self.stats.rewards += 1
+
+    def _record(self, k: str, ms: float) -> None:
         self.rewards[k].append(ms)
-        self.stats.rewards += 1
         if self.rewards_path:
             with open(self.rewards_path, "a") as f:
                 f.write(json.dumps({"key": k, "ms": ms, "time": time.time()}) + "\n")
