@@ -138,8 +138,8 @@ class _Light:
     greens: list[tuple[float, str]]
     lanes: list[str]  # incoming controlled lanes, in link order
     outs: list[str]  # outgoing lanes
-    served_in: list[list[int]]  # per green: indices into lanes
-    served_out: list[list[int]]  # per green: indices into outs
+    movements: list[tuple[list[int], list[int]]]  # (in lanes, out lanes) per edge pair
+    served: list[list[int]]  # per green: indices into movements with a green link
     program: list[tuple[float, str]]  # greens then yellows (RESCO's create_yellows)
     yellow: dict[tuple[int, int], int]
 
@@ -166,11 +166,23 @@ def _lights(net_file: str) -> list[_Light]:
         tl_links = links.get(tid, {})
         lanes = list(dict.fromkeys(tl_links[i][0] for i in sorted(tl_links)))
         outs = list(dict.fromkeys(tl_links[i][1] for i in sorted(tl_links)))
-        served_in, served_out = [], []
-        for _, st in greens:
-            idx = [i for i, ch in enumerate(st) if ch in "Gg" and i in tl_links]
-            served_in.append(sorted({lanes.index(tl_links[i][0]) for i in idx}))
-            served_out.append(sorted({outs.index(tl_links[i][1]) for i in idx}))
+        edge = lambda lane: lane.rsplit("_", 1)[0]  # noqa: E731
+        mov_of: dict[tuple[str, str], int] = {}
+        movements: list[tuple[list[int], list[int]]] = []
+        link_mov = {}
+        for i in sorted(tl_links):
+            a, b = tl_links[i]
+            k = mov_of.setdefault((edge(a), edge(b)), len(mov_of))
+            if k == len(movements):
+                movements.append(([], []))
+            for lst, j in ((movements[k][0], lanes.index(a)), (movements[k][1], outs.index(b))):
+                if j not in lst:
+                    lst.append(j)
+            link_mov[i] = k
+        served = [
+            sorted({link_mov[i] for i, ch in enumerate(st) if ch in "Gg" and i in link_mov})
+            for _, st in greens
+        ]
         program, yellow = list(greens), {}
         for i, (_, a) in enumerate(greens):
             for j, (_, b) in enumerate(greens):
@@ -180,7 +192,7 @@ def _lights(net_file: str) -> list[_Light]:
                         program.append((0.0, y))
                         yellow[(i, j)] = len(program) - 1
         if greens and lanes:
-            out.append(_Light(tid, greens, lanes, outs, served_in, served_out, program, yellow))
+            out.append(_Light(tid, greens, lanes, outs, movements, served, program, yellow))
     return out
 
 
@@ -347,18 +359,22 @@ class RescoSignalsEnv(ParallelEnv):
         return float(-f[:, 2].sum())
 
     def _baseline_action(self, x: _Light) -> int:
-        """RESCO's greedy (max-wave) and max-pressure over this light's green phases."""
+        """RESCO's greedy (max-wave) and max-pressure over this light's green phases.
+
+        RESCO scores a phase by a pair of movements (its hand-written ``phase_pairs``); here
+        a movement is a pair of incoming and outgoing edges of the light's links, and a
+        phase scores the sum of its two highest-scoring movements with a green link (summing
+        all of them would favour the phase that serves the most lanes for ever). Greedy: a
+        movement's vehicles within 50 m of the stop line, queued or approaching. Max-pressure:
+        its queued vehicles in minus those queued on its outgoing lanes where another
+        controlled light detects them (RESCO subtracts only downstream lights' queues)."""
         f = self._lane[x.id]
         if self.cfg.program == "greedy":
-            wave = f[:, 4]  # vehicles within 50 m (queued or approaching)
-            scores = [wave[s].sum() for s in x.served_in]
+            mov = [f[i_in, 4].sum() for i_in, _ in x.movements]
         else:
-            queue_in = f[:, 2]
-            queue_out = np.array([self._queue_at(lane) for lane in x.outs])
-            scores = [
-                queue_in[si].sum() - queue_out[so].sum()
-                for si, so in zip(x.served_in, x.served_out)
-            ]
+            q_out = np.array([self._queue_at(lane) for lane in x.outs])
+            mov = [f[i_in, 2].sum() - q_out[i_out].sum() for i_in, i_out in x.movements]
+        scores = [sum(sorted((mov[k] for k in ks), reverse=True)[:2]) for ks in x.served]
         return int(np.argmax(scores))
 
     def _queue_at(self, lane: str) -> float:
