@@ -145,8 +145,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     meta = checkpoints.metadata(args.controller)
     env_id = args.env or meta["env"]
-    env_config = meta.get("env_config", {}) if args.env_config is None else args.env_config
+    if args.env_config is not None:
+        env_config = args.env_config
+    else:  # the training env's options, for that env only
+        env_config = meta.get("env_config", {}) if env_id == meta["env"] else {}
     scen = evaluation.scenarios(env_id, range(args.seed, args.seed + args.episodes), env_config)
+    evaluation.check_controller(args.controller, scen)  # before Ray starts
     with ray_cluster(args):
         res = evaluation.evaluate(args.controller, scen, num_workers=args.workers, progress=True)
     Console().print(res.table())

@@ -267,7 +267,7 @@ def evaluate(
     # Resolved here (fails fast, with the list of known ids) and shipped to the workers,
     # so envs registered at run time in this process work there too.
     specs = {s.env_id: env_registry.spec(s.env_id) for s in scenario_list}
-    _check_fits(controller, scenario_list)
+    check_controller(controller, scenario_list)
     label = name or _label(controller)
     t0 = time.perf_counter()
     if num_workers == 0:
@@ -285,10 +285,11 @@ def evaluate(
     return EvaluationResult(label, rows, summarize(rows), time.perf_counter() - t0)
 
 
-def _check_fits(controller: Any, scenario_list: Sequence[Scenario]) -> None:
-    """Refuse, here in the driver and before any worker starts, a checkpoint whose recorded
-    spaces the scenarios' envs do not have (another observation size, action space or set
-    of agents): one sentence, where a worker would fail on its first step."""
+def check_controller(controller: Any, scenario_list: Sequence[Scenario]) -> None:
+    """Refuse (``ValueError``, one sentence), in this process and before any worker starts,
+    a checkpoint whose recorded spaces the scenarios' envs do not have (another observation
+    size, action space or set of agents), where a worker would fail on its first step.
+    :func:`evaluate` calls it; a CLI may call it before it starts Ray."""
     if not isinstance(controller, str | os.PathLike):
         return  # objects and factories record no spaces: they meet the env in the worker
     from rlsuite.platform.checkpoints.fit import check_fits

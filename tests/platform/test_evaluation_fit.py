@@ -94,3 +94,23 @@ def test_user_error_in_a_worker_arrives_as_its_own_message(ray_local):
     assert type(e.value) is ValueError  # not Ray's RayTaskError(ValueError) dual
     assert str(e.value) == "this controller cannot act on Identity observations"
     assert "ray::" not in str(e.value) and "actor_id" not in str(e.value)
+
+
+def test_rlsuite_evaluate_refuses_a_policy_for_another_env_before_ray(monkeypatch, capsys):
+    import ray
+
+    from rlsuite.cli import main
+    from rlsuite.platform import cluster
+
+    def refuse(*a, **k):
+        raise AssertionError("Ray was started for a policy that cannot act on the env")
+
+    monkeypatch.setattr(cluster, "init", refuse)
+    monkeypatch.setattr(ray, "init", refuse)
+    ring = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "policies",
+                        "ring_es_gru_scratch_p025")  # fmt: skip
+    # the ring's env options are not passed to CartPole: only the observation size is wrong
+    assert main(["evaluate", "--controller", ring, "--env", "CartPole-v1", "--episodes", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "observations of 4 values (shape (4,)) from 'CartPole-v1' cannot go to policy" in err
+    assert "ray::" not in err and len(err.strip().splitlines()) == 1

@@ -322,6 +322,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     scen_list = evaluation.scenarios(
         scen.env_id, range(args.seed, args.seed + args.episodes), cfg, name=_label(scen, cfg)
     )
+    evaluation.check_controller(controller, scen_list)  # before Ray starts or joins a cluster
     if args.address:
         from rlsuite.platform import cluster
 
