@@ -127,3 +127,23 @@ def test_a_slower_or_timed_out_rewrite_leaves_the_original(reader_dsn):
         assert not stuck.keep and "ran past 500 ms" in stuck.reason
         fine = check_rewrite(rd, "shop", SLEEPY.format(s=0.3), SEED_QUERY, {}, {}, 60_000)
         assert fine.keep and fine.checked_on == "shop"
+
+
+def test_serve_takes_a_schema_of_your_own(reader_dsn):
+    """``serve --schema S --rules R`` serves the workload ``schema:S``: the fixed rules over S."""
+    from rlsuite.apps.queryopt.rewriter import FixedRules
+    from rlsuite.apps.queryopt.workloads import get
+
+    args = cli.build_parser().parse_args(
+        ["serve", "--schema", "shop", "--rules", "eager_aggregation", "--dsn", reader_dsn]
+    )
+    cli._serve_own_schema(args)
+    assert args.workload == "schema:shop"
+    w = get(args.workload)
+    assert w.schema == "shop"
+    with Database(reader_dsn) as rd:
+        d = FixedRules(rd, w.schema, ["eager_aggregation"]).rewrite(SEED_QUERY, check=True)
+        assert d.applied == ("eager_aggregation",) and d.rows_match is True
+    no_rules = cli.build_parser().parse_args(["serve", "--schema", "shop", "--learn"])
+    with pytest.raises(ValueError, match="goes with --rules"):
+        cli._serve_own_schema(no_rules)
