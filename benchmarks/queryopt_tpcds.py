@@ -7,13 +7,14 @@ Per query (DuckDB's ``tpcds_queries()``, unmodified):
   as the cap, so its speed-up is a lower bound);
 - **greedy**: ``GreedyByCost`` (each step the rule PostgreSQL's cost model finds
   cheapest, at most 3), the rewrite run once under the cap;
-- **measured**: candidates are the greedy choice, each of ``unnest_subqueries``,
-  ``arm_no_nestloop``, ``arm_no_hashjoin``, ``arm_no_mergejoin`` alone, and the
-  greedy choice plus ``arm_no_nestloop``; each runs under a cap of the fastest
-  time seen so far, and the fastest is rerun once (that second time is the one
-  reported, so the choice is not scored on the run that chose it). It is served
-  only when at least 10% faster than PostgreSQL's plan; otherwise the original.
-  Only queries whose original takes at least ``--measure-above-s`` are searched.
+- **measured**: starts from the greedy choice (when it was measured faster than
+  the original) and tries ``arm_no_nestloop``, ``unnest_subqueries``,
+  ``arm_no_hashjoin``, ``arm_no_mergejoin`` alone and the greedy choice plus
+  ``arm_no_nestloop``; each runs under a cap of the fastest time seen so far,
+  and a new fastest is rerun once (that second time is the one reported, so the
+  choice is not scored on the run that chose it). It replaces the current
+  choice only when at least 10% faster. Only queries whose original takes at
+  least ``--measure-above-s`` are searched.
 
 Every served rewrite's rows are compared with the original's; when the original
 hits the cap, on the SF 0.01 copy (``qopt_tpcds_sf0_01``), which must return
@@ -113,19 +114,24 @@ def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None):
     row["greedy"] = g
     # chosen by measured runtime
     m = {"rules": [], "s": pg_s, "capped": pg_to, "rows": None, "tried": {}}
+    if g["served"] and g["rules"] and g["s"] < pg_s:  # the greedy choice, as measured above
+        m.update(rules=list(names), s=g["s"], capped=g["capped"], rows=g["rows"])
+        m["checked_on"] = g.get("checked_on")
     if pg_s >= measure_above_s:
-        best_s, best = pg_s, None
+        best_s, best = m["s"], None
         for seq, q in _candidates(q0, names).items():
+            if list(seq) == m["rules"]:
+                continue
             bound = int(min(cap_ms, best_s * 1000 * 1.05 + 50))
             s, to, _ = _run(db, w.schema, q.sql(), q.settings_dict, bound)
             m["tried"][",".join(seq)] = None if to else round(s, 4)
             if not to and s < best_s:
                 best_s, best = s, (seq, q)
-        if best is not None and best_s < pg_s / 1.10:
+        if best is not None and best_s < m["s"] / 1.10:
             seq, q = best
             s, to, rows = _run(db, w.schema, q.sql(), q.settings_dict, cap_ms)
             ok, on = _rows_ok(db, w, sql, q.sql(), q.settings_dict, pg_rows, rows, cap_ms)
-            if ok is not False and not to and s < pg_s:
+            if ok is not False and not to and s < m["s"]:
                 m.update(rules=list(seq), s=s, capped=False, rows=ok, checked_on=on)
             else:
                 m["note"] = f"{','.join(seq)}: rows {ok}, rerun {s:.3f} s; kept the original"
