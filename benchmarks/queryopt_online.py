@@ -140,7 +140,7 @@ def baseline(
 def start_server(
     sock: str, dsn: str, store: str, model: str | None, args, log_path: str, workload: str = "udf"
 ):
-    from rlsuite.apps.queryopt.plugin.modelserver import _alive
+    from rlsuite.apps.queryopt.plugin.protocol import alive
 
     how = ["--model", model] if model else []
     cmd = [
@@ -168,7 +168,7 @@ def start_server(
     log = open(log_path, "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 300
-    while not _alive(sock):
+    while not alive(sock):
         if proc.poll() is not None or time.time() > deadline:
             proc.terminate()
             raise RuntimeError(f"the model server did not start; its log: {log_path}")
@@ -426,7 +426,7 @@ def one_run(
     args, console, tmp,
 ) -> dict:  # fmt: skip
     """One model server (``serve --learn``) and one plugin stream through it; its record."""
-    from rlsuite.apps.queryopt.plugin.modelserver import request
+    from rlsuite.apps.queryopt.plugin.protocol import request
 
     sock = os.path.join(tmp, f"{name}.sock")
     store = os.path.join(tmp, f"{name}.sqlite")

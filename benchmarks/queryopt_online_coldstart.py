@@ -44,7 +44,7 @@ def main() -> int:
         raise SystemExit(f"--n must be at least {WINDOW}, got {args.n}")
 
     from rlsuite.apps.queryopt.plugin.build import install
-    from rlsuite.apps.queryopt.plugin.modelserver import request
+    from rlsuite.apps.queryopt.plugin.protocol import request
     from rlsuite.apps.queryopt.workloads import get
     from rlsuite.apps.queryopt.workloads.udf import SEED_QUERY
 

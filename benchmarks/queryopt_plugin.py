@@ -102,7 +102,7 @@ def main() -> int:
 
     from rlsuite.apps.queryopt.db import Database
     from rlsuite.apps.queryopt.plugin.build import install
-    from rlsuite.apps.queryopt.plugin.modelserver import _alive, request
+    from rlsuite.apps.queryopt.plugin.protocol import alive, request
     from rlsuite.apps.queryopt.workloads import get
     from rlsuite.apps.queryopt.workloads.joins import SEED_QUERY
 
@@ -140,7 +140,7 @@ def main() -> int:
             stdout=subprocess.DEVNULL,
         )
         deadline = time.time() + 120
-        while not _alive(sock):
+        while not alive(sock):
             if server.poll() is not None or time.time() > deadline:
                 raise RuntimeError(
                     "the model server did not start (run `qopt-bench serve` by hand to see why)"

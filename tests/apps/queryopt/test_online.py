@@ -16,7 +16,9 @@ import time
 
 import pytest
 
+from rlsuite.apps.queryopt.plugin import decider as D
 from rlsuite.apps.queryopt.plugin import modelserver as M
+from rlsuite.apps.queryopt.plugin import protocol as P
 from rlsuite.apps.queryopt.plugin.experience import Experience, ExperienceStore, StoreError
 from rlsuite.apps.queryopt.plugin.guard import guard
 from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner, ShapeBook
@@ -368,7 +370,7 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
         iterations=1,
         env_steps_per_iteration=200,
     )
-    decider = M.RulesDecider(dsn, "joins", [])  # no model: the standard plan, exploring
+    decider = D.RulesDecider(dsn, "joins", [])  # no model: the standard plan, exploring
     store = ExperienceStore(store_path, decider.schema)
     srv = M.ModelServer(str(sock_dir / "online.sock"), decider, 20_000, online=cfg, store=store)
     srv.learner = OnlineLearner(
@@ -379,7 +381,7 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
         workload="joins",
         workload_config={},
         max_steps=2,
-        make_decider=lambda ckpt: M.ModelDecider(ckpt, dsn, workload="joins"),
+        make_decider=lambda ckpt: D.ModelDecider(ckpt, dsn, workload="joins"),
         swap=srv.swap,
         current_choices=srv.current_choices,
     )
@@ -410,7 +412,7 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
         assert srv.version == 1 and srv.decider.name.startswith("learned")
         _run(session, TWO_TABLES.format(700), 3)
         _wait(lambda: srv.book.state(next(iter(srv.examples))).model_version == 1)
-        summary = M.request(srv.address, {"op": "stats"})
+        summary = P.request(srv.address, {"op": "stats"})
         assert [m["version"] for m in summary["models"]] == [0, 1]
         assert summary["shapes"][0]["standard_ms"] is not None
         session.close()  # its last runtimes arrive as the session ends
@@ -425,7 +427,7 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
     again.close()
 
 
-class _SlowRewrite(M.RulesDecider):
+class _SlowRewrite(D.RulesDecider):
     """Serves a rewrite that returns the same rows but sleeps 80 ms (a forced regression)."""
 
     def decide(self, sql):
@@ -460,7 +462,7 @@ def test_a_regression_falls_back_to_the_standard_plan(sock_dir, dsn, db, plugin_
         srv.book.cfg = dataclasses.replace(srv.book.cfg, explore_share=0.0)
         plan = session.explain(sql, SCHEMA)
         assert plan.get("Query Optimizer", "").startswith("standard plan"), plan
-        stats = M.request(srv.address, {"op": "stats"})
+        stats = P.request(srv.address, {"op": "stats"})
         assert len(stats["regressions_caught"]) == 1 and stats["shapes"][0]["blocked"]
     finally:
         session.close()
@@ -482,7 +484,7 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
         iterations=1,
         env_steps_per_iteration=200,
     )
-    decider = M.RulesDecider(dsn, "joins", [])
+    decider = D.RulesDecider(dsn, "joins", [])
     store = ExperienceStore(tmp_path / "exp.sqlite", decider.schema)
     srv = M.ModelServer(str(sock_dir / "crash.sock"), decider, 20_000, online=cfg, store=store)
     srv.learner = OnlineLearner(
@@ -493,7 +495,7 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
         workload="joins",
         workload_config={},
         max_steps=2,
-        make_decider=lambda ckpt: M.ModelDecider(ckpt, dsn, workload="joins"),
+        make_decider=lambda ckpt: D.ModelDecider(ckpt, dsn, workload="joins"),
         swap=srv.swap,
         current_choices=srv.current_choices,
     )
@@ -518,13 +520,13 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
         t.join(timeout=60)
         assert done and not done[0]["swapped"], done
         assert "died" in done[0]["reason"] and "kept the current model" in done[0]["reason"]
-        assert srv.version == 0 and M.request(srv.address, {"op": "ping"})["ok"]
+        assert srv.version == 0 and P.request(srv.address, {"op": "ping"})["ok"]
         out = srv.learner.retrain()  # a new process
         assert out["swapped"], out
         second = srv.learner.retrainer.pid
         assert second not in (None, first) and out["pid"] == second
         seen |= {second} | descendants(second)
-        state = M.request(srv.address, {"op": "stats"})["retrainer"]
+        state = P.request(srv.address, {"op": "stats"})["retrainer"]
         assert state["starts"] == 2 and [d["pid"] for d in state["deaths"]] == [first]
     finally:
         session.close()
@@ -571,7 +573,7 @@ def test_from_no_model_the_rewrite_its_row_check_timed_faster_is_served(
 
     srv = M.ModelServer(
         str(sock_dir / "verify.sock"),
-        M.RulesDecider(dsn, "joins", []),
+        D.RulesDecider(dsn, "joins", []),
         20_000,
         online=OnlineConfig(explore_share=0.05),
     )
@@ -615,7 +617,7 @@ def test_the_servers_checks_run_the_udf_as_a_served_session_does(sock_dir, dsn, 
             c.execute("SET qopt.udf_cost = 5")
     finally:
         served.close()
-    d = M.RulesDecider(dsn, "udf", [])
+    d = D.RulesDecider(dsn, "udf", [])
     try:
         setting = "SELECT coalesce(current_setting('qopt.udf_cost', true), '')"
         assert "qopt.udf_cost" in get("udf").settings()
@@ -639,9 +641,9 @@ def test_serve_freezes_its_start_up_heap(sock_dir, dsn, plugin_lib):
            "eager_aggregation", "--workload", "joins", "--socket", sock, "--dsn", dsn]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        _wait(lambda: M._alive(sock) or proc.poll() is not None, 120)
+        _wait(lambda: P.alive(sock) or proc.poll() is not None, 120)
         assert proc.poll() is None, proc.communicate()[0]
-        stats = M.request(sock, {"op": "stats"})
+        stats = P.request(sock, {"op": "stats"})
         assert stats is not None and stats["frozen_objects"] > 10_000, stats
     finally:
         proc.terminate()
@@ -653,14 +655,14 @@ def test_the_warm_up_times_a_decision_so_that_no_first_request_waits_in_vain(soc
     """``wait_ms`` below what a decision and its row check take: not even the first new
     statement waits, because the warm-up timed one before the server listened."""
     srv = M.ModelServer(
-        str(sock_dir / "seeded.sock"), M.RulesDecider(dsn, "joins", ["eager_aggregation"]), 0.5
+        str(sock_dir / "seeded.sock"), D.RulesDecider(dsn, "joins", ["eager_aggregation"]), 0.5
     )
     try:
         srv.start()
         assert len(srv._decide_s) == 1 and srv._decide_s[0] * 1000 > 0.5, srv._decide_s
         assert srv._too_slow_to_wait()
         t0 = time.perf_counter()
-        out = M.request(srv.address, {"op": "plan", "sql": TWO_TABLES.format(600),
+        out = P.request(srv.address, {"op": "plan", "sql": TWO_TABLES.format(600),
                                       "search_path": SCHEMA})  # fmt: skip
         assert out is not None and "standard plan meanwhile" in out["note"], out
         assert time.perf_counter() - t0 < 0.5

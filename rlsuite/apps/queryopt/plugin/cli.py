@@ -89,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     returning the exit status), so the caller dispatches with
     ``args.qopt_plugin_handler(args)`` whatever its own dispatch table holds.
     """
-    from rlsuite.apps.queryopt.plugin.modelserver import default_socket
+    from rlsuite.apps.queryopt.plugin.protocol import default_socket
     from rlsuite.apps.queryopt.workloads import WORKLOAD_NAMES
 
     s = subparsers.add_parser(
@@ -205,7 +205,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from rlsuite.apps.queryopt.plugin.build import status
-    from rlsuite.apps.queryopt.plugin.modelserver import default_socket, request
+    from rlsuite.apps.queryopt.plugin.protocol import default_socket, request
     from rlsuite.apps.queryopt.server import EmbeddedServer
 
     dsn = args.dsn
@@ -249,7 +249,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     """``serve stats``: what a running model server has learned and caught."""
     from rich.table import Table
 
-    from rlsuite.apps.queryopt.plugin.modelserver import default_socket, request
+    from rlsuite.apps.queryopt.plugin.protocol import default_socket, request
 
     address = args.listen or args.socket or default_socket()
     try:
@@ -293,15 +293,11 @@ def _ms(v: float | None) -> str:
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
+    from rlsuite.apps.queryopt.plugin.decider import ModelDecider, RulesDecider
     from rlsuite.apps.queryopt.plugin.experience import ExperienceStore
-    from rlsuite.apps.queryopt.plugin.modelserver import (
-        ModelDecider,
-        ModelServer,
-        RulesDecider,
-        check_address,
-        default_socket,
-    )
+    from rlsuite.apps.queryopt.plugin.modelserver import ModelServer
     from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner
+    from rlsuite.apps.queryopt.plugin.protocol import check_address, default_socket
     from rlsuite.apps.queryopt.server import EmbeddedServer
     from rlsuite.apps.queryopt.workloads import get
 

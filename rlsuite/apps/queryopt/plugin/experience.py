@@ -7,7 +7,7 @@ plan), how it came to be served (``model``, ``explore``, ``standard``), the mode
 version that served it, and the executor's runtime.
 
 What it holds, and why: shapes are the statement text with every literal replaced by
-``?`` (:func:`~rlsuite.apps.queryopt.plugin.modelserver.shape`), so no value a user
+``?`` (:func:`~rlsuite.apps.queryopt.plugin.protocol.shape`), so no value a user
 typed (a customer id, a date, a name) is stored; the features are counts and
 log-scaled planner estimates (costs, row counts) of the whole plan, never a value
 of a row. That is all learning needs: the replay env

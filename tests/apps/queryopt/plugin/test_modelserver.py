@@ -8,7 +8,9 @@ import time
 
 import pytest
 
+from rlsuite.apps.queryopt.plugin import decider as D
 from rlsuite.apps.queryopt.plugin import modelserver as M
+from rlsuite.apps.queryopt.plugin import protocol as P
 from rlsuite.apps.queryopt.workloads.joins import SEED_QUERY
 
 from .conftest import SCHEMA
@@ -20,20 +22,20 @@ query's original runs ~4 s, past the client's 5 s as soon as the machine is busy
 
 
 def test_shape_strips_literals_and_layout():
-    a = M.shape("SELECT R.b, count(1) FROM R, S WHERE R.b = S.b AND R.a <= 300 GROUP BY R.b")
-    b = M.shape("select r.b,  count(7) from r, s where r.b = s.b and r.a <= 900 group by r.b;")
-    c = M.shape("SELECT R.c, count(1) FROM R, T WHERE R.c = T.c GROUP BY R.c")
+    a = P.shape("SELECT R.b, count(1) FROM R, S WHERE R.b = S.b AND R.a <= 300 GROUP BY R.b")
+    b = P.shape("select r.b,  count(7) from r, s where r.b = s.b and r.a <= 900 group by r.b;")
+    c = P.shape("SELECT R.c, count(1) FROM R, T WHERE R.c = T.c GROUP BY R.c")
     assert a == b.removesuffix(" ;")
     assert a != c
     assert "300" not in a and "?" in a
-    assert M.strip_statement("  SELECT 1 ;; ") == "SELECT 1"
+    assert P.strip_statement("  SELECT 1 ;; ") == "SELECT 1"
 
 
 @pytest.fixture(scope="module")
 def server(sock_dir, dsn, db):
     srv = M.ModelServer(
         str(sock_dir / "unit.sock"),
-        M.RulesDecider(dsn, "joins", ["eager_aggregation"]),
+        D.RulesDecider(dsn, "joins", ["eager_aggregation"]),
         wait_ms=20_000,
     )
     srv.start()
@@ -42,7 +44,7 @@ def server(sock_dir, dsn, db):
 
 
 def plan(srv, sql, search_path=f"{SCHEMA}, public"):
-    return M.request(srv.address, {"op": "plan", "sql": sql, "search_path": search_path})
+    return P.request(srv.address, {"op": "plan", "sql": sql, "search_path": search_path})
 
 
 def test_decides_caches_and_answers_from_cache_fast(server):
@@ -82,34 +84,34 @@ def test_other_schema_and_unrewritable_sql_pass_through(server):
 def test_rewards_are_recorded_and_bad_requests_answered(server, tmp_path):
     key = plan(server, QUERY)["key"]
     before = server.stats.rewards
-    M.request(server.address, {"op": "reward", "key": key, "ms": 12.5})
+    P.request(server.address, {"op": "reward", "key": key, "ms": 12.5})
     deadline = time.time() + 5
     while server.stats.rewards == before and time.time() < deadline:
         time.sleep(0.02)
     assert server.rewards[key][-1] == 12.5
-    summary = M.request(server.address, {"op": "stats"})
+    summary = P.request(server.address, {"op": "stats"})
     assert summary["decisions"][key]["runs"] >= 1
-    with M._connect(server.address, 2.0) as s:
+    with P.connect(server.address, 2.0) as s:
         s.sendall(b"{not json\n")
         assert "error" in json.loads(s.recv(4096))
-    assert "unknown op" in M.request(server.address, {"op": "explode"})["error"]
+    assert "unknown op" in P.request(server.address, {"op": "explode"})["error"]
     # rewards riding with a plan request are learned from after the answer; a bad one is
     # refused and counted, and the answer still stands
     n, errors = len(server.rewards[key]), server.stats.errors
     # the statement as cached above (same search_path): answered from the cache at once
     msg = {"op": "plan", "sql": QUERY, "search_path": f"{SCHEMA}, public"}
-    assert M.request(server.address, {**msg, "rewards": [{"key": key, "ms": 7.0}]})["key"]
+    assert P.request(server.address, {**msg, "rewards": [{"key": key, "ms": 7.0}]})["key"]
     deadline = time.time() + 5
     while len(server.rewards[key]) == n and time.time() < deadline:
         time.sleep(0.02)
     assert server.rewards[key][-1] == 7.0
-    bad = M.request(server.address, {**msg, "rewards": [{"key": key, "ms": "nan"}]})
+    bad = P.request(server.address, {**msg, "rewards": [{"key": key, "ms": "nan"}]})
     assert bad["key"] and server.stats.errors == errors + 1
     assert len(server.rewards[key]) == n + 1
 
 
 def test_new_statement_not_ready_within_wait_gets_standard_plan(sock_dir, dsn, db):
-    class Slow(M.RulesDecider):
+    class Slow(D.RulesDecider):
         def decide(self, sql):
             time.sleep(0.5)
             return super().decide(sql)
@@ -126,23 +128,23 @@ def test_new_statement_not_ready_within_wait_gets_standard_plan(sock_dir, dsn, d
 
 
 def test_tcp_listens_on_localhost_only(dsn, db):
-    d = M.RulesDecider(dsn, "joins", ["eager_aggregation"])
+    d = D.RulesDecider(dsn, "joins", ["eager_aggregation"])
     with pytest.raises(ValueError, match="this machine only"):
         M.ModelServer("0.0.0.0:7777", d)._make_server()
     d.close()
     with pytest.raises(ValueError, match="unknown rule|not a rule|eager"):
-        M.RulesDecider(dsn, "joins", ["no_such_rule"])
+        D.RulesDecider(dsn, "joins", ["no_such_rule"])
 
 
 def test_rewards_file_gets_one_json_line_per_reward(sock_dir, dsn, db, tmp_path):
     path = tmp_path / "rewards.jsonl"
     with M.ModelServer(
         str(sock_dir / "rw.sock"),
-        M.RulesDecider(dsn, "joins", ["eager_aggregation"]),
+        D.RulesDecider(dsn, "joins", ["eager_aggregation"]),
         rewards_path=str(path),
     ) as srv:
         for ms in (1.0, 2.0):
-            M.request(srv.address, {"op": "reward", "key": "abc", "ms": ms})
+            P.request(srv.address, {"op": "reward", "key": "abc", "ms": ms})
         deadline = time.time() + 5
         while srv.stats.rewards < 2 and time.time() < deadline:
             time.sleep(0.02)

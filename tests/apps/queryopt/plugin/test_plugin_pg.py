@@ -24,7 +24,8 @@ def _rows(out: str) -> list[tuple]:
 @pytest.fixture(scope="module")
 def model_server(sock_dir, dsn, db, plugin_lib):
     """The real model server (rules backend: eager aggregation), in this process."""
-    from rlsuite.apps.queryopt.plugin.modelserver import ModelServer, RulesDecider
+    from rlsuite.apps.queryopt.plugin.decider import RulesDecider
+    from rlsuite.apps.queryopt.plugin.modelserver import ModelServer
 
     srv = ModelServer(
         str(sock_dir / "model.sock"),
@@ -147,10 +148,10 @@ def test_killed_model_server_every_query_still_succeeds(dsn, db, sock_dir, plugi
         text=True,
     )
     try:
-        from rlsuite.apps.queryopt.plugin.modelserver import _alive
+        from rlsuite.apps.queryopt.plugin.protocol import alive
 
         deadline = time.time() + 60
-        while not _alive(str(sock)):
+        while not alive(str(sock)):
             assert proc.poll() is None, proc.stdout.read()
             assert time.time() < deadline, "model server did not come up"
             time.sleep(0.2)
