@@ -142,6 +142,43 @@ class _Light:
     served: list[list[int]]  # per green: indices into movements with a green link
     program: list[tuple[float, str]]  # greens then yellows (RESCO's create_yellows)
     yellow: dict[tuple[int, int], int]
+    reach: list[list[tuple[str, float]]] = None  # type: ignore[assignment]
+    """Per incoming lane: (lane, metres from its end to the stop line) for the lane itself
+    and the lanes upstream of it within detection range (set by :func:`_reach`)."""
+
+
+def _reach(net_file: str, lights: list[_Light], distance: float) -> None:
+    """Each light's detection area: its incoming lanes and, where they are shorter than
+    ``distance``, the lanes feeding them (not those of another light), as RESCO's hand-made
+    lane sets list upstream lanes in front of short ones."""
+    root = ET.parse(net_file).getroot()
+    length = {
+        ln.get("id"): float(ln.get("length"))
+        for e in root.iter("edge") if e.get("function") != "internal"
+        for ln in e.iter("lane")
+    }  # fmt: skip
+    pred: dict[str, list[str]] = {}
+    for c in root.iter("connection"):
+        a = f"{c.get('from')}_{c.get('fromLane')}"
+        b = f"{c.get('to')}_{c.get('toLane')}"
+        if a in length and b in length:
+            pred.setdefault(b, []).append(a)
+    controlled = {lane for x in lights for lane in x.lanes}
+    for x in lights:
+        x.reach = []
+        for lane in x.lanes:
+            area, todo, seen = [(lane, 0.0)], [(lane, 0.0)], {lane}
+            while todo:
+                cur, off = todo.pop()
+                nxt_off = off + length.get(cur, 0.0)
+                if nxt_off >= distance:
+                    continue
+                for p in pred.get(cur, ()):
+                    if p not in seen and p not in controlled:
+                        seen.add(p)
+                        area.append((p, nxt_off))
+                        todo.append((p, nxt_off))
+            x.reach.append(area)
 
 
 def _lights(net_file: str) -> list[_Light]:
@@ -229,6 +266,7 @@ class RescoSignalsEnv(ParallelEnv):
         self.net_file, self.route_file = self.cfg.files()
         self.begin, self.end, self.step_length, self.yellow_length = self.cfg.protocol()
         self.lights = _lights(self.net_file)
+        _reach(self.net_file, self.lights, self.cfg.max_distance)
         if not self.lights:
             raise ValueError(f"signals: the network {self.net_file} has no traffic lights")
         self.n_lanes = self.cfg.pad_lanes or max(len(x.lanes) for x in self.lights)
@@ -310,12 +348,8 @@ class RescoSignalsEnv(ParallelEnv):
         for x in self.lights:
             waits, seen = self._waits[x.id], set()
             feats = np.zeros((len(x.lanes), LANE_FEATURES + 1), np.float64)  # + 50 m wave
-            for k, lane in enumerate(x.lanes):
-                length = sim.call("lane", "getLength", lane)
-                for v in sim.call("lane", "getLastStepVehicleIDs", lane):
-                    gap = length - sim.call("vehicle", "getLanePosition", v)
-                    if gap > distance:
-                        continue
+            for k, area in enumerate(x.reach):
+                for v, gap in self._detected(area, distance):
                     seen.add(v)
                     if v in waits:
                         waits[v] += self.step_length
@@ -335,6 +369,16 @@ class RescoSignalsEnv(ParallelEnv):
                 waits.pop(v, None)
             self._last[x.id] = seen
             self._lane[x.id] = feats
+
+    def _detected(self, area: list[tuple[str, float]], distance: float):
+        """(vehicle, metres to the stop line) of the vehicles in ``area`` within ``distance``."""
+        sim = self._sim
+        for lane, off in area:
+            end = off + sim.call("lane", "getLength", lane)
+            for v in sim.call("lane", "getLastStepVehicleIDs", lane):
+                gap = end - sim.call("vehicle", "getLanePosition", v)
+                if gap <= distance:
+                    yield v, gap
 
     def _obs(self, x: _Light) -> np.ndarray:
         o = np.zeros(self._obs_space.shape, np.float32)
