@@ -52,7 +52,8 @@ def test_wrong_observation_size_is_refused_before_any_worker(tmp_path, monkeypat
     with pytest.raises(ValueError) as e:
         evaluation.evaluate(ckpt, scen)
     msg = str(e.value)
-    assert "observations of 5 values" in msg and "trained on observations of 3 values" in msg
+    assert "observations of shape (5,) (5 values)" in msg
+    assert "trained on observations of shape (3,) (3 values)" in msg
     assert "policy id3" in msg and msg.endswith("records the training env config)")
 
 
@@ -112,5 +113,5 @@ def test_rlsuite_evaluate_refuses_a_policy_for_another_env_before_ray(monkeypatc
     # the ring's env options are not passed to CartPole: only the observation size is wrong
     assert main(["evaluate", "--controller", ring, "--env", "CartPole-v1", "--episodes", "1"]) == 2
     err = capsys.readouterr().err
-    assert "observations of 4 values (shape (4,)) from 'CartPole-v1' cannot go to policy" in err
+    assert "observations of shape (4,) (4 values) from 'CartPole-v1' cannot go to policy" in err
     assert "ray::" not in err and len(err.strip().splitlines()) == 1

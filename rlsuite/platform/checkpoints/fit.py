@@ -47,6 +47,13 @@ def _dim(space: Any) -> int | None:
         return None
 
 
+def _size(space: Any) -> str:
+    """``shape (3,) (3 values)``, or the number of values of a space with no shape."""
+    shape = getattr(space, "shape", None)
+    values = f"{_dim(space)} values"
+    return f"shape {tuple(shape)} ({values})" if shape is not None else values
+
+
 def _same_action(a: Any, b: Any) -> bool:
     """Same kind of action space and same size (bounds may differ: the env clips)."""
     import gymnasium as gym
@@ -108,10 +115,8 @@ def check_fits(
         who = f"{env}" if agent is None else f"agent {agent!r} of {env}"
         if not _same_observation(t_obs, obs):
             raise ValueError(
-                f"observations of {_dim(obs)} values (shape {getattr(obs, 'shape', None)}) from "
-                f"{who} cannot go to policy {name}, which was trained on observations of "
-                f"{_dim(t_obs)} values (shape {getattr(t_obs, 'shape', None)}) from "
-                f"{trained_on}; {ADVICE}"
+                f"observations of {_size(obs)} from {who} cannot go to policy {name}, which was "
+                f"trained on observations of {_size(t_obs)} from {trained_on}; {ADVICE}"
             )
         if not _same_action(t_act, act):
             raise ValueError(

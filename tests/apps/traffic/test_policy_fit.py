@@ -35,12 +35,12 @@ def no_ray(monkeypatch):
     "argv, message",
     [
         (["--scenario", "figure_eight", "--controller", "ring_es_gru_scratch_p025"],
-         "observations of 31 values (shape (31,)) from 'rlsuite/FigureEight-v0' cannot go to "
-         "policy ring_es_gru_scratch_p025, which was trained on observations of 3 values"),
+         "observations of shape (31,) (31 values) from 'rlsuite/FigureEight-v0' cannot go to "
+         "policy ring_es_gru_scratch_p025, which was trained on observations of shape (3,)"),
         (["--scenario", "ring", "--controller", "merge_es", "--address", "127.0.0.1:9"],
          "policy merge_es acts for the agents of the multi-agent env 'rlsuite/MergeMulti-v0'"),
         (["--scenario", "figure_eight", "--avs", "7", "--controller", "figure_eight_0_es"],
-         "observations of 49 values"),
+         "observations of shape (49,) (49 values)"),
         (["--scenario", "figure_eight_multi", "--avs", "7", "--controller", "figure_eight_0_es"],
          "from agent 'av_0' of 'rlsuite/FigureEightMulti-v0'"),
     ],
