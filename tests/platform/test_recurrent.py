@@ -26,9 +26,11 @@ CUE_PLAN = dict(
 )
 
 
-def _cue_return(checkpoint: str, episodes: int = 40) -> float:
+def _cue_return(checkpoint: str, episodes: int = 40, num_workers: int = 0) -> float:
     ev = evaluation.evaluate(
-        checkpoint, evaluation.scenarios("rlsuite-test/Cue-v0", range(episodes)), num_workers=2
+        checkpoint,
+        evaluation.scenarios("rlsuite-test/Cue-v0", range(episodes)),
+        num_workers=num_workers,
     )
     return ev.summary["return"]["mean"]
 
@@ -43,7 +45,7 @@ def test_lstm_solves_the_memory_task_a_feed_forward_policy_cannot(ray_local, tmp
     meta = checkpoints.metadata(res.checkpoint)
     assert meta["recurrent"] == "lstm" and meta["plan_config"]["cell_size"] == 32
     # The checkpoint's controller carries the LSTM state step to step, in parallel workers.
-    assert _cue_return(res.checkpoint) == 1.0
+    assert _cue_return(res.checkpoint, num_workers=2) == 1.0
 
     ff = optimizers.make_plan("sync", **CUE_PLAN)
     res_ff = training.train(ff, iterations=12, run_dir=str(tmp_path / "ff"), progress=False)

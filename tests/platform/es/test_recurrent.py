@@ -64,9 +64,11 @@ def test_plan_offers_gru_and_refuses_lstm():
         optimizers.make_plan("es", env="CartPole-v1", recurrent="gru", cell_size=0)
 
 
-def _cue_return(checkpoint: str) -> float:
+def _cue_return(checkpoint: str, num_workers: int = 0) -> float:
     ev = evaluation.evaluate(
-        checkpoint, evaluation.scenarios("rlsuite-test/EsCue-v0", range(40)), num_workers=2
+        checkpoint,
+        evaluation.scenarios("rlsuite-test/EsCue-v0", range(40)),
+        num_workers=num_workers,
     )
     return ev.summary["return"]["mean"]
 
@@ -84,7 +86,7 @@ def test_gru_solves_the_memory_task_a_feed_forward_policy_cannot(ray_local, tmp_
     assert ctl.recurrent
     # The controller carries the GRU's state step to step and resets it per episode,
     # in parallel evaluation workers.
-    assert _cue_return(res.checkpoint) == 1.0
+    assert _cue_return(res.checkpoint, num_workers=2) == 1.0
 
     ff = optimizers.make_plan("es", **CUE)
     res_ff = training.train(ff, iterations=10, run_dir=str(tmp_path / "ff"), progress=False)
