@@ -473,6 +473,7 @@ class RescoSignalsEnv(ParallelEnv):
             return
         self._sim.close()
         m = resco.trip_metrics(self._tripinfo, self.route_file, self.begin, self.end)
+        os.remove(self._tripinfo)  # one per episode: training would fill the disk
         m["queue"] = self._queue_sum / max(self._n_steps, 1) / len(self.lights)
         self._metrics = m
 
