@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -13,14 +12,7 @@ from pettingzoo import ParallelEnv
 
 from rlsuite.apps.traffic import kernel
 from rlsuite.apps.traffic.envs.config import EnvConfig
-
-NETWORKS = {
-    "single": ("single-intersection/single-intersection.net.xml",
-               "single-intersection/single-intersection.rou.xml"),
-    "grid2x2": ("2x2grid/2x2.net.xml", "2x2grid/2x2.rou.xml"),
-    "grid4x4": ("4x4-Lucas/4x4.net.xml", "4x4-Lucas/4x4c1c2c1c2.rou.xml"),
-}  # fmt: skip
-"""sumo-rl's bundled networks and demand, by name."""
+from rlsuite.apps.traffic.envs.signal_nets import NETWORKS, actuated_programs, network_names
 
 PROGRAMS = ("rl", "fixed", "actuated", "maxpressure")
 
@@ -57,8 +49,6 @@ class SignalsConfig(EnvConfig):
 
     def validate(self) -> None:
         if self.network not in NETWORKS:
-            from rlsuite.apps.traffic.envs.signals_resco import network_names
-
             raise ValueError(
                 f"unknown network {self.network!r}: use one of "
                 f"{', '.join(network_names())}, or net_file=... with route_file=..."
@@ -75,23 +65,6 @@ class SignalsConfig(EnvConfig):
             raise ValueError(f"unknown reward_fn {self.reward_fn!r}")
         if self.gui and not kernel.gui_available():
             raise ValueError("gui needs a display (DISPLAY is not set)")
-
-
-def actuated_programs(net_file: str, out: str, min_dur: int = 5, max_dur: int = 50) -> str:
-    """An additional file with an ``actuated`` copy of every light's program (same phases)."""
-    root = ET.parse(net_file).getroot()
-    add = ET.Element("additional")
-    for tl in root.iter("tlLogic"):
-        new = ET.SubElement(add, "tlLogic", id=tl.get("id"), type="actuated",
-                            programID="actuated", offset="0")  # fmt: skip
-        for ph in tl.iter("phase"):
-            state = ph.get("state")
-            attrs = {"duration": ph.get("duration"), "state": state}
-            if "y" not in state.lower() and set(state.lower()) != {"r"}:
-                attrs.update(minDur=str(min_dur), maxDur=str(max_dur))
-            ET.SubElement(new, "phase", **attrs)
-    ET.ElementTree(add).write(out)
-    return out
 
 
 class SignalsEnv(ParallelEnv):

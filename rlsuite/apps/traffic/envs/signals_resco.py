@@ -21,6 +21,7 @@ from pettingzoo import ParallelEnv
 
 from rlsuite.apps.traffic import kernel, resco
 from rlsuite.apps.traffic.envs.config import EnvConfig
+from rlsuite.apps.traffic.envs.signal_nets import actuated_programs, network_names
 
 PROGRAMS = ("rl", "fixed", "actuated", "greedy", "maxpressure")
 REWARDS = ("wait_norm", "wait", "queue")
@@ -121,13 +122,6 @@ class RescoSignalsConfig(EnvConfig):
             net, rou = resco.MAPS[self.network].files()
             return self.net_file or net, self.route_file or rou
         return self.net_file, self.route_file
-
-
-def network_names() -> list[str]:
-    """Every ``network`` the signals scenario knows: sumo-rl's, then RESCO's maps."""
-    from rlsuite.apps.traffic.envs.signals import NETWORKS
-
-    return [*NETWORKS, *resco.MAPS]
 
 
 @dataclass
@@ -312,8 +306,6 @@ class RescoSignalsEnv(ParallelEnv):
         if self.cfg.demand_scale != 1.0:
             args += ["--scale", f"{self.cfg.demand_scale:g}"]
         if self.cfg.program == "actuated":
-            from rlsuite.apps.traffic.envs.signals import actuated_programs
-
             args += ["-a", actuated_programs(self.net_file, os.path.join(self._dir, "act.add.xml"))]
         return args
 
