@@ -185,6 +185,12 @@ ROWS: tuple[Row, ...] = (
         Value(("rows", LEARNED, "mean_waiting_time")),
         _here("max-pressure", "rows", {"controller": "maxpressure"}, "mean_waiting_time"),
         f"{PY}traffic_signals.py --minutes 10", "run dir (not shipped)", lower_is_better=True),
+    Row("traffic", "signals, RESCO cologne8 (8 lights), fixed-time on SUMO 1.9.2",
+        "average delay, s/veh (RESCO's metric and protocol, 2 held-out seeds)", "traffic_resco.json",
+        Value(("protocol_check", "cologne8", "ours")),
+        _pub("RESCO v1.0 Fixed, Ault & Sharon 2021", 63.77),
+        f"{PY}traffic_resco.py --install-sumo --sumo 1.9.2,1.28 --seeds 2", "- (baseline)",
+        lower_is_better=True),
     # queryopt
     Row("queryopt", "joins, PostgreSQL 15", "seed query speed-up", "queryopt_joins.json",
         Value(("seed_query", "postgres_s"), over=("seed_query", "learned_s")),
