@@ -53,6 +53,16 @@ def _run(db, schema, sql, settings, cap_ms):
     return (cap_ms / 1000.0 if r.timed_out else r.runtime_s), r.timed_out, r.rows
 
 
+def _try(db, schema, sql, settings, cap_ms):
+    """:func:`_run` of a rewrite; one PostgreSQL rejects counts as never finishing."""
+    from rlsuite.apps.queryopt.db import DatabaseError
+
+    try:
+        return _run(db, schema, sql, settings, cap_ms)
+    except DatabaseError:
+        return cap_ms / 1000.0, True, None
+
+
 def _rows_ok(db, w, sql, new_sql, new_settings, pg_rows, new_rows, cap_ms):
     """True/False (rows compared on the full data, or on the SF 0.01 copy), None (cannot)."""
     from rlsuite.apps.queryopt.rewriter import has_order_by, same_rows
@@ -106,7 +116,7 @@ def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None):
     if names:
         q, _ = apply_rules(q0, names)
         if q.applied:
-            s, to, rows = _run(db, w.schema, q.sql(), q.settings_dict, cap_ms)
+            s, to, rows = _try(db, w.schema, q.sql(), q.settings_dict, cap_ms)
             ok, on = _rows_ok(db, w, sql, q.sql(), q.settings_dict, pg_rows, rows, cap_ms)
             g.update(s=s, capped=to, rows=ok, checked_on=on, served=ok is not False)
             if ok is False:  # never serve other rows
@@ -123,13 +133,13 @@ def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None):
             if list(seq) == m["rules"]:
                 continue
             bound = int(min(cap_ms, best_s * 1000 * 1.05 + 50))
-            s, to, _ = _run(db, w.schema, q.sql(), q.settings_dict, bound)
+            s, to, _ = _try(db, w.schema, q.sql(), q.settings_dict, bound)
             m["tried"][",".join(seq)] = None if to else round(s, 4)
             if not to and s < best_s:
                 best_s, best = s, (seq, q)
         if best is not None and best_s < m["s"] / 1.10:
             seq, q = best
-            s, to, rows = _run(db, w.schema, q.sql(), q.settings_dict, cap_ms)
+            s, to, rows = _try(db, w.schema, q.sql(), q.settings_dict, cap_ms)
             ok, on = _rows_ok(db, w, sql, q.sql(), q.settings_dict, pg_rows, rows, cap_ms)
             if ok is not False and not to and s < m["s"]:
                 m.update(rules=list(seq), s=s, capped=False, rows=ok, checked_on=on)
@@ -168,6 +178,7 @@ def plot(rows, path, title):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    rows = sorted(rows, key=lambda r: r["query"])
     fig, ax = plt.subplots(figsize=(max(8, 0.18 * len(rows) + 2), 4))
     x = list(range(len(rows)))
     for off, key, label in ((-0.2, "greedy", "greedy by cost"), (0.2, "measured", "by runtime")):
@@ -198,6 +209,9 @@ def main() -> int:
     ap.add_argument("--answers", action="store_true", help="check the rows against DuckDB's")
     ap.add_argument("--dsn", default=None)
     ap.add_argument("--out-name", default="queryopt_tpcds")
+    ap.add_argument(
+        "--resume", action="store_true", help="keep the queries already in the results file"
+    )
     args = ap.parse_args()
 
     from rlsuite.apps.queryopt.workloads.tpcds import TpcdsWorkload, duckdb_tpcds, queries
@@ -218,8 +232,18 @@ def main() -> int:
             duck = duck_ctx.__enter__()
             payload["answers"] = []
         rows = []
+        old = os.path.join(common.RESULTS, f"{args.out_name}.json")
+        if args.resume and os.path.exists(old):
+            import json
+
+            prev = json.load(open(old))
+            rows = [r for r in prev["queries"] if r["query"] in nums]
+            if duck is not None:
+                payload["answers"] = [a for a in prev.get("answers", []) if a["query"] in nums]
+            payload["resumed_from"] = prev.get("time")
+        done = {r["query"] for r in rows}
         try:
-            for n in nums:
+            for n in [n for n in nums if n not in done]:
                 r = measure_query(db, w, n, qs[n], cap_ms, args.measure_above_s, duck)
                 if duck is not None:
                     payload["answers"].append({"query": n, **r.pop("answer")})
@@ -275,7 +299,9 @@ def main() -> int:
         bad = [a for a in payload["answers"] if a["verdict"] != "same"]
         payload["answers_differ"] = {a["query"]: a["verdict"] for a in bad}
         path = common.write_json(args.out_name, payload)
-        console.print(f"answers: {len(nums) - len(bad)} of {len(nums)} same as DuckDB's")
+        console.print(
+            f"answers: {len(payload['answers']) - len(bad)} of {len(nums)} same as DuckDB's"
+        )
         for a in bad:
             console.print(f"  Q{a['query']}: {a['verdict']} {a['example'][:150]}")
     console.print(f"wrote {path}")
