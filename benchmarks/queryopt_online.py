@@ -197,7 +197,7 @@ def run_stream(
     import numpy as np
 
     from rlsuite.apps.queryopt.db import Database
-    from rlsuite.apps.queryopt.rewriter import has_order_by, same_rows
+    from rlsuite.apps.queryopt.verify import has_order_by, same_rows
 
     rng = np.random.default_rng(seed)
     order: list[int] = []

@@ -65,7 +65,7 @@ def _try(db, schema, sql, settings, cap_ms):
 
 def _rows_ok(db, w, sql, new_sql, new_settings, pg_rows, new_rows, cap_ms):
     """True/False (rows compared on the full data, or on the SF 0.01 copy), None (cannot)."""
-    from rlsuite.apps.queryopt.rewriter import has_order_by, same_rows
+    from rlsuite.apps.queryopt.verify import has_order_by, same_rows
 
     ordered = has_order_by(sql)
     if pg_rows is not None and new_rows is not None:
@@ -94,8 +94,9 @@ def _candidates(q0, greedy_names):
 
 def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None):
     from rlsuite.apps.queryopt import rules as R
-    from rlsuite.apps.queryopt.rewriter import GreedyByCost, apply_rules, catalog, has_order_by
+    from rlsuite.apps.queryopt.rewriter import GreedyByCost, apply_rules, catalog
     from rlsuite.apps.queryopt.tpcds_answers import classify
+    from rlsuite.apps.queryopt.verify import has_order_by
 
     pg_s, pg_to, pg_rows = _run(db, w.schema, sql, {}, cap_ms)
     row = {"query": n, "postgres_s": pg_s, "postgres_capped": pg_to}

@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rlsuite.apps.queryopt.db import Database
-from rlsuite.apps.queryopt.rewriter import Rewriter, catalog, same_rows
+from rlsuite.apps.queryopt.rewriter import Rewriter, catalog
+from rlsuite.apps.queryopt.verify import same_rows
 
 REGRESSION_FACTOR = 1.10
 """A query counts as a regression when the rewrite is more than 10% slower."""

@@ -24,17 +24,15 @@ Example::
 
 from __future__ import annotations
 
-import decimal
-import math
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import sqlglot
 from sqlglot import exp
 
 from rlsuite.apps.queryopt import rules as R
+from rlsuite.apps.queryopt.verify import check_rewrite
 
 if TYPE_CHECKING:
     from rlsuite.apps.queryopt.db import Database
@@ -55,34 +53,6 @@ def catalog(db: Database, schema: str, cached: bool = True) -> R.Catalog:
     c = R.Catalog(cols, db.row_counts(schema))
     _CATALOGS[key] = c
     return c
-
-
-def _norm_value(v: Any) -> Any:
-    if isinstance(v, decimal.Decimal | float):
-        f = float(v)
-        if math.isnan(f):
-            return "nan"
-        if f == int(f) and abs(f) < 2**53:
-            return int(f)
-        return float(f"{f:.9g}")
-    return v
-
-
-def same_rows(a: Sequence[tuple], b: Sequence[tuple], ordered: bool = False) -> bool:
-    """Rows equal as multisets (as sequences when ``ordered``); numbers compare to 9 digits."""
-    na = [tuple(_norm_value(v) for v in r) for r in a]
-    nb = [tuple(_norm_value(v) for v in r) for r in b]
-    if ordered:
-        return na == nb
-    return Counter(na) == Counter(nb)
-
-
-def has_order_by(sql: str) -> bool:
-    try:
-        e = sqlglot.parse_one(sql, read=R.DIALECT)
-    except Exception:  # noqa: BLE001
-        return False
-    return e.args.get("order") is not None
 
 
 @dataclass
@@ -200,8 +170,6 @@ def validate(
         return fallback
     out = Decision(new_sql, settings, q.applied, dict(reasons))
     if check:
-        from rlsuite.apps.queryopt.verify import check_rewrite
-
         verdict = check_rewrite(
             db, schema, sql, new_sql, base_settings, settings, timeout_ms, check_schema
         )

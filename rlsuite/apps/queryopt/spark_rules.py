@@ -46,7 +46,8 @@ import sqlglot
 from sqlglot import exp
 
 from rlsuite.apps.queryopt import rules as R
-from rlsuite.apps.queryopt.rewriter import Decision, query_features, same_rows
+from rlsuite.apps.queryopt.rewriter import Decision, query_features
+from rlsuite.apps.queryopt.verify import same_rows
 
 DIALECT = "spark"
 PUSHDOWN_RULE = "org.apache.spark.sql.catalyst.optimizer.PushDownPredicates"

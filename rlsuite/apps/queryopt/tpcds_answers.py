@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlsuite.apps.queryopt.db import Database
-from rlsuite.apps.queryopt.rewriter import has_order_by, same_rows
+from rlsuite.apps.queryopt.verify import has_order_by, same_rows
 from rlsuite.apps.queryopt.workloads.tpcds import TpcdsWorkload, duckdb_tpcds, queries
 
 

@@ -37,12 +37,48 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import decimal
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import sqlglot
+
+from rlsuite.apps.queryopt import rules as R
 
 if TYPE_CHECKING:
     from rlsuite.apps.queryopt.db import Database
+
+
+def _norm_value(v: Any) -> Any:
+    if isinstance(v, decimal.Decimal | float):
+        f = float(v)
+        if math.isnan(f):
+            return "nan"
+        if f == int(f) and abs(f) < 2**53:
+            return int(f)
+        return float(f"{f:.9g}")
+    return v
+
+
+def same_rows(a: Sequence[tuple], b: Sequence[tuple], ordered: bool = False) -> bool:
+    """Rows equal as multisets (as sequences when ``ordered``); numbers compare to 9 digits."""
+    na = [tuple(_norm_value(v) for v in r) for r in a]
+    nb = [tuple(_norm_value(v) for v in r) for r in b]
+    if ordered:
+        return na == nb
+    return Counter(na) == Counter(nb)
+
+
+def has_order_by(sql: str) -> bool:
+    try:
+        e = sqlglot.parse_one(sql, read=R.DIALECT)
+    except Exception:  # noqa: BLE001
+        return False
+    return e.args.get("order") is not None
+
 
 SLOWER_FACTOR = 1.10
 """A rewrite is slower when it takes more than 10% longer than the original ..."""
@@ -76,7 +112,6 @@ def check_rewrite(
     check_schema: str | None = None,
 ) -> Verdict:
     """Run both queries and decide whether ``new_sql`` may replace ``sql`` (see module doc)."""
-    from rlsuite.apps.queryopt.rewriter import has_order_by, same_rows
 
     ordered = has_order_by(sql)
     a = db.run(sql, schema, timeout_ms, settings)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rlsuite.apps.queryopt import rules as R
-from rlsuite.apps.queryopt.rewriter import catalog, rewrite, same_rows
+from rlsuite.apps.queryopt.rewriter import catalog, rewrite
+from rlsuite.apps.queryopt.verify import same_rows
 
 # (rule, schema, input SQL, expected SQL, expected settings)
 FIXTURES = [

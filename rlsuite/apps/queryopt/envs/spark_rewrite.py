@@ -44,7 +44,7 @@ import numpy as np
 from rlsuite.apps.queryopt import rules as R
 from rlsuite.apps.queryopt import spark_rules as S
 from rlsuite.apps.queryopt.envs.rewrite import RewriteEpisode
-from rlsuite.apps.queryopt.rewriter import same_rows
+from rlsuite.apps.queryopt.verify import same_rows
 
 
 class SparkRewriteEnv(RewriteEpisode, gym.Env):

@@ -132,7 +132,8 @@ class Decider:
         """``applied`` on ``sql`` if it applies, plans and returns the original's rows
         (``original``); otherwise why not. ``timing["s"]`` gets the rewrite's runtime in
         that check."""
-        from rlsuite.apps.queryopt.rewriter import has_order_by, rewrite, same_rows
+        from rlsuite.apps.queryopt.rewriter import rewrite
+        from rlsuite.apps.queryopt.verify import has_order_by, same_rows
 
         d = rewrite(self.db, self.schema, sql, list(applied), False, timeout_ms, self.base)
         if tuple(d.applied) != tuple(applied):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from rlsuite.apps.queryopt.rewriter import same_rows
+from rlsuite.apps.queryopt.verify import same_rows
 from rlsuite.apps.queryopt.workloads.joins import SEED_QUERY
 
 from .conftest import SCHEMA, SMALL_QUERY, pgoptions, plugin_dsn, psql
