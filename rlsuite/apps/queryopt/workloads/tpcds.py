@@ -38,7 +38,7 @@ import numpy as np
 
 from rlsuite.apps.queryopt.db import Database
 from rlsuite.apps.queryopt.workloads.base import Workload, check_split
-from rlsuite.apps.queryopt.workloads.tpch import _pg_type
+from rlsuite.apps.queryopt.workloads.tpch import _pg_type, duckdb_with_extension
 
 HOW_TO_INSTALL = (
     "the tpcds workload generates its data with DuckDB's tpcds extension: "
@@ -51,30 +51,10 @@ CHECK_SCALE = 0.01
 @contextlib.contextmanager
 def duckdb_tpcds(scale: float | None = None) -> Iterator[Any]:
     """A DuckDB connection with the tpcds extension loaded (and, given ``scale``, the data)."""
-    try:
-        import duckdb
-        import duckdb_extension_tpcds
-    except ImportError as e:
-        raise RuntimeError(HOW_TO_INSTALL) from e
-    root = os.path.join(os.path.dirname(duckdb_extension_tpcds.__file__), "extensions")
-    found = [
-        os.path.join(r, f)
-        for r, _, fs in os.walk(root)
-        for f in fs
-        if f == "tpcds.duckdb_extension"
-    ]
-    if not found:
-        raise RuntimeError(f"no tpcds.duckdb_extension under {root}; {HOW_TO_INSTALL}")
-    con = duckdb.connect(
-        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-    )
-    try:
-        con.execute(f"LOAD '{found[0]}'")
+    with duckdb_with_extension("tpcds", HOW_TO_INSTALL) as con:
         if scale is not None:
             con.execute(f"CALL dsdgen(sf={float(scale)}, keys=true)")
         yield con
-    finally:
-        con.close()
 
 
 @functools.cache

@@ -318,29 +318,9 @@ class TpchWorkload(Workload):
     @contextlib.contextmanager
     def _dbgen(self) -> Iterator[Any]:
         """A DuckDB connection holding the generated tables (closed afterwards)."""
-        try:
-            import duckdb
-            import duckdb_extension_tpch
-        except ImportError as e:
-            raise RuntimeError(HOW_TO_INSTALL) from e
-        ext_root = os.path.join(os.path.dirname(duckdb_extension_tpch.__file__), "extensions")
-        found = [
-            os.path.join(r, f)
-            for r, _, fs in os.walk(ext_root)
-            for f in fs
-            if f == "tpch.duckdb_extension"
-        ]
-        if not found:
-            raise RuntimeError(f"no tpch.duckdb_extension under {ext_root}; {HOW_TO_INSTALL}")
-        con = duckdb.connect(
-            config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-        )
-        try:
-            con.execute(f"LOAD '{found[0]}'")
+        with duckdb_with_extension("tpch", HOW_TO_INSTALL) as con:
             con.execute(f"CALL dbgen(sf={self.scale})")
             yield con
-        finally:
-            con.close()
 
     def columns(self, seed: int = 0) -> dict[str, Any]:
         """The generated tables as Arrow tables (what engines other than PostgreSQL load)."""
@@ -390,3 +370,34 @@ def _pg_type(duck: str) -> str:
         "DATE": "date",
         "DOUBLE": "double precision",
     }.get(d, "text")
+
+
+@contextlib.contextmanager
+def duckdb_with_extension(name: str, how_to_install: str) -> Iterator[Any]:
+    """A DuckDB connection with extension ``name`` loaded from its PyPI wheel
+    (``duckdb-extension-<name>``): nothing is fetched at run time. Closed afterwards."""
+    import importlib
+
+    try:
+        import duckdb
+
+        wheel = importlib.import_module(f"duckdb_extension_{name}")
+    except ImportError as e:
+        raise RuntimeError(how_to_install) from e
+    root = os.path.join(os.path.dirname(wheel.__file__), "extensions")
+    found = [
+        os.path.join(r, f)
+        for r, _, fs in os.walk(root)
+        for f in fs
+        if f == f"{name}.duckdb_extension"
+    ]
+    if not found:
+        raise RuntimeError(f"no {name}.duckdb_extension under {root}; {how_to_install}")
+    con = duckdb.connect(
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    )
+    try:
+        con.execute(f"LOAD '{found[0]}'")
+        yield con
+    finally:
+        con.close()
