@@ -38,7 +38,7 @@ import numpy as np
 
 from rlsuite.apps.queryopt.db import Database
 from rlsuite.apps.queryopt.workloads.base import Workload, check_split
-from rlsuite.apps.queryopt.workloads.tpch import _pg_type, duckdb_with_extension
+from rlsuite.apps.queryopt.workloads.tpch import _pg_type, duckdb_columns, duckdb_with_extension
 
 HOW_TO_INSTALL = (
     "the tpcds workload generates its data with DuckDB's tpcds extension: "
@@ -113,11 +113,7 @@ class TpcdsWorkload(Workload):
             }
             ddl, after, counts, files = [], [], {}, {}
             for t in TABLES:
-                cols = con.execute(
-                    "SELECT column_name, data_type FROM information_schema.columns "
-                    "WHERE table_name = ? ORDER BY ordinal_position",
-                    [t],
-                ).fetchall()
+                cols = duckdb_columns(con, t)
                 pk = set(keys.get(t, ()))
                 ddl.append(
                     f"CREATE TABLE {t} ("

@@ -332,11 +332,7 @@ class TpchWorkload(Workload):
             ddl, copies, counts = [], {}, {}
             with tempfile.TemporaryDirectory(prefix="qopt-tpch-") as tmp:
                 for t in TABLES:
-                    cols = con.execute(
-                        "SELECT column_name, data_type FROM information_schema.columns "
-                        "WHERE table_name = ? ORDER BY ordinal_position",
-                        [t],
-                    ).fetchall()
+                    cols = duckdb_columns(con, t)
                     coldefs = ", ".join(f"{c} {_pg_type(ty)} NOT NULL" for c, ty in cols)
                     ddl.append(f"CREATE TABLE {t} ({coldefs}, PRIMARY KEY ({PRIMARY_KEYS[t]}))")
                     path = os.path.join(tmp, f"{t}.csv")
@@ -401,3 +397,12 @@ def duckdb_with_extension(name: str, how_to_install: str) -> Iterator[Any]:
         yield con
     finally:
         con.close()
+
+
+def duckdb_columns(con: Any, table: str) -> list[tuple[str, str]]:
+    """``(column, DuckDB type)`` of ``table`` in a DuckDB connection, in table order."""
+    return con.execute(
+        "SELECT column_name, data_type FROM information_schema.columns "
+        "WHERE table_name = ? ORDER BY ordinal_position",
+        [table],
+    ).fetchall()
