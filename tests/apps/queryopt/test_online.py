@@ -19,7 +19,7 @@ import pytest
 from rlsuite.apps.queryopt.plugin import decider as D
 from rlsuite.apps.queryopt.plugin import modelserver as M
 from rlsuite.apps.queryopt.plugin import protocol as P
-from rlsuite.apps.queryopt.plugin.experience import Experience, ExperienceStore, StoreError
+from rlsuite.apps.queryopt.plugin.experience import KINDS, Experience, ExperienceStore, StoreError
 from rlsuite.apps.queryopt.plugin.guard import guard
 from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner, ShapeBook
 from rlsuite.apps.queryopt.rewriter import Decision
@@ -397,8 +397,11 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
         assert srv.stats.not_ready <= 3
         rows = store.recent()
         kinds = {e.kind for e in rows}
-        # the standard plan, and explorations or a rewrite its row check timed faster
-        assert "model" in kinds and kinds & {"explore", "verified"}, kinds
+        # the standard plan ran (as the no-model decision before the row check finished, or
+        # as an exploration against the verified rewrite after: which, depends on timing),
+        # and explorations or a rewrite its row check timed faster
+        assert any(e.applied == () for e in rows), [(e.kind, e.applied) for e in rows]
+        assert kinds <= set(KINDS) and kinds & {"explore", "verified"}, kinds
         assert all(e.features and "?" in e.shape and "700" not in e.shape for e in rows)
         assert any(e.applied == ("eager_aggregation",) for e in rows)
         warm = srv.learner.warm()  # what `serve --learn` does before it serves
