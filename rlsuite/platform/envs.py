@@ -131,6 +131,7 @@ def spec(env_id: str) -> EnvSpec:
     if env_id in _REGISTRY:
         return _REGISTRY[env_id]
     if env_id in gym.registry:
+        _check_extra(env_id)
         # gym.make keeps the registered wrappers (TimeLimit, order enforcing).
         return EnvSpec(env_id, f"gymnasium:make#{env_id}", False)
     known = ", ".join(sorted(_REGISTRY)) or "(none: is the app's extra installed?)"
@@ -138,6 +139,32 @@ def spec(env_id: str) -> EnvSpec:
         f"unknown env id {env_id!r}. Registered: {known}; any gymnasium id (e.g. CartPole-v1) "
         "also works. Apps register theirs when installed: pip install -e '.[all]'"
     )
+
+
+EXTRAS: dict[str, tuple[str, str]] = {
+    "gymnasium.envs.mujoco": ("mujoco", "mujoco"),
+}
+"""Gymnasium env families that need a package outside the core install: entry-point
+prefix -> (the module they import, the rlsuite extra that installs it)."""
+
+
+def _check_extra(env_id: str) -> None:
+    """Raise the install line when a gymnasium id needs a package that is not installed
+    (MuJoCo's envs are registered with gymnasium whether or not MuJoCo is there)."""
+    import importlib.util
+
+    entry = gym.registry[env_id].entry_point
+    for prefix, (module, extra) in EXTRAS.items():
+        if isinstance(entry, str) and entry.startswith(prefix):
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                raise ValueError(
+                    f"env {env_id!r} needs {module}, which is not installed: "
+                    f"pip install -e '.[{extra}]'"
+                )
 
 
 def _resolve(entry_point: str) -> Callable[..., Any]:

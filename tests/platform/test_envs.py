@@ -60,3 +60,19 @@ def test_rllib_creator_wraps_pettingzoo_and_drops_rllib_keys():
     assert single.action_space.n == 4
     o, _ = single.reset(seed=3)
     assert o.dtype == np.float32
+
+
+def test_a_mujoco_id_without_mujoco_names_the_extra(monkeypatch, capsys, tmp_path):
+    import sys
+
+    from rlsuite import cli
+
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # as if not installed
+    with pytest.raises(ValueError, match=r"needs mujoco.*pip install -e '\.\[mujoco\]'"):
+        envs.spec("HalfCheetah-v5")
+    rc = cli.main(
+        ["train", "--plan", "sync", "--env", "Swimmer-v5", "--run-dir", str(tmp_path / "r")]
+    )
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err and "pip install -e '.[mujoco]'" in err, err
+    assert envs.spec("CartPole-v1").env_id == "CartPole-v1"  # other gymnasium ids unaffected
