@@ -286,6 +286,20 @@ class Database:
         self.conn.rollback()
         return out
 
+    def not_null_columns(self, schema: str) -> dict[str, frozenset[str]]:
+        """``{table: columns declared NOT NULL}`` of a schema (primary keys included)."""
+        with self.conn.cursor() as cur:
+            cur.execute(
+                "SELECT table_name, column_name FROM information_schema.columns "
+                "WHERE table_schema = %s AND is_nullable = 'NO'",
+                (schema,),
+            )
+            out: dict[str, set[str]] = {}
+            for t, c in cur.fetchall():
+                out.setdefault(t, set()).add(c)
+        self.conn.rollback()
+        return {t: frozenset(cs) for t, cs in out.items()}
+
     def row_counts(self, schema: str) -> dict[str, float]:
         """Estimated rows per table (``pg_class.reltuples``)."""
         with self.conn.cursor() as cur:

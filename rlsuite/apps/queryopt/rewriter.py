@@ -32,6 +32,7 @@ import sqlglot
 from sqlglot import exp
 
 from rlsuite.apps.queryopt import rules as R
+from rlsuite.apps.queryopt.rules.base import AGGS, conjuncts, tables_of
 from rlsuite.apps.queryopt.verify import check_rewrite
 
 if TYPE_CHECKING:
@@ -50,7 +51,10 @@ def catalog(db: Database, schema: str, cached: bool = True) -> R.Catalog:
         raise ValueError(
             f"schema {schema} has no tables: load a workload first (`qopt-bench setup --workload W`)"
         )
-    c = R.Catalog(cols, db.row_counts(schema))
+    # NOT NULL columns, where the engine declares them (Spark's tables do not: rules that
+    # need a non-NULL column refuse there)
+    not_null = db.not_null_columns(schema) if hasattr(db, "not_null_columns") else {}
+    c = R.Catalog(cols, db.row_counts(schema), not_null)
     _CATALOGS[key] = c
     return c
 
@@ -290,17 +294,17 @@ def query_features(e: exp.Expression) -> dict[str, float]:
     n_tables = sum(1 for _ in e.find_all(exp.Table))
     conds = []
     for w in e.find_all(exp.Where):
-        conds += R._conjuncts(w.this)
+        conds += conjuncts(w.this)
     for j in e.find_all(exp.Join):
-        conds += R._conjuncts(j.args.get("on"))
-    n_join = sum(1 for c in conds if len(R._tables_of(c)) >= 2)
+        conds += conjuncts(j.args.get("on"))
+    n_join = sum(1 for c in conds if len(tables_of(c)) >= 2)
     group = sel.args.get("group") if isinstance(sel, exp.Select) else None
     return {
         "tables": n_tables,
         "join_preds": n_join,
         "filters": len(conds) - n_join,
         "group_keys": len(group.expressions) if group else 0,
-        "aggregates": sum(1 for _ in e.find_all(*R._AGGS)),
+        "aggregates": sum(1 for _ in e.find_all(*AGGS)),
         "subqueries": sum(1 for s in e.find_all(exp.Select) if s is not e),
         "udf_calls": sum(1 for _ in e.find_all(exp.Anonymous)),
         "order_by": 1.0 if isinstance(sel, exp.Select) and sel.args.get("order") else 0.0,

@@ -24,7 +24,9 @@ The actions, in order (an action's index is its number in the Spark MDP; STOP is
 
 PostgreSQL's planner arms (``arm_no_nestloop`` ...) are refused with the reason: they
 are ``enable_*`` settings of PostgreSQL's planner and Spark has no such switch; its
-join strategy is chosen per join with the hints above.
+join strategy is chosen per join with the hints above. So are the CTE materialisation
+rules (``cte_not_materialized``, ``cte_materialized``): ``AS [NOT] MATERIALIZED`` is
+PostgreSQL's syntax, and Catalyst inlines deterministic CTEs on its own.
 
 Example::
 
@@ -70,6 +72,18 @@ REFUSED: dict[str, str] = {
     )
 }
 """Rules of the PostgreSQL registry that do not apply on Spark, with the reason."""
+REFUSED.update(
+    {
+        name: (
+            f"{name} writes PostgreSQL's AS {what}, which Spark SQL does not parse; "
+            "Catalyst inlines every deterministic CTE itself"
+        )
+        for name, what in (
+            ("cte_not_materialized", "NOT MATERIALIZED"),
+            ("cte_materialized", "MATERIALIZED"),
+        )
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -367,8 +367,8 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
         explore_window=10,
         retry_after=1,
         retrain_every=10_000,
-        iterations=1,
-        env_steps_per_iteration=200,
+        iterations=3,
+        env_steps_per_iteration=400,
     )
     decider = D.RulesDecider(dsn, "joins", [])  # no model: the standard plan, exploring
     store = ExperienceStore(store_path, decider.schema)
@@ -484,8 +484,8 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
         explore_window=10,
         retry_after=1,
         retrain_every=10_000,
-        iterations=1,
-        env_steps_per_iteration=200,
+        iterations=3,
+        env_steps_per_iteration=400,
     )
     decider = D.RulesDecider(dsn, "joins", [])
     store = ExperienceStore(tmp_path / "exp.sqlite", decider.schema)
