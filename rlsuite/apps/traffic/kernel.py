@@ -101,9 +101,12 @@ def binary(name: str, home: str | None = None) -> str:
     return path
 
 
-def run_tool(name: str, args: Sequence[str], timeout: float = 60.0) -> None:
-    """Run a SUMO command-line tool; a failure raises with its stderr."""
-    cmd = [binary(name), *args]
+def run_tool(
+    name: str, args: Sequence[str], timeout: float = 60.0, home: str | None = None
+) -> None:
+    """Run a SUMO command-line tool (of the install at ``home`` when given); a failure raises
+    with its stderr."""
+    cmd = [binary(name, home), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise SimulationError(

@@ -73,9 +73,15 @@ def _atomic_write(path: str, text: str) -> None:
 
 
 def compile_network(
-    name: str, nodes: str, edges: str, extra: Sequence[str] = (), out_dir: str | None = None
+    name: str,
+    nodes: str,
+    edges: str,
+    extra: Sequence[str] = (),
+    out_dir: str | None = None,
+    home: str | None = None,
 ) -> str:
-    """netconvert nodes+edges into ``<out_dir or cache>/<name>.net.xml`` unless already there."""
+    """netconvert nodes+edges into ``<out_dir or cache>/<name>.net.xml`` unless already there;
+    with ``home``, the netconvert of that SUMO install (``name`` must then say which)."""
     out = os.path.join(out_dir or cache_dir(), f"{name}.net.xml")
     if os.path.exists(out):
         return out
@@ -90,6 +96,7 @@ def compile_network(
                 "--no-turnarounds", "true", "--offset.disable-normalization", "true",
                 "--no-warnings", "true", *extra,
             ],
+            home=home,
         )  # fmt: skip
         os.replace(net, out)
     return out
@@ -435,11 +442,17 @@ BOTTLENECK_SPEED_LIMIT = 23.0
 """The road's speed limit (m/s)."""
 
 
-def bottleneck_network(lane_scale: int = 1, metered: bool = False) -> str:
+def bottleneck_network(
+    lane_scale: int = 1,
+    metered: bool = False,
+    sumo: tuple[str, str | None] = ("", None),
+) -> str:
     """Flow's bottleneck as a SUMO network: edges 1-5 (100, 310, 140, 280, 155 m; 4, 4, 4, 2,
     1 lanes x ``lane_scale``; 23 m/s) in a straight line, zipper merges at nodes 4 and 5
     where lanes 2i and 2i+1 feed lane i, and with ``metered`` a traffic light at node 3 (one
-    signal per lane). Returns the .net.xml path (cached)."""
+    signal per lane). ``sumo`` is ``(version, home)`` of the SUMO install whose
+    netconvert compiles it (default the project's own), so each release runs the network its
+    own netconvert builds. Returns the .net.xml path (cached per version)."""
     xs = np.concatenate([[0.0], np.cumsum(BOTTLENECK_EDGE_LENGTHS)])
     node = '  <node id="{0}" x="{1:g}" y="0"{2}/>'
     kinds = {
@@ -477,11 +490,13 @@ def bottleneck_network(lane_scale: int = 1, metered: bool = False) -> str:
             j = i * n_b // n_a
             conns.append(f'  <connection from="{a}" to="{b}" fromLane="{i}" toLane="{j}"/>')
     conns.append("</connections>")
+    version, home = sumo
     key = f"bottleneck_x{lane_scale}{'_metered' if metered else ''}"
+    key += f"_sumo{version}" if home else ""
     con = os.path.join(cache_dir(), f"{key}.con.xml")
     if not os.path.exists(con):
         _atomic_write(con, "\n".join(conns) + "\n")
-    return compile_network(key, nodes, edges, extra=["--connection-files", con])
+    return compile_network(key, nodes, edges, extra=["--connection-files", con], home=home)
 
 
 def bottleneck_routes(

@@ -14,6 +14,7 @@ limits, an optional ALINEA ramp meter, the measurements); :class:`BottleneckEnv`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import shutil
@@ -25,7 +26,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from rlsuite.apps.traffic import kernel, networks
+from rlsuite.apps.traffic import kernel, networks, resco
 from rlsuite.apps.traffic.controllers import AlineaMeter
 from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
 
@@ -63,6 +64,10 @@ SPEED_MODE = 9
 """SUMO speed mode of every vehicle (Flow's: safe speed, right of way)."""
 LANE_CHANGE_MODE = 0
 """SUMO lane-change mode of every vehicle (Flow's bottleneck0: nobody changes lanes)."""
+
+
+CAPACITY_DROP_SPEED_DEV = 0.2
+"""The drivers' spread of desired speeds (SUMO ``speedDev``) with ``capacity_drop``."""
 
 
 def flow_human() -> networks.VehicleType:
@@ -121,10 +126,30 @@ class BottleneckConfig(EnvConfig):
     """Teleports in an episode before it is ended as a teleport storm (reason in info)."""
     backend: str = "auto"
     """``auto`` (libsumo if free in this process, else TraCI), ``libsumo`` or ``traci``."""
+    sumo_version: str = ""
+    """``""`` or ``1.28``: the project's SUMO; another release (``1.8.0``, ``1.9.2``...)
+    installed under ``~/.cache/rlsuite/sumo-<version>`` runs over TraCI and compiles its
+    own network (an older SUMO cannot read a newer netconvert's network)."""
     gui: bool = False
     """Show sumo-gui (TraCI; needs a display)."""
     human_type: networks.VehicleType = field(default_factory=flow_human)
     """Drivers' (SUMO IDM) parameters; the AVs share them and differ only in speed limit."""
+    capacity_drop: bool = False
+    """Make the all-human road break down as Flow's did: the drivers' desired speeds spread
+    with SUMO ``speedDev`` 0.2 instead of Flow's 0.1 (nothing else changes).
+
+    Why: Flow's road (SUMO 0.32-era build 1d4338ab80) broke down to 1023 +- 263 veh/h at
+    1900 veh/h inflow. With Flow's own settings every SUMO release from 1.8.0 to 1.28 stays
+    in free flow (about 1760 veh/h) on most seeds: the zipper merges are bistable and break
+    down only when a cluster of vehicles reaches them, which speedDev 0.1 makes rare. A wider
+    spread of desired speeds makes fast drivers catch up slow ones, the platoons reach the
+    merges, and the road breaks down on most seeds at high inflow while it still flows at
+    low inflow: on SUMO 1.28 the outflow rises to ~1100 veh/h at 1400-1600 veh/h of inflow
+    and falls to ~990 at 1900 (9 of 10 seeds within 15% of Flow's 1023), the shape of Flow's
+    capacity diagram. Flow's other settings (sigma 0.5, emergencyDecel, the SUMO version)
+    were tried and do not do it (benchmarks/traffic_bottleneck_capacity.py). Off by default
+    so that the results measured on today's road stay reproducible. Tuned at ``lane_scale``
+    1; it cannot be combined with a ``human_type`` whose ``speed_dev`` is not Flow's 0.1."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "human_type", vehicle_type(self.human_type))
@@ -177,6 +202,22 @@ class BottleneckConfig(EnvConfig):
             raise ValueError(f"max_teleports must be >= 0, got {self.max_teleports}")
         if self.backend not in kernel.BACKENDS:
             raise ValueError(f"backend must be one of {kernel.BACKENDS}, got {self.backend!r}")
+        if self.capacity_drop and self.human_type.speed_dev != flow_human().speed_dev:
+            raise ValueError(
+                f"capacity_drop sets the drivers' speed_dev to {CAPACITY_DROP_SPEED_DEV}, but "
+                f"human_type sets speed_dev={self.human_type.speed_dev:g}: drop one of them"
+            )
+        if resco.sumo_home_for(self.sumo_version) and self.backend == "libsumo":
+            raise ValueError(
+                f"sumo_version={self.sumo_version} runs over TraCI (libsumo is the project's "
+                "SUMO only): use backend='traci' or 'auto'"
+            )
+
+    def drivers(self) -> networks.VehicleType:
+        """The drivers' vType: ``human_type``, with ``capacity_drop``'s speed spread."""
+        if self.capacity_drop:
+            return dataclasses.replace(self.human_type, speed_dev=CAPACITY_DROP_SPEED_DEV)
+        return self.human_type
 
     def lanes(self, edge: str) -> int:
         """Lanes of ``edge``."""
@@ -202,7 +243,8 @@ class BottleneckSimulation:
 
     def __init__(self, config: BottleneckConfig, name: str = "bottleneck"):
         self.cfg = config
-        self.sim = kernel.Simulation(config.backend, gui=config.gui, name=name)
+        self._home = resco.sumo_home_for(config.sumo_version)
+        self.sim = kernel.Simulation(config.backend, gui=config.gui, name=name, home=self._home)
         self._dir: str | None = None
         self.t = 0
         self.state: dict[str, tuple[float, str, float, int]] = {}
@@ -218,6 +260,7 @@ class BottleneckSimulation:
     def _reset_measurements(self) -> None:
         self.arrivals: list[int] = []
         self.departures = 0
+        self.loaded = 0
         self.collisions = 0
         self.teleports = 0
         self.speed_sum = 0.0
@@ -238,12 +281,14 @@ class BottleneckSimulation:
     def start(self, rng: np.random.Generator) -> None:
         """Start a fresh simulation and run the warm-up (no actions)."""
         cfg = self.cfg
-        net = networks.bottleneck_network(cfg.lane_scale, metered=cfg.meter == "alinea")
+        net = networks.bottleneck_network(
+            cfg.lane_scale, metered=cfg.meter == "alinea", sumo=(cfg.sumo_version, self._home)
+        )
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="rlsuite-bottleneck-")
         routes = os.path.join(self._dir, "bottleneck.rou.xml")
         networks.bottleneck_routes(
-            routes, cfg.human_type, cfg.inflow, cfg.av_share, cfg.episode_seconds, AV_FLOW
+            routes, cfg.drivers(), cfg.inflow, cfg.av_share, cfg.episode_seconds, AV_FLOW
         )
         seed = int(rng.integers(0, 2**31 - 1))
         self.sim.start(
@@ -322,6 +367,8 @@ class BottleneckSimulation:
             self.sim.call("vehicle", "setLaneChangeMode", vid, LANE_CHANGE_MODE)
         self.sim.set_speed_modes(departed, SPEED_MODE)
         self.departures += len(departed)
+        # loaded minus departed is the queue waiting to enter (SUMO 1.8 lacks getPendingVehicles)
+        self.loaded += int(self.sim.call("simulation", "getLoadedNumber"))
         ids = self.sim.vehicle_ids()
         self.state = self.sim.vehicle_lane_states(ids)
         self.av_limit = {v: s for v, s in self.av_limit.items() if v in self.state}
@@ -340,7 +387,7 @@ class BottleneckSimulation:
             speeds = [s[0] for s in self.state.values()]
             self.speed_sum += float(np.sum(speeds))
             self.samples += len(speeds)
-            self.waiting_sum += len(self.sim.call("simulation", "getPendingVehicles"))
+            self.waiting_sum += self.loaded - self.departures
             self.series_t.append((cfg.warmup_steps + self.t) * cfg.sim_step)
             self.series_speed.append(float(np.mean(speeds)) if speeds else math.nan)
             self.series_rate.append(self.meter.rate if self.meter is not None else math.nan)
