@@ -226,7 +226,8 @@ class GreedyByCost:
     """Apply, one at a time, the rule that lowers PostgreSQL's estimated cost most.
 
     A rule is taken only when it cuts the estimate by more than 10%; at most
-    ``max_rules`` are applied. Needs no model and runs no query (only ``EXPLAIN``).
+    ``max_rules`` are applied; a rewrite PostgreSQL cannot plan is skipped. Needs no model
+    and runs no query (only ``EXPLAIN``).
     """
 
     def __init__(
@@ -255,9 +256,11 @@ class GreedyByCost:
             for name, cand in R.applicable(q).items():
                 if not isinstance(cand, R.Query):
                     continue
-                c = db.explain(cand.sql(), schema, {**settings, **cand.settings_dict})["Plan"][
-                    "Total Cost"
-                ]
+                try:
+                    plan = db.explain(cand.sql(), schema, {**settings, **cand.settings_dict})
+                except Exception:  # noqa: BLE001 - a rewrite PostgreSQL rejects is no candidate
+                    continue
+                c = plan["Plan"]["Total Cost"]
                 if c < cost * 0.9 and (best is None or c < best[0]):
                     best = (c, name)
             if best is None:

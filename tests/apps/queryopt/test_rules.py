@@ -371,3 +371,18 @@ def test_new_rules_keep_the_rows_of_the_tpcds_queries_they_target(tpcds_small, n
     a = tpcds_small.run(sql, TPCDS, 30_000)
     b = tpcds_small.run(out.sql(), TPCDS, 30_000, out.settings_dict)
     assert a.rows and same_rows(a.rows, b.rows)
+
+
+def test_greedy_by_cost_skips_a_rewrite_postgres_rejects(db, monkeypatch):
+    """One candidate PostgreSQL cannot plan (TPC-DS Q70's unnesting) leaves the others."""
+    from rlsuite.apps.queryopt.rewriter import GreedyByCost
+
+    broken = R.Rule("arm_no_mergejoin", lambda e, c: e.where("no_such_column > 0"), "invalid")
+    monkeypatch.setattr(
+        R, "RULES", tuple(broken if r.name == "arm_no_mergejoin" else r for r in R.RULES)
+    )
+    sql = "SELECT R.b, count(1) FROM R, S WHERE R.b = S.b GROUP BY R.b"
+    assert isinstance(
+        R.applicable(R.Query.parse(sql, catalog(db, "qopt_joins")))["arm_no_mergejoin"], R.Query
+    )
+    assert "arm_no_mergejoin" not in GreedyByCost(db, "qopt_joins").choose(sql)
