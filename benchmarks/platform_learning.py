@@ -1,0 +1,682 @@
+"""Learning table: the platform's plans against RLlib's own tuned examples.
+
+For each task row, on the same machine and the same seeds:
+
+``rllib``
+    RLlib's tuned example, its ``AlgorithmConfig`` built as the example file builds it and
+    trained through RLlib alone (``config.build_algo()`` then ``algo.train()``, as the
+    example's ``--no-tune``). Unchanged except: ``.debugging(seed=...)`` (the examples
+    set no seed) and ``num_gpus_per_learner=0``, which the examples' launcher sets on a
+    machine without GPUs. Each example's default runner count fits 2 CPUs, so none was
+    changed.
+``ours``
+    The platform's plan (:mod:`rlsuite.platform.optimizers`) with the example's
+    hyperparameters mapped onto the plan's fields; where the plan cannot say what the
+    example says, the row's ``differences`` list it. Built by the platform
+    (``to_rllib``, its learner, connectors and runner callbacks, one torch thread in the
+    driver: ``cluster.init``).
+``ours_overlap``
+    (sync rows) the same plan with ``overlap=true``.
+
+Both sides are stopped as RLlib's example launcher stops them: at the threshold on
+``env_runners/episode_return_mean`` (stochastic training episodes, a moving mean over
+the last 100), at the budget of env steps sampled, or after 200 iterations. The
+platform smooths over 20 episodes by default; here both sides use RLlib's 100
+(``metrics_num_episodes_for_smoothing=100``), so the threshold means the same thing.
+
+Pass criterion of a row (the learning-tests targets): every seed of ``ours`` reaches
+RLlib's threshold within RLlib's budget, and ours' wall time to the threshold is at
+most 0.6x RLlib's (median over seeds, same machine). A threshold not reached is
+reported as not reached with the best return.
+
+Each (task, impl, seed) cell runs in its own process and is saved to the JSON when it
+ends, so ``--resume`` skips finished cells. On the shared 2-core machine each cell holds
+the heavy-job lock only while it computes, in segments of at most ``--segment-s``
+(waits for the lock are not timed)::
+
+    .venv/bin/python benchmarks/platform_learning.py --tasks sync-cartpole,replay-cartpole \\
+        --seeds 0,1,2 --lock /tmp/rlsuite-heavy.lock --resume
+
+Results: ``benchmarks/results/platform_learning.json`` and
+``platform_learning.png`` (learning curves, ours against RLlib's, per task).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+RESULTS = os.path.join(ROOT, "benchmarks", "results")
+JSON_PATH = os.path.join(RESULTS, "platform_learning.json")
+PNG_PATH = os.path.join(RESULTS, "platform_learning.png")
+NUM_CPUS = 2
+SMOOTHING = 100
+WALL_TARGET = 0.6
+
+
+# -- RLlib's tuned examples, as their files build them ---------------------------------
+
+
+def _rllib_ppo_cartpole() -> Any:
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01)
+        .rl_module(
+            model_config=DefaultModelConfig(
+                fcnet_hiddens=[32], fcnet_activation="linear", vf_share_layers=True
+            )
+        )
+    )
+
+
+def _rllib_dqn_cartpole() -> Any:
+    from ray.rllib.algorithms.dqn import DQNConfig
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    return (
+        DQNConfig()
+        .environment(env="CartPole-v1")
+        .training(
+            lr=0.0005,
+            train_batch_size_per_learner=32,
+            replay_buffer_config={
+                "type": "PrioritizedEpisodeReplayBuffer",
+                "capacity": 50_000,
+                "alpha": 0.6,
+                "beta": 0.4,
+            },
+            n_step=(2, 5),
+            double_q=True,
+            dueling=True,
+            epsilon=[(0, 1.0), (10_000, 0.02)],
+        )
+        .rl_module(
+            model_config=DefaultModelConfig(
+                fcnet_hiddens=[256],
+                fcnet_activation="tanh",
+                fcnet_bias_initializer="zeros_",
+                head_fcnet_hiddens=[256],
+                head_fcnet_bias_initializer="zeros_",
+            )
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Task:
+    """One row of the table: RLlib's example and our plan with its hyperparameters."""
+
+    plan: str
+    env: str
+    threshold: float
+    budget_steps: int
+    rllib_config: Callable[[], Any]
+    source: str
+    """RLlib's example file and the commit of the copy read."""
+    ours: dict[str, Any]
+    """The plan's values: the example's hyperparameters in the plan's fields."""
+    differences: tuple[str, ...] = ()
+    """What the example sets that the plan cannot express (and what ours uses instead)."""
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Further ``ours`` impls: name -> plan overrides."""
+    max_iterations: int = 200
+
+
+TASKS: dict[str, Task] = {
+    "sync-cartpole": Task(
+        plan="sync",
+        env="CartPole-v1",
+        threshold=450.0,
+        budget_steps=300_000,
+        rllib_config=_rllib_ppo_cartpole,
+        source="rllib/examples/algorithms/ppo/cartpole_ppo.py @ 4d5432002e1d "
+        "(default_reward=450, default_timesteps=300000; PPOConfig defaults otherwise: "
+        "2 env runners x 1 env, batch 4000, minibatch 128, lambda 1.0, clip 0.3, "
+        "KL loss 0.2, no grad clip)",
+        ours=dict(
+            env="CartPole-v1",
+            num_env_runners=2,
+            num_envs_per_env_runner=1,
+            lr=3e-4,
+            num_epochs=6,
+            vf_loss_coeff=0.01,
+            hidden=(32,),
+            activation="tanh",
+            train_batch_size=4000,
+            minibatch_size=128,
+            lambda_=1.0,
+            clip_param=0.3,
+            kl_coeff=0.2,
+            vf_clip_param=10.0,
+            grad_clip=None,
+            entropy_coeff=0.0,
+            gamma=0.99,
+        ),
+        differences=(
+            "fcnet_activation='linear': the plan allows tanh or relu; ours uses tanh",
+            "vf_share_layers=True: the plan's policy and value nets are separate",
+        ),
+        variants={"ours_overlap": {"overlap": True}},
+    ),
+    "replay-cartpole": Task(
+        plan="replay",
+        env="CartPole-v1",
+        threshold=450.0,
+        budget_steps=200_000,
+        rllib_config=_rllib_dqn_cartpole,
+        source="rllib/examples/algorithms/dqn/cartpole_dqn.py @ 7156122e3068 "
+        "(default_reward=450, default_timesteps=200000; DQNConfig defaults otherwise: "
+        "sampling in the driver, target sync every 500 steps, learning from 1000 steps)",
+        ours=dict(
+            env="CartPole-v1",
+            num_env_runners=0,
+            num_envs_per_env_runner=1,
+            rollout_fragment_length="auto",
+            lr=5e-4,
+            train_batch_size=32,
+            buffer_size=50_000,
+            prioritized=True,
+            priority_alpha=0.6,
+            priority_beta=0.4,
+            double_q=True,
+            dueling=True,
+            n_step=3,
+            target_update_freq=500,
+            learning_starts=1000,
+            epsilon_timesteps=10_000,
+            final_epsilon=0.02,
+            hidden=(256,),
+            activation="tanh",
+            env_steps_per_iteration=1000,
+            gamma=0.99,
+        ),
+        differences=(
+            "n_step=(2, 5) (drawn per sample): the plan takes one n; ours uses 3",
+            "head_fcnet_hiddens=[256] and zero bias init: the plan has no head layers; "
+            "ours uses RLlib's default head",
+        ),
+    ),
+}
+
+SKIPPED: dict[str, str] = {
+    "async-cartpole": "APPO's example (rllib/examples/algorithms/appo/cartpole_appo.py) "
+    "asks for 5 env runners x 16 envs and a 1M-2M step budget; at CartPole's sampling "
+    "rate on 2 cores that is over 8 min per cell, and 5 runners do not fit 2 CPUs "
+    "without changing the example. Not run.",
+    "imitation-cartpole": "BC's example reads tests/data/cartpole/cartpole-v1_large from "
+    "Ray's source tree, which the pip wheel does not ship. Not run.",
+    "sync-pendulum": "PPO's Pendulum example uses RLlib's MeanStdFilter connector; the "
+    "sync plan has no observation filter, so ours cannot take the example's settings. "
+    "Not run.",
+}
+
+
+# -- one cell ---------------------------------------------------------------------------
+
+
+def impls_of(task: Task) -> list[str]:
+    return ["rllib", "ours", *task.variants]
+
+
+def _our_plan(task: Task, impl: str, seed: int) -> Any:
+    from rlsuite.platform.optimizers import make_plan
+
+    return make_plan(task.plan, **{**task.ours, **task.variants.get(impl, {}), "seed": seed})
+
+
+class _HeavyLock:
+    """The machine's heavy-job lock (``flock``), held in segments: after ``segment_s`` of
+    work it is released between two iterations and taken again, so one long cell does
+    not hold the machine for longer than a short job would. Time spent waiting for it
+    is not counted in the cell's wall time. No path: no lock."""
+
+    def __init__(self, path: str | None, segment_s: float):
+        self.path, self.segment_s, self.waited_s, self.segments = path, segment_s, 0.0, 0
+        self._fd: int | None = None
+        self._since = 0.0
+
+    def take(self) -> None:
+        import fcntl
+
+        if self.path is None:
+            return
+        t = time.perf_counter()
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._since = time.perf_counter()
+        self.waited_s += self._since - t
+        self.segments += 1
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the only descriptor drops the flock
+            self._fd = None
+
+    def between_iterations(self) -> None:
+        if self._fd is not None and time.perf_counter() - self._since > self.segment_s:
+            self.release()
+            time.sleep(1.0)  # let a waiting job take it
+            self.take()
+
+
+def run_cell(
+    key: str, impl: str, seed: int, lock: str | None = None, segment_s: float = 420.0
+) -> dict[str, Any]:
+    """Train one (task, impl, seed) to the threshold, the budget or 200 iterations."""
+    import ray
+
+    task = TASKS[key]
+    heavy = _HeavyLock(lock, segment_s)
+    heavy.take()
+    heavy.waited_s = 0.0  # the cell's clock starts once it holds the lock
+    t0 = time.perf_counter()
+    if impl == "rllib":
+        ray.init(num_cpus=NUM_CPUS, include_dashboard=False, logging_level="ERROR")
+        config = task.rllib_config().learners(num_gpus_per_learner=0).debugging(seed=seed)
+        described = {"example": task.source}
+    else:
+        from rlsuite.platform import cluster, resources
+        from rlsuite.platform.optimizers import to_rllib
+
+        cluster.init(num_cpus=NUM_CPUS)
+        plan = _our_plan(task, impl, seed)
+        config = to_rllib(plan, resources.resolve(plan, log=False))
+        config = config.reporting(metrics_num_episodes_for_smoothing=SMOOTHING)
+        described = {"plan": plan.to_dict()}
+    algo = config.build_algo()
+    build_s = time.perf_counter() - t0
+    curve: list[list[float]] = []
+    reached = None
+    best = -math.inf
+    stop = "iterations"
+    try:
+        for _ in range(task.max_iterations):
+            heavy.between_iterations()
+            r = algo.train()
+            er = r.get("env_runners", {})
+            steps = int(er.get("num_env_steps_sampled_lifetime", 0))
+            ret = float(er.get("episode_return_mean", math.nan))
+            wall = time.perf_counter() - t0 - heavy.waited_s
+            curve.append([steps, round(wall, 2), ret])
+            if not math.isnan(ret):
+                best = max(best, ret)
+            if ret >= task.threshold:
+                reached = {"env_steps": steps, "wall_s": round(wall, 2)}
+                stop = "threshold"
+                break
+            if steps >= task.budget_steps:
+                stop = "budget"
+                break
+    finally:
+        algo.stop()
+        ray.shutdown()
+        heavy.release()
+    return {
+        "task": key,
+        "impl": impl,
+        "seed": seed,
+        "reached": reached,
+        "best_return": best if best > -math.inf else None,
+        "stopped_by": stop,
+        "env_steps": curve[-1][0] if curve else 0,
+        "wall_s": round(time.perf_counter() - t0 - heavy.waited_s, 2),
+        "lock_segments": heavy.segments,
+        # the 1-min load average at the end: > 2 means other processes shared the 2 cores
+        "loadavg_1min_at_end": round(os.getloadavg()[0], 2),
+        "build_s": round(build_s, 2),
+        "iterations": len(curve),
+        "curve": curve,
+        **described,
+    }
+
+
+# -- the table --------------------------------------------------------------------------
+
+
+def _median(xs: list[float]) -> float | None:
+    xs = sorted(xs)
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def _iteration_s(cell: dict[str, Any]) -> float | None:
+    walls = [p[1] for p in cell["curve"]]
+    return _median([b - a for a, b in zip(walls, walls[1:])])
+
+
+def summarise(results: dict[str, Any]) -> dict[str, Any]:
+    """Per task and impl: seeds run, seeds reached, median steps and wall to the threshold
+    (over the seeds that reached it), and ours / RLlib's of those medians."""
+    cells = results.get("cells", {})
+    out: dict[str, Any] = {}
+    for key, task in TASKS.items():
+        row: dict[str, Any] = {}
+        for impl in impls_of(task):
+            cs = [c for c in cells.values() if c["task"] == key and c["impl"] == impl]
+            if not cs:
+                continue
+            hit = [c for c in cs if c["reached"]]
+            row[impl] = {
+                "seeds": sorted(c["seed"] for c in cs),
+                "reached": len(hit),
+                "median_steps_to_threshold": _median([c["reached"]["env_steps"] for c in hit]),
+                "median_wall_s_to_threshold": _median([c["reached"]["wall_s"] for c in hit]),
+                # robust to another process's burst on the shared machine: the median
+                # iteration's seconds (same steps per iteration on both sides)
+                "median_iteration_s": _median([_iteration_s(c) for c in cs]),
+                "best_return_not_reached": {
+                    str(c["seed"]): c["best_return"] for c in cs if not c["reached"]
+                },
+            }
+        base = row.get("rllib")
+        for impl, s in row.items():
+            if impl == "rllib" or not base:
+                continue
+            for what in ("steps", "wall_s"):
+                a, b = s[f"median_{what}_to_threshold"], base[f"median_{what}_to_threshold"]
+                s[f"{what}_ratio_vs_rllib"] = round(a / b, 3) if a and b else None
+            a, b = s["median_iteration_s"], base["median_iteration_s"]
+            s["iteration_s_ratio_vs_rllib"] = round(a / b, 3) if a and b else None
+            s["passed"] = (
+                s["reached"] == len(s["seeds"])
+                and s["wall_s_ratio_vs_rllib"] is not None
+                and s["wall_s_ratio_vs_rllib"] <= WALL_TARGET
+            )
+        if row:
+            out[key] = row
+    return out
+
+
+def overlap_vs_default(summary: dict[str, Any], cells: dict[str, Any]) -> dict[str, Any]:
+    """Does ``overlap=true`` reach each sync threshold in no more steps than the default?"""
+    out = {}
+    for key, task in TASKS.items():
+        if "ours_overlap" not in task.variants or key not in summary:
+            continue
+        per_seed = {}
+        for c in cells.values():
+            if c["task"] == key and c["impl"] in ("ours", "ours_overlap"):
+                hit = c["reached"]["env_steps"] if c["reached"] else None
+                per_seed.setdefault(str(c["seed"]), {})[c["impl"]] = hit
+        s, o = summary[key].get("ours", {}), summary[key].get("ours_overlap", {})
+        a, b = s.get("median_steps_to_threshold"), o.get("median_steps_to_threshold")
+        out[key] = {
+            "steps_to_threshold_per_seed": per_seed,
+            "median_default": a,
+            "median_overlap": b,
+            "overlap_no_more_steps": (
+                None
+                if a is None or b is None
+                else (b <= a and o.get("reached", 0) >= s.get("reached", 0))
+            ),
+        }
+    return out
+
+
+def plot(results: dict[str, Any], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [k for k in TASKS if any(c["task"] == k for c in results["cells"].values())]
+    if not keys:
+        return
+    fig, axes = plt.subplots(1, len(keys), figsize=(6 * len(keys), 4), squeeze=False)
+    colours = {"rllib": "tab:blue", "ours": "tab:orange", "ours_overlap": "tab:green"}
+    for ax, key in zip(axes[0], keys, strict=True):
+        task = TASKS[key]
+        seen = set()
+        for c in sorted(results["cells"].values(), key=lambda c: (c["impl"], c["seed"])):
+            if c["task"] != key or not c["curve"]:
+                continue
+            xs = [p[0] for p in c["curve"]]
+            ys = [p[2] for p in c["curve"]]
+            label = c["impl"] if c["impl"] not in seen else None
+            seen.add(c["impl"])
+            ax.plot(xs, ys, color=colours.get(c["impl"], "grey"), alpha=0.8, label=label)
+        ax.axhline(task.threshold, color="k", ls="--", lw=0.8)
+        ax.axvline(task.budget_steps, color="k", ls=":", lw=0.8)
+        ax.set_title(f"{task.plan} on {task.env}")
+        ax.set_xlabel("env steps sampled")
+        ax.set_ylabel(f"episode return (mean of last {SMOOTHING})")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def table(results: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    t = Table(title="platform plans vs RLlib's tuned examples (2 CPUs)")
+    for col in (
+        "task",
+        "impl",
+        "reached",
+        "steps to thr. (median)",
+        "wall s to thr. (median)",
+        "steps ratio",
+        "wall ratio",
+        "s/iter ratio",
+        "best (not reached)",
+    ):
+        t.add_column(col)
+    for key, row in results.get("summary", {}).items():
+        task = TASKS[key]
+        for impl, s in row.items():
+            n = len(s["seeds"])
+            t.add_row(
+                f"{task.plan} {task.env} >= {task.threshold:g} in {task.budget_steps // 1000}k",
+                impl,
+                f"{s['reached']}/{n}",
+                _fmt(s["median_steps_to_threshold"], "{:,.0f}"),
+                _fmt(s["median_wall_s_to_threshold"], "{:.0f}"),
+                *(
+                    "" if impl == "rllib" else _fmt(s.get(f"{r}_ratio_vs_rllib"), "{:.2f}x", "-")
+                    for r in ("steps", "wall_s", "iteration_s")
+                ),
+                ", ".join(f"s{k}: {v:.0f}" for k, v in s["best_return_not_reached"].items()),
+            )
+    for key, why in results.get("skipped", {}).items():
+        t.add_row(key, "-", "not run", "", "", "", "", "", why[:60] + "...")
+    return t
+
+
+def _fmt(v: Any, f: str, missing: str = "not reached") -> str:
+    return missing if v is None else f.format(v)
+
+
+# -- driver -----------------------------------------------------------------------------
+
+
+def _cell_id(key: str, impl: str, seed: int) -> str:
+    return f"{key}|{impl}|{seed}"
+
+
+def _load(path: str) -> dict[str, Any]:
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    return {}
+
+
+def _save(results: dict[str, Any], path: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(results, f, indent=1)
+    os.replace(tmp, path)
+
+
+def _csv(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
+    return lambda text: [kind(x) for x in text.split(",") if x]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="platform_learning.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--tasks",
+        type=_csv(str),
+        default=list(TASKS),
+        help=f"rows to run, comma-separated (default all: {','.join(TASKS)})",
+    )
+    ap.add_argument(
+        "--impls",
+        type=_csv(str),
+        default=None,
+        help="rllib, ours, ours_overlap (default: each row's all)",
+    )
+    ap.add_argument(
+        "--seeds", type=_csv(int), default=[0, 1, 2], help="seeds, e.g. 0,1,2 (default)"
+    )
+    ap.add_argument("--resume", action="store_true", help="skip cells already in the JSON")
+    ap.add_argument("--out", default=JSON_PATH, help="the JSON (default %(default)s)")
+    ap.add_argument(
+        "--lock",
+        default=None,
+        help="a flock file each cell holds while it computes (e.g. /tmp/rlsuite-heavy.lock), "
+        "released and taken again every --segment-s; waits for it are not timed",
+    )
+    ap.add_argument(
+        "--segment-s", type=float, default=420.0, help="seconds per lock hold (default 420)"
+    )
+    ap.add_argument("--cell", nargs=3, metavar=("TASK", "IMPL", "SEED"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    bad = [t for t in args.tasks if t not in TASKS]
+    if bad:
+        ap.error(f"unknown task {bad[0]!r}; choose from {', '.join(TASKS)}")
+    known = {i for t in TASKS.values() for i in impls_of(t)}
+    bad = [i for i in args.impls or [] if i not in known]
+    if bad:
+        ap.error(f"unknown impl {bad[0]!r}; choose from {', '.join(sorted(known))}")
+    if any(s < 0 for s in args.seeds):
+        ap.error("seeds must be >= 0")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.cell:  # child process: one cell, printed as JSON on the last line
+        key, impl, seed = args.cell
+        cell = run_cell(key, impl, int(seed), args.lock, args.segment_s)
+        print("CELL " + json.dumps(cell), flush=True)
+        return 0
+    from rich.console import Console
+
+    console = Console()
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    results = _load(args.out)
+    cells = results.setdefault("cells", {})
+    given = argv if argv is not None else sys.argv[1:]
+    failed = 0
+    for key in args.tasks:
+        task = TASKS[key]
+        for seed in args.seeds:
+            for impl in impls_of(task):
+                if args.impls and impl not in args.impls:
+                    continue
+                cid = _cell_id(key, impl, seed)
+                if args.resume and cid in cells:
+                    console.print(f"[dim]{cid}: done, skipped (--resume)[/dim]")
+                    continue
+                console.print(f"{cid}: running")
+                proc = subprocess.run(
+                    [sys.executable, os.path.abspath(__file__), "--cell", key, impl, str(seed)]
+                    + (
+                        ["--lock", args.lock, "--segment-s", str(args.segment_s)]
+                        if args.lock
+                        else []
+                    ),
+                    capture_output=True,
+                    text=True,
+                    cwd=ROOT,
+                )
+                line = next(
+                    (x for x in reversed(proc.stdout.splitlines()) if x.startswith("CELL ")), None
+                )
+                if proc.returncode != 0 or line is None:
+                    console.print(f"[red]{cid} failed[/red]\n{proc.stderr[-3000:]}")
+                    results.setdefault("failed", {})[cid] = proc.stderr[-2000:]
+                    failed += 1
+                    continue
+                results.get("failed", {}).pop(cid, None)
+                cell = json.loads(line[5:])
+                cell["command"] = " ".join(["python", "benchmarks/platform_learning.py", *given])
+                cells[cid] = cell
+                hit = cell["reached"]
+                console.print(
+                    f"{cid}: "
+                    + (
+                        f"{task.threshold:g} at {hit['env_steps']:,} steps, {hit['wall_s']:.0f} s"
+                        if hit
+                        else f"not reached (best {cell['best_return']}, {cell['stopped_by']})"
+                    )
+                )
+                _finish(results, args.out)
+    _finish(results, args.out)
+    console.print(table(results))
+    console.print(f"JSON: {args.out}")
+    return 1 if failed else 0
+
+
+def _finish(results: dict[str, Any], path: str) -> None:
+    import ray
+
+    results["benchmark"] = "platform_learning"
+    results["ray"] = ray.__version__
+    results["machine"] = (
+        f"{NUM_CPUS} CPUs given to Ray; {platform.processor() or platform.machine()}"
+    )
+    results["metric"] = (
+        f"env_runners/episode_return_mean over the last {SMOOTHING} stochastic training "
+        "episodes, both sides; steps are env_runners/num_env_steps_sampled_lifetime"
+    )
+    results["tasks"] = {
+        k: {
+            "plan": t.plan,
+            "env": t.env,
+            "threshold": t.threshold,
+            "budget_steps": t.budget_steps,
+            "max_iterations": t.max_iterations,
+            "rllib_example": t.source,
+            "ours": {k2: list(v) if isinstance(v, tuple) else v for k2, v in t.ours.items()},
+            "differences": list(t.differences),
+            "variants": t.variants,
+        }
+        for k, t in TASKS.items()
+    }
+    results["skipped"] = SKIPPED
+    results["summary"] = summarise(results)
+    results["overlap_vs_default"] = overlap_vs_default(results["summary"], results["cells"])
+    results["criterion"] = (
+        "every seed of ours reaches RLlib's threshold within RLlib's budget, and ours' "
+        f"median wall time to it is <= {WALL_TARGET}x RLlib's"
+    )
+    _save(results, path)
+    plot(results, PNG_PATH if path == JSON_PATH else os.path.splitext(path)[0] + ".png")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
