@@ -93,7 +93,7 @@ def test_bad_plan_key_exits_2_with_the_reason(capsys, tmp_path):
     assert "did you mean 'lr'" in capsys.readouterr().err
 
 
-def test_train_then_evaluate_tiny(capsys, tmp_path):
+def test_train_then_evaluate_tiny(ray_local, capsys, tmp_path):
     run = tmp_path / "run"
     rc = cli.main(
         [

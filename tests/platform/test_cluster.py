@@ -13,6 +13,9 @@ from rlsuite.platform import cluster, optimizers
 from rlsuite.platform.backends.rllib import RLlibBackend
 from tests._procs import alive, descendants
 
+# these tests start, join and stop Ray themselves: the shared embedded one is stopped first
+pytestmark = pytest.mark.usefixtures("no_ray")
+
 
 def test_address_and_num_cpus_together_is_an_error():
     with pytest.raises(ValueError, match="only for an embedded local Ray"):

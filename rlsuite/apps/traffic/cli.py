@@ -522,7 +522,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     plan = _plan(args, scen, cfg)
     run_dir = args.run_dir or os.path.join("runs", "traffic", f"tune-{scen.name}")
     console = _console()
-    cluster.init(address=args.address) if args.address else cluster.init()
+    info = cluster.init(address=args.address) if args.address else cluster.init()
     try:
         t0 = time.time()
         res = tuning.tune(
@@ -559,7 +559,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             },
         )
     finally:
-        cluster.shutdown()
+        if info.started_here:  # a Ray the caller started (or a joined cluster) stays up
+            cluster.shutdown()
     return 0
 
 

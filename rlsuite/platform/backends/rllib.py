@@ -115,6 +115,7 @@ def flatten_result(r: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {
         "episode_return_mean": _num(er.get("episode_return_mean")),
         "episode_len_mean": _num(er.get("episode_len_mean")),
+        # an async iteration in which no runner reported has NaN here: nothing sampled
         "env_steps_this_iter": int(_num(er.get("num_env_steps_sampled"), 0)),
         "time_this_iter_s": _num(r.get("time_this_iter_s")),
     }
@@ -141,11 +142,12 @@ def flatten_result(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _num(v: Any, default: float = math.nan) -> float:
+    """``v`` as a float; ``default`` when it is missing, not a number, or NaN."""
     try:
         f = float(v)
     except (TypeError, ValueError):
         return default
-    return f
+    return default if math.isnan(f) else f
 
 
 class RLModuleController:

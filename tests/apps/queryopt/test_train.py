@@ -34,6 +34,7 @@ def test_dqn_learns_eager_aggregation(ray_local, db, dsn, tmp_path):
         learning_starts=50,
         epsilon_timesteps=300,
         target_update_freq=50,
+        env_steps_per_iteration=300,
     )
     res = T.train(cfg, str(tmp_path / "run"), progress=False)
     assert res.iterations == 3

@@ -152,7 +152,7 @@ def test_all_human_baseline_and_lane_space_time_diagram(tmp_path):
     assert os.path.getsize(png) > 10_000
 
 
-def test_scenario_cli_evaluate_and_train_smoke(tmp_path):
+def test_scenario_cli_evaluate_and_train_smoke(ray_local, tmp_path):
     js = tmp_path / "pi.json"
     rc = cli.main(["evaluate", "--scenario", "ring_2lane", "--controller", "pi", "--episodes", "1",
                    "--horizon", "30", "--warmup", "5", "--workers", "0", "--json", str(js)])  # fmt: skip
