@@ -95,6 +95,11 @@ DIAGNOSIS = [
 """Flow's bottleneck0 at bc44b21 against our all-human road, item by item."""
 
 
+def version_key(item: tuple[str, dict]) -> tuple[int, ...]:
+    """Sort (version, points) pairs by release: 1.8.0 before 1.14.1."""
+    return tuple(int(x) for x in item[0].split("."))
+
+
 def run_point(version: str, setting: str, inflow: float, seeds: list[int]) -> dict:
     """All-human episodes at one (version, setting, inflow): per seed Flow's outflow."""
     from rlsuite.apps.traffic.envs.bottleneck import BottleneckEnv
@@ -156,10 +161,14 @@ def plot(out: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     settings = list(out["points"])
-    fig, axes = plt.subplots(1, len(settings), figsize=(6 * len(settings), 4.2), dpi=110,
+    cols = min(2, len(settings))
+    rows = -(-len(settings) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.2 * rows), dpi=110,
                              squeeze=False, sharey=True)  # fmt: skip
-    for ax, setting in zip(axes[0], settings):
-        for version, pts in sorted(out["points"][setting].items()):
+    for ax in axes.ravel()[len(settings) :]:
+        ax.set_visible(False)
+    for ax, setting in zip(axes.ravel(), settings):
+        for version, pts in sorted(out["points"][setting].items(), key=version_key):
             ks = sorted(pts, key=float)
             ax.errorbar([float(k) for k in ks], [pts[k]["outflow_veh_h"] for k in ks],
                         yerr=[pts[k]["outflow_std"] for k in ks], marker="o", capsize=3,
@@ -184,9 +193,9 @@ def report(out: dict, console) -> None:
     t = Table(title="bottleneck0 all-human: outflow over the last 500 s (veh/h), mean over seeds "
               "[seeds below 1300 at 1900]")  # fmt: skip
     for c in ("road", "SUMO", *inflows):
-        t.add_column(c)
+        t.add_column(c, no_wrap=True, min_width=len(c))
     for setting, versions in out["points"].items():
-        for version, pts in sorted(versions.items()):
+        for version, pts in sorted(versions.items(), key=version_key):
             cells = []
             for k in inflows:
                 p = pts.get(k)
