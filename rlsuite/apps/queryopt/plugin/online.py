@@ -553,6 +553,7 @@ class OnlineLearner:
             env_steps_per_iteration=self.cfg.env_steps_per_iteration,
             guard_margin=self.cfg.guard_margin,
             current=self.current_choices(),
+            seed=len(self.history) + 1,  # one per retrain, the refused ones included
         )
 
     def retrain(self) -> dict[str, Any]:

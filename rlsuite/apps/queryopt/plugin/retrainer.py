@@ -63,6 +63,9 @@ class RetrainRequest:
     env_steps_per_iteration: int
     guard_margin: float
     current: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    seed: int = 1
+    """The training seed: a new one per retrain, so that a candidate the guard refused is
+    not trained again the same way on the same experience."""
     """The server's served decision per shape when the retrain started (for the guard)."""
 
 
@@ -137,7 +140,7 @@ def _train(req: RetrainRequest) -> tuple[str, list[float]]:
         learning_starts=min(100, steps),
         epsilon_timesteps=max(1, steps * req.iterations // 2),
         target_update_freq=50,
-        seed=req.version,
+        seed=req.seed,
     )
     res = T.train(cfg, req.run_dir, progress=False)
     losses = [float(v) for row in res.metrics for k, v in row.items() if k.endswith("qf_loss")]
