@@ -63,10 +63,10 @@ class RetrainRequest:
     env_steps_per_iteration: int
     guard_margin: float
     current: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The server's served decision per shape when the retrain started (for the guard)."""
     seed: int = 1
     """The training seed: a new one per retrain, so that a candidate the guard refused is
     not trained again the same way on the same experience."""
-    """The server's served decision per shape when the retrain started (for the guard)."""
 
 
 class Retrainer(Protocol):
