@@ -36,14 +36,14 @@ METRICS = ("delay", "trip_time", "waiting_time", "queue", "never_inserted", "tri
 
 
 def install_sumo(version: str) -> None:
-    from rlsuite.apps.traffic import resco
+    from rlsuite.apps.traffic import sumo_versions
 
     try:
-        resco.sumo_home_for(version)
+        sumo_versions.sumo_home_for(version)
         return
     except ValueError:
         pass
-    cmd = [sys.executable, "-m", *resco.install_command(version).split()]
+    cmd = [sys.executable, "-m", *sumo_versions.install_command(version).split()]
     print("installing:", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
 

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from rlsuite.apps.traffic import kernel, networks, resco
+from rlsuite.apps.traffic import kernel, networks, sumo_versions
 from rlsuite.apps.traffic.controllers import AlineaMeter
 from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
 
@@ -207,7 +207,7 @@ class BottleneckConfig(EnvConfig):
                 f"capacity_drop sets the drivers' speed_dev to {CAPACITY_DROP_SPEED_DEV}, but "
                 f"human_type sets speed_dev={self.human_type.speed_dev:g}: drop one of them"
             )
-        if resco.sumo_home_for(self.sumo_version) and self.backend == "libsumo":
+        if sumo_versions.sumo_home_for(self.sumo_version) and self.backend == "libsumo":
             raise ValueError(
                 f"sumo_version={self.sumo_version} runs over TraCI (libsumo is the project's "
                 "SUMO only): use backend='traci' or 'auto'"
@@ -243,7 +243,7 @@ class BottleneckSimulation:
 
     def __init__(self, config: BottleneckConfig, name: str = "bottleneck"):
         self.cfg = config
-        self._home = resco.sumo_home_for(config.sumo_version)
+        self._home = sumo_versions.sumo_home_for(config.sumo_version)
         self.sim = kernel.Simulation(config.backend, gui=config.gui, name=name, home=self._home)
         self._dir: str | None = None
         self.t = 0

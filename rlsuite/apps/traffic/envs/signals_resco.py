@@ -19,7 +19,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from rlsuite.apps.traffic import kernel, resco
+from rlsuite.apps.traffic import kernel, resco, sumo_versions
 from rlsuite.apps.traffic.envs.config import EnvConfig
 from rlsuite.apps.traffic.envs.signal_nets import actuated_programs, network_names
 
@@ -106,7 +106,7 @@ class RescoSignalsConfig(EnvConfig):
         begin, end = self.protocol()[:2]
         if end < begin + step:
             raise ValueError(f"the window [{begin}, {end}] is shorter than one step ({step} s)")
-        resco.sumo_home_for(self.sumo_version)
+        sumo_versions.sumo_home_for(self.sumo_version)
 
     def protocol(self) -> tuple[int, int, int, int]:
         """(begin, end, step_length, yellow_length) with the map's RESCO values filled in."""
@@ -280,7 +280,7 @@ class RescoSignalsEnv(ParallelEnv):
         self._sim = kernel.Simulation(
             backend=self.cfg.backend,
             name="signals",
-            home=resco.sumo_home_for(self.cfg.sumo_version),
+            home=sumo_versions.sumo_home_for(self.cfg.sumo_version),
         )
         self._seed: int | None = None
         self._episode = 0
