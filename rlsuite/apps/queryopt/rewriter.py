@@ -51,10 +51,7 @@ def catalog(db: Database, schema: str, cached: bool = True) -> R.Catalog:
         raise ValueError(
             f"schema {schema} has no tables: load a workload first (`qopt-bench setup --workload W`)"
         )
-    # NOT NULL columns, where the engine declares them (Spark's tables do not: rules that
-    # need a non-NULL column refuse there)
-    not_null = db.not_null_columns(schema) if hasattr(db, "not_null_columns") else {}
-    c = R.Catalog(cols, db.row_counts(schema), not_null)
+    c = R.Catalog(cols, db.row_counts(schema), db.not_null_columns(schema))
     _CATALOGS[key] = c
     return c
 

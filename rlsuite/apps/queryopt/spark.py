@@ -9,7 +9,7 @@ removes. The catalog is in memory (no Hive metastore, no ``derby.log``); each
 session registers the Parquet tables it finds, so data loaded once is reused.
 
 It answers the same calls as PostgreSQL's :class:`~rlsuite.apps.queryopt.db.Database`
-(``run``, ``explain``, ``columns``, ``row_counts``), so the benchmark and the
+(``run``, ``explain``, ``columns``, ``row_counts``, ``not_null_columns``), so the benchmark and the
 rewriter's row checks take either. A query runs with its Spark settings
 (``spark.sql.*``, set for that query and restored after it) and the app's own
 ``qopt.*`` knobs (``qopt.udf_cost`` re-registers the Python UDF with that cost).
@@ -305,6 +305,11 @@ class SparkEngine:
     def row_counts(self, schema: str) -> dict[str, float]:
         m = self.manifest(schema)
         return {t: float(n) for t, n in (m or {}).get("rows", {}).items()}
+
+    def not_null_columns(self, schema: str) -> dict[str, frozenset[str]]:
+        """None: the Parquet tables declare no NOT NULL column, so the rules that need one
+        refuse here."""
+        return {}
 
     def known_tables(self) -> list[str]:
         out = []
