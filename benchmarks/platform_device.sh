@@ -9,14 +9,19 @@
 #     bash benchmarks/platform_device.sh sampling     # ~7 min
 #     bash benchmarks/platform_device.sh learner      # ~5 min
 #     bash benchmarks/platform_device.sh es           # ~3 min
+# or all three in one call, each part cut at its own limit (seconds; defaults 200, 230, 90) so the
+# call ends inside the tool's limit; a part cut off keeps what it wrote and its JSON lists what it
+# had not finished (``unfinished``), and parts.txt says which parts ran to the end
+# (ES_GENERATIONS, default 10, shortens the es part):
+#     bash benchmarks/platform_device.sh all [LEARNER_S SAMPLING_S ES_S]
 # JSON and PNGs go to $OUT (the tool's folder that comes back), else benchmarks/results/device.
 # Run on a machine without .devcarry, the script uses the Python it finds (PYTHON, default
 # .venv/bin/python, else python3) and the installed packages.
 set -euo pipefail
-part=${1:?"say which part: sampling, learner or es"}
+part=${1:?"say which part: sampling, learner, es or all"}
 cd "$(dirname "$0")/.."
 if [ -d .devcarry/whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  [ -d /tmp/site/ray ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .devcarry/whl/*.whl
   export PYTHONPATH=/tmp/site:$PWD
   py=python3
@@ -28,9 +33,18 @@ mkdir -p "$out"
 $py -m rlsuite.cli info 2>&1 | grep -E '^(CPUs|GPUs|  cuda)' | tee "$out/machine.txt" || true
 
 case "$part" in
+  all)
+    : >"$out/parts.txt"
+    for spec in "learner:${2:-200}" "sampling:${3:-230}" "es:${4:-90}"; do
+      name=${spec%%:*}; limit=${spec#*:}
+      rc=0; timeout --kill-after=10 "$limit" bash "$0" "$name" || rc=$?
+      case $rc in 0) what=finished ;; 1) what="finished, a pass criterion not met" ;; 124|137) what="cut off at ${limit} s" ;; *) what="failed (exit $rc)" ;; esac
+      echo "$name: $what" | tee -a "$out/parts.txt"
+    done
+    ;;
   sampling)
     $py benchmarks/platform_sampling.py --sections scaling,ceiling,async-scaling \
-      --runners 1,2,4,8,15 --envs CartPole-v1,Pendulum-v1 \
+      --runners 1,2,4,8,15 --envs Pendulum-v1,CartPole-v1 \
       --out "$out/platform_scaling_device.json"
     ;;
   learner)
@@ -47,10 +61,11 @@ case "$part" in
     ;;
   es)
     $py benchmarks/platform_es.py --part scaling --workers 1,2,4,8,15 \
+      --generations "${ES_GENERATIONS:-10}" \
       --out "$out/platform_es_device.json"
     ;;
   *)
-    echo "unknown part '$part': say sampling, learner or es" >&2
+    echo "unknown part '$part': say sampling, learner, es or all" >&2
     exit 2
     ;;
 esac

@@ -455,7 +455,8 @@ def async_scaling(env_id: str, runners: list[int], cpus: float, its: int, consol
             t = time.perf_counter()
             for _ in range(its):
                 r = algo.train()
-                sampled += int(r["env_runners"]["num_env_steps_sampled"])
+                # an async iteration in which no runner reported has no sampled count
+                sampled += int(r.get("env_runners", {}).get("num_env_steps_sampled", 0) or 0)
                 trained += int(
                     r.get("learners", {}).get("__all_modules__", {}).get("num_env_steps_trained", 0)
                 )
@@ -866,15 +867,27 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "envs": {},
     }
+    def save(done: bool) -> None:
+        """Write what is measured so far; a run cut off by a time limit keeps it, and
+        ``unfinished`` names the env and sections it had not finished."""
+        out["unfinished"] = [] if done else [f"{e}: {s}" for e, s in pending.items()]
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=2, default=str)
+
+    pending = {e: ",".join(sections) for e in args.envs.split(",")}
     try:
         for env_id in args.envs.split(","):
             console.rule(env_id)
             rec: dict = {}
+            out["envs"][env_id] = rec
             if "scaling" in sections:
                 rec["scaling"] = scaling(env_id, args.runners, cores, steps, console)
+                save(False)
             if "ceiling" in sections:
                 # a plain process steps ~5-10x faster than a runner: 20x the steps
                 rec["ceiling"] = ceiling(env_id, args.runners, cores, 20 * steps, console)
+                save(False)
             if "actions-connector" in sections:
                 rec["actions_connector"] = actions_connector(
                     env_id, 2 if args.quick else args.rounds, steps, console
@@ -883,10 +896,12 @@ def main(argv: list[str] | None = None) -> int:
                 rec["async_scaling"] = async_scaling(
                     env_id, args.runners, cores, 2 if args.quick else 5, console
                 )
+                save(False)
             if "gpu-learner" in sections and isinstance(
                 gym.make(env_id).action_space, gym.spaces.Discrete
             ):
                 rec["gpu_learner"] = gpu_learner(env_id, 1 if args.quick else 3, console)
+                save(False)
             discrete = isinstance(gym.make(env_id).action_space, gym.spaces.Discrete)
             if "sync-iterations" in sections and discrete:
                 console.print("sync iterations against the hand-written loop, interleaved:")
@@ -894,7 +909,8 @@ def main(argv: list[str] | None = None) -> int:
                     env_id, 2 if args.quick else args.rounds, 5 if args.quick else 10, console
                 )
             if "baseline" not in sections:
-                out["envs"][env_id] = rec
+                pending.pop(env_id)
+                save(False)
                 continue
             rec["plain_loop_steps_per_s"] = plain_loop(env_id, steps * 5)
             console.print(f"plain loop: {rec['plain_loop_steps_per_s']:.0f} steps/s (1 core)")
@@ -987,7 +1003,8 @@ def main(argv: list[str] | None = None) -> int:
                     console.print(
                         f"sync plan with {n_envs} envs/runner: {alt['iteration_steps_per_s']:.0f} steps/s"
                     )
-            out["envs"][env_id] = rec
+            pending.pop(env_id)
+            save(False)
         if "overlap-priority" in sections:
             console.rule("overlap-priority")
             out["overlap_priority"] = overlap_priority(1 if args.quick else args.rounds, 6, console)
@@ -999,9 +1016,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         cluster.shutdown()
 
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=2, default=str)
+    save(True)
     for env_id, rec in out["envs"].items():
         if "actions_connector" in rec:
             ac = rec["actions_connector"]

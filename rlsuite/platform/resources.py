@@ -170,7 +170,8 @@ def choose_learner(
         work: the learner's parameters x minibatch; called only when a GPU is there.
 
     Raises:
-        ValueError: a number > 0 that the visible GPUs cannot give every learner.
+        ValueError: a number > 0 that the visible GPUs cannot give every learner, or a
+            fraction of a GPU for each of several learners (they would share one GPU).
     """
     check_gpus_requested(requested)
     learners = max(1, num_learners)
@@ -184,6 +185,16 @@ def choose_learner(
                 f"{where}, but {have} to them (torch.cuda / Ray's GPU resources). Use "
                 "num_gpus_per_learner='auto' (a GPU when there is one and the update is large "
                 "enough to gain) or 0 (the CPU)."
+            )
+        if 0 < n < 1 and num_learners > 1:
+            # Measured on a 1-GPU machine: torch's NCCL backend refuses two data-parallel
+            # ranks on one GPU ("Duplicate GPU detected"), so the learners never build.
+            raise ValueError(
+                f"num_gpus_per_learner={requested!r} with num_learners={num_learners} puts "
+                "several learners on one GPU, and torch's distributed backend (NCCL) refuses "
+                "two learners on the same GPU. Give each learner a whole GPU "
+                "(num_gpus_per_learner=1, one learner per GPU), or use one learner "
+                "(num_learners=0 or 1)."
             )
         device = "a GPU" if n > 0 else "the CPU"
         return LearnerChoice(requested, num_learners, n, f"num_gpus_per_learner={n:g}: {device}")

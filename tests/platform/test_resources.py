@@ -22,7 +22,7 @@ needs_no_gpu = pytest.mark.skipif(not NO_GPU, reason="checks the CPU-only machin
 # The two measured points (one H100 against the CPU learner, RLlib's PPO learner):
 DEFAULT = dict(env="CartPole-v1")  # 64x64 nets, minibatch 500: GPU 0.6x of the CPU
 LARGE = dict(env="CartPole-v1", hidden=[256, 256], train_batch_size=16000, minibatch_size=4000)
-# ... 256x256 nets, batch 16k, minibatch 4k: GPU 4x the CPU
+# ... 256x256 nets, batch 16k, minibatch 4k: GPU 4x the CPU (2.9x in the latest H100 run)
 
 
 def never():
@@ -64,8 +64,11 @@ def test_a_number_is_what_runs_or_an_error_that_names_auto_and_0():
     assert choose_learner(0, num_learners=0, gpus_visible=1, work=never).device == "cpu"
     one = choose_learner(1, num_learners=0, gpus_visible=1, work=never)
     assert one.device == "cuda" and one.num_gpus_per_learner == 1.0
-    half = choose_learner(0.5, num_learners=2, gpus_visible=1, work=never)
-    assert half.num_gpus_per_learner == 0.5  # two learners share one GPU: asked for
+    half = choose_learner(0.5, num_learners=1, gpus_visible=1, work=never)
+    assert half.num_gpus_per_learner == 0.5  # one learner on half a GPU: asked for
+    # two learners sharing one GPU: NCCL refused it on a real H100 ("Duplicate GPU detected")
+    with pytest.raises(ValueError, match=r"refuses two learners on the same GPU.*num_learners=0"):
+        choose_learner(0.5, num_learners=2, gpus_visible=1, work=never)
     for kw in (dict(num_learners=0, gpus_visible=0), dict(num_learners=2, gpus_visible=1)):
         with pytest.raises(ValueError, match=r"num_gpus_per_learner='auto'.* or 0 \(the CPU\)"):
             choose_learner(1, work=never, **kw)
