@@ -867,6 +867,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "envs": {},
     }
+
     def save(done: bool) -> None:
         """Write what is measured so far; a run cut off by a time limit keeps it, and
         ``unfinished`` names the env and sections it had not finished."""
