@@ -111,7 +111,7 @@ def train_summary(res, train_s: float) -> dict[str, Any]:
 @contextlib.contextmanager
 def database(dsn: str | None):
     """The embedded server (started and stopped here unless it already ran) or ``dsn``."""
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.postgres import Database
     from rlsuite.apps.queryopt.server import EmbeddedServer
 
     srv = None

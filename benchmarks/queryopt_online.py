@@ -78,7 +78,7 @@ def set_udf_cost(dsn: str, schema: str, cost: int) -> None:
     """Make ``udf`` cost ``cost`` loop iterations per call in every session: the function is
     replaced with that default. (The workload's session setting ``qopt.udf_cost`` cannot be
     set where pg_qopt is loaded: the extension reserves the ``qopt.`` prefix.)"""
-    from rlsuite.apps.queryopt.db import admin_execute
+    from rlsuite.apps.queryopt.engines.postgres import admin_execute
     from rlsuite.apps.queryopt.workloads.udf import UDF_SQL
 
     sql = UDF_SQL.replace("CREATE FUNCTION udf(", f"CREATE OR REPLACE FUNCTION {schema}.udf(")
@@ -94,7 +94,7 @@ def restored_udf(dsn: str, schema: str):
     try:
         yield
     finally:
-        from rlsuite.apps.queryopt.db import admin_execute
+        from rlsuite.apps.queryopt.engines.postgres import admin_execute
         from rlsuite.apps.queryopt.workloads.udf import UDF_SQL
 
         admin_execute(
@@ -196,7 +196,7 @@ def run_stream(
     phase, the workload as it is)."""
     import numpy as np
 
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.postgres import Database
     from rlsuite.apps.queryopt.verify import has_order_by, same_rows
 
     rng = np.random.default_rng(seed)

@@ -100,7 +100,7 @@ def main() -> int:
         "queryopt_plugin" if args.workload == "joins" else f"queryopt_plugin_{args.workload}"
     )
 
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.postgres import Database
     from rlsuite.apps.queryopt.plugin.build import install
     from rlsuite.apps.queryopt.plugin.protocol import alive, request
     from rlsuite.apps.queryopt.workloads import get

@@ -91,7 +91,7 @@ def main() -> int:
 
     from rlsuite.apps.queryopt import spark_train as T
     from rlsuite.apps.queryopt.bench import compare
-    from rlsuite.apps.queryopt.spark import SparkEngine, ensure_workload
+    from rlsuite.apps.queryopt.engines.spark import SparkEngine, ensure_workload
     from rlsuite.apps.queryopt.workloads import get
     from rlsuite.platform import cluster
 

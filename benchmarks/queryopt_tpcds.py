@@ -55,7 +55,7 @@ def _run(db, schema, sql, settings, cap_ms):
 
 def _try(db, schema, sql, settings, cap_ms):
     """:func:`_run` of a rewrite; one PostgreSQL rejects counts as never finishing."""
-    from rlsuite.apps.queryopt.db import DatabaseError
+    from rlsuite.apps.queryopt.engines.base import DatabaseError
 
     try:
         return _run(db, schema, sql, settings, cap_ms)

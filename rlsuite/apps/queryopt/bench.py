@@ -1,6 +1,7 @@
-"""Run a workload's queries with PostgreSQL's plan and with a rewriter, and compare.
+"""Run a workload's queries with the engine's own plan and with a rewriter, and compare.
 
-Used by ``qopt-bench run``, the demo and ``benchmarks/queryopt_*.py``. The rewriter
+Used by ``qopt-bench run``, the demo and ``benchmarks/queryopt_*.py``, on any
+:class:`~rlsuite.apps.queryopt.engines.base.Engine`. The rewriter
 is any :class:`~rlsuite.apps.queryopt.rewriter.Rewriter`: the learned one
 (:class:`~rlsuite.apps.queryopt.train.LearnedRewriter`),
 :class:`~rlsuite.apps.queryopt.rewriter.FixedRules` or
@@ -14,11 +15,13 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rlsuite.apps.queryopt.db import Database
 from rlsuite.apps.queryopt.rewriter import Rewriter, catalog
 from rlsuite.apps.queryopt.verify import same_rows
+
+if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.engines.base import Engine
 
 REGRESSION_FACTOR = 1.10
 """A query counts as a regression when the rewrite is more than 10% slower."""
@@ -130,7 +133,7 @@ class BenchResult:
 
 
 def _timed(
-    db: Database, schema: str, sql: str, settings: dict[str, str], timeout_ms: int, repeat: int
+    db: Engine, schema: str, sql: str, settings: dict[str, str], timeout_ms: int, repeat: int
 ):
     best, rows, timed_out = math.inf, None, False
     for _ in range(max(1, repeat)):
@@ -145,7 +148,7 @@ def _timed(
 
 
 def compare(
-    db: Database,
+    db: Engine,
     workload: Any,
     queries: Sequence[str],
     rewriter: Rewriter,
@@ -153,9 +156,10 @@ def compare(
     repeat: int = 1,
     check: bool = True,
     progress: Callable[[int, QueryRow], None] | None = None,
-    baseline: str = "PostgreSQL",
+    baseline: str | None = None,
 ) -> BenchResult:
-    """Per query: PostgreSQL's time, the rewriter's time, speed-up, rewrites, whether rows match."""
+    """Per query: the engine's own time, the rewriter's time, speed-up, rewrites, whether rows
+    match. ``baseline`` names the engine's own plan in the table (default: its label)."""
     schema = workload.schema
     base_settings = dict(workload.settings())
     catalog(db, schema, cached=False)
@@ -163,7 +167,7 @@ def compare(
         workload.name,
         getattr(rewriter, "name", type(rewriter).__name__),
         timeout_ms=timeout_ms,
-        baseline=baseline,
+        baseline=baseline or db.label,
     )
     for i, sql in enumerate(queries):
         pg_s, pg_rows, pg_to = _timed(db, schema, sql, base_settings, timeout_ms, repeat)

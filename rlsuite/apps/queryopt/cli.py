@@ -51,15 +51,20 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from rlsuite.cli_common import add_cluster_flags, add_json_flag, ray_cluster, write_json
 
+if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.engines.base import Engine
+
 console = Console()
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rlsuite.apps.queryopt.engines import ENGINE_NAMES
     from rlsuite.apps.queryopt.rules import RULE_NAMES
     from rlsuite.apps.queryopt.workloads import WORKLOAD_NAMES
 
@@ -76,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         sp.add_argument(
             "--engine",
-            choices=("postgres", "spark"),
+            choices=ENGINE_NAMES,
             default="postgres",
             help="the database the queries run on (default: postgres)",
         )
@@ -226,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     ru = sub.add_parser("rules", help="list the rewrite rules (the MDP's actions)")
     ru.add_argument(
         "--engine",
-        choices=("postgres", "spark"),
+        choices=ENGINE_NAMES,
         default="postgres",
         help="whose actions: PostgreSQL's rules and planner arms, or Spark's",
     )
@@ -257,8 +262,9 @@ def _count_or_file(text: str) -> int | str:
 
 
 @contextlib.contextmanager
-def _database(dsn: str | None) -> Iterator[object]:
-    from rlsuite.apps.queryopt.db import Database
+def _database(dsn: str | None) -> Iterator[Engine]:
+    """The PostgreSQL engine on ``dsn``, or on the embedded server (started if needed)."""
+    from rlsuite.apps.queryopt.engines import open_engine
     from rlsuite.apps.queryopt.server import EmbeddedServer
 
     srv = None
@@ -267,7 +273,7 @@ def _database(dsn: str | None) -> Iterator[object]:
         console.print(f"[dim]embedded PostgreSQL in {srv.root}[/]")
         srv.start()
         dsn = srv.dsn
-    db = Database(dsn)
+    db = open_engine("postgres", dsn=dsn)
     try:
         yield db
     finally:
@@ -441,18 +447,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan_text(plan: dict, indent: int = 0) -> list[str]:
-    node = plan.get("Plan", plan)
-    line = (
-        "  " * indent
-        + f"{node.get('Node Type')}  (cost {node.get('Total Cost')}, rows {node.get('Plan Rows')})"
-    )
-    out = [line]
-    for c in node.get("Plans", []) or []:
-        out += _plan_text(c, indent + 1)
-    return out
-
-
 def cmd_rewrite(args: argparse.Namespace) -> int:
     w = _workload(args)
     with _database(args.dsn) as db:
@@ -474,7 +468,7 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
         after = db.explain(sql, w.schema, settings) if applied else before
     console.rule("original")
     console.print(args.sql)
-    console.print("\n".join(_plan_text(before)))
+    console.print("\n".join(db.plan_lines(before)))
     console.rule("rewritten" if applied else "unchanged")
     console.print(sql)
     extra = {k: v for k, v in settings.items() if base.get(k) != v}
@@ -484,7 +478,7 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
     for k, v in reasons.items():
         console.print(f"[dim]{k}: {v}[/]")
     if applied:
-        console.print("\n".join(_plan_text(after)))
+        console.print("\n".join(db.plan_lines(after)))
     if args.check:
         console.print(
             {

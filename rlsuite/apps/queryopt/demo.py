@@ -17,7 +17,7 @@ console = Console()
 def run(train_queries: int = 10, test_queries: int = 4, iterations: int = 3) -> list[dict]:
     from rlsuite.apps.queryopt import train as T
     from rlsuite.apps.queryopt.bench import compare
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.postgres import Database
     from rlsuite.apps.queryopt.server import EmbeddedServer
     from rlsuite.apps.queryopt.workloads import get
 

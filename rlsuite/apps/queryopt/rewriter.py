@@ -2,14 +2,15 @@
 
 Every way of choosing rewrites answers ``rewrite(sql, check) -> Decision``:
 :class:`FixedRules` (the same rules every time), :class:`GreedyByCost` (the rule
-PostgreSQL's cost model finds cheapest, one at a time), the trained model
+the engine's cost model finds cheapest, one at a time), the trained model
 (:class:`~rlsuite.apps.queryopt.train.LearnedRewriter`), and through them the
 in-server plugin's model server. The benchmark, ``qopt-bench`` and the model
 server take any of them.
 
 Underneath, :func:`rewrite` applies a sequence of rules (chosen by a policy or
-by hand), then checks the result on the real database: sqlglot re-parses the
-SQL, PostgreSQL plans it (``EXPLAIN``), and, with ``check=True``, both queries
+by hand), then checks the result on the real database, any
+:class:`~rlsuite.apps.queryopt.engines.base.Engine`: sqlglot re-parses the
+SQL, the engine plans it (``EXPLAIN``), and, with ``check=True``, both queries
 run and their rows are compared as multisets (as lists under ``ORDER BY``). Any
 failure returns the original SQL unchanged, with the reason.
 
@@ -36,12 +37,12 @@ from rlsuite.apps.queryopt.rules.base import AGGS, conjuncts, tables_of
 from rlsuite.apps.queryopt.verify import check_rewrite
 
 if TYPE_CHECKING:
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.base import Engine
 
 _CATALOGS: dict[tuple[str, str], R.Catalog] = {}
 
 
-def catalog(db: Database, schema: str, cached: bool = True) -> R.Catalog:
+def catalog(db: Engine, schema: str, cached: bool = True) -> R.Catalog:
     """Columns and row estimates of ``schema``, cached per (dsn, schema)."""
     key = (db.dsn, schema)
     if cached and key in _CATALOGS:
@@ -86,7 +87,7 @@ class Decision:
 class Rewriter(Protocol):
     """Chooses rewrites for SQL over one workload schema; never fails a query.
 
-    Whatever goes wrong (unparseable SQL, a model error, a rewrite PostgreSQL
+    Whatever goes wrong (unparseable SQL, a model error, a rewrite the engine
     rejects or, with ``check``, one that returns other rows), the decision is the
     original SQL with the reason.
     """
@@ -115,7 +116,7 @@ def apply_rules(query: R.Query, names: Iterable[str]) -> tuple[R.Query, dict[str
 
 
 def rewrite(
-    db: Database,
+    db: Engine,
     schema: str,
     sql: str,
     names: Iterable[str],
@@ -143,7 +144,7 @@ def rewrite(
 
 
 def validate(
-    db: Database,
+    db: Engine,
     schema: str,
     sql: str,
     q: R.Query,
@@ -167,7 +168,7 @@ def validate(
     try:
         db.explain(new_sql, schema, settings)
     except Exception as e:  # noqa: BLE001
-        fallback.reasons["*"] = f"PostgreSQL rejects the rewritten SQL: {e}"
+        fallback.reasons["*"] = f"{db.label} rejects the rewritten SQL: {e}"
         return fallback
     out = Decision(new_sql, settings, q.applied, dict(reasons))
     if check:
@@ -188,7 +189,7 @@ class FixedRules:
 
     def __init__(
         self,
-        db: Database,
+        db: Engine,
         schema: str,
         names: Sequence[str],
         settings: Mapping[str, str] | None = None,
@@ -220,16 +221,17 @@ class FixedRules:
 
 
 class GreedyByCost:
-    """Apply, one at a time, the rule that lowers PostgreSQL's estimated cost most.
+    """Apply, one at a time, the rule that lowers the engine's estimated cost most.
 
     A rule is taken only when it cuts the estimate by more than 10%; at most
-    ``max_rules`` are applied; a rewrite PostgreSQL cannot plan is skipped. Needs no model
-    and runs no query (only ``EXPLAIN``).
+    ``max_rules`` are applied; a rewrite the engine cannot plan is skipped. Needs no model
+    and runs no query (only ``EXPLAIN``; the estimate is
+    :meth:`~rlsuite.apps.queryopt.engines.base.Engine.estimated_cost`).
     """
 
     def __init__(
         self,
-        db: Database,
+        db: Engine,
         schema: str,
         settings: Mapping[str, str] | None = None,
         timeout_ms: int = 60_000,
@@ -247,7 +249,7 @@ class GreedyByCost:
         """The rules, in order; raises when ``sql`` cannot be parsed or planned."""
         db, schema, settings = self.db, self.schema, self.settings
         q = R.Query.parse(sql, catalog(db, schema))
-        cost = db.explain(q.sql(), schema, settings)["Plan"]["Total Cost"]
+        cost = db.estimated_cost(db.explain(q.sql(), schema, settings))
         for _ in range(self.max_rules):
             best = None
             for name, cand in R.applicable(q).items():
@@ -255,9 +257,9 @@ class GreedyByCost:
                     continue
                 try:
                     plan = db.explain(cand.sql(), schema, {**settings, **cand.settings_dict})
-                except Exception:  # noqa: BLE001 - a rewrite PostgreSQL rejects is no candidate
+                except Exception:  # noqa: BLE001 - a rewrite the engine rejects is no candidate
                     continue
-                c = plan["Plan"]["Total Cost"]
+                c = db.estimated_cost(plan)
                 if c < cost * 0.9 and (best is None or c < best[0]):
                     best = (c, name)
             if best is None:

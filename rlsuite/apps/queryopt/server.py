@@ -229,7 +229,7 @@ class EmbeddedServer:
 
     def _ensure_database(self) -> None:
 
-        from rlsuite.apps.queryopt.db import admin_execute
+        from rlsuite.apps.queryopt.engines.postgres import admin_execute
 
         base = f"host={self.socket_dir} port={self.port} dbname=postgres user={self._db_user()}"
         deadline = time.time() + 30

@@ -11,10 +11,14 @@ import argparse
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from rlsuite.cli_common import ray_cluster, write_json
+
+if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.engines.base import Engine
 
 console = Console()
 
@@ -31,10 +35,11 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 @contextlib.contextmanager
-def engine(args: argparse.Namespace) -> Iterator[object]:
-    from rlsuite.apps.queryopt.spark import SparkEngine
+def engine(args: argparse.Namespace) -> Iterator[Engine]:
+    """The Spark engine of ``--spark-master`` and ``--spark-dir`` (embedded local[*] by default)."""
+    from rlsuite.apps.queryopt.engines import open_engine
 
-    eng = SparkEngine(master=args.spark_master or "local[*]", home=args.spark_dir)
+    eng = open_engine("spark", master=args.spark_master or "local[*]", home=args.spark_dir)
     console.print(f"[dim]Spark {eng.master}, files in {eng.home}[/]")
     try:
         yield eng
@@ -42,10 +47,8 @@ def engine(args: argparse.Namespace) -> Iterator[object]:
         eng.close()
 
 
-def _ensure(eng, w, seed: int = 0, force: bool = False) -> bool:
-    from rlsuite.apps.queryopt.spark import ensure_workload
-
-    return ensure_workload(eng, w, seed=seed, force=force)
+def _ensure(eng: Engine, w, seed: int = 0, force: bool = False) -> bool:
+    return eng.ensure_workload(w, seed=seed, force=force)
 
 
 def cmd_setup(args: argparse.Namespace, w) -> int:
@@ -141,7 +144,6 @@ def cmd_run(args: argparse.Namespace, w) -> int:
                     timeout_ms=args.timeout_ms,
                     repeat=args.repeat,
                     progress=lambda i, row: bar.advance(task),
-                    baseline="Spark",
                 )
         finally:
             rw.close()
@@ -165,7 +167,7 @@ def cmd_rewrite(args: argparse.Namespace, w) -> int:
         after = eng.explain(d.sql, w.schema, d.settings) if d.applied else before
     console.rule("original (Spark's plan)")
     console.print(args.sql, markup=False, highlight=False)
-    console.print(before["physical"], markup=False, highlight=False)
+    console.print("\n".join(eng.plan_lines(before)), markup=False, highlight=False)
     console.rule("rewritten" if d.applied else "unchanged")
     console.print(d.sql, markup=False, highlight=False)
     extra = {k: v for k, v in d.settings.items() if base.get(k) != v}
@@ -175,7 +177,7 @@ def cmd_rewrite(args: argparse.Namespace, w) -> int:
     for k, v in d.reasons.items():
         console.print(f"{k}: {v}", markup=False, style="dim")
     if d.applied:
-        console.print(after["physical"], markup=False, highlight=False)
+        console.print("\n".join(eng.plan_lines(after)), markup=False, highlight=False)
     console.print(
         {
             True: "[green]rows match[/]",

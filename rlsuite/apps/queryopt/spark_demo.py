@@ -34,7 +34,7 @@ def run(
     private directory (default: the engine's, where the tables stay loaded between runs)."""
     from rlsuite.apps.queryopt import spark_train as T
     from rlsuite.apps.queryopt.bench import compare
-    from rlsuite.apps.queryopt.spark import SparkEngine, ensure_workload, java_problem
+    from rlsuite.apps.queryopt.engines.spark import SparkEngine, ensure_workload, java_problem
     from rlsuite.apps.queryopt.spark_rules import spark_queries
     from rlsuite.apps.queryopt.workloads import get
 

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rlsuite.apps.queryopt.db import Database
+from rlsuite.apps.queryopt.engines.postgres import Database
 from rlsuite.apps.queryopt.verify import has_order_by, same_rows
 from rlsuite.apps.queryopt.workloads.tpcds import TpcdsWorkload, duckdb_tpcds, queries
 

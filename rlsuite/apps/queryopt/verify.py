@@ -49,7 +49,7 @@ import sqlglot
 from rlsuite.apps.queryopt import rules as R
 
 if TYPE_CHECKING:
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.base import Engine
 
 
 def _norm_value(v: Any) -> Any:
@@ -102,7 +102,7 @@ class Verdict:
 
 
 def check_rewrite(
-    db: Database,
+    db: Engine,
     schema: str,
     sql: str,
     new_sql: str,

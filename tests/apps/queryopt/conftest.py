@@ -34,7 +34,7 @@ def dsn(pg_server) -> str:
 @pytest.fixture(scope="session")
 def db(dsn):
     """One session with the joins and udf workloads loaded."""
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.postgres import Database
     from rlsuite.apps.queryopt.workloads import get
 
     d = Database(dsn)

@@ -375,7 +375,7 @@ def _retrain_until_swapped(learner, tries: int = 4) -> dict:
 def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
     tmp_path, sock_dir, dsn, db, plugin_lib
 ):
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.postgres import Database
 
     store_path = tmp_path / "exp.sqlite"
     cfg = OnlineConfig(
@@ -457,7 +457,7 @@ class _SlowRewrite(D.RulesDecider):
 
 
 def test_a_regression_falls_back_to_the_standard_plan(sock_dir, dsn, db, plugin_lib):
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.postgres import Database
 
     cfg = OnlineConfig(explore_share=0.5, explore_window=10, regression_runs=3, retry_after=1)
     srv = M.ModelServer(
@@ -492,7 +492,7 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
 ):
     """The retrain process is killed mid-retrain: serving goes on, the retrain fails with
     the reason, the next one runs in a new process; closing the server ends it (and its Ray)."""
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.postgres import Database
 
     cfg = OnlineConfig(
         explore_share=0.3,
@@ -586,7 +586,7 @@ def test_from_no_model_the_rewrite_its_row_check_timed_faster_is_served(
 ):
     """No model and no retrain: the candidates' row checks time them, and the fastest is
     served (verified) within a few executions; its measured runtime beats the standard's."""
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.postgres import Database
 
     srv = M.ModelServer(
         str(sock_dir / "verify.sock"),

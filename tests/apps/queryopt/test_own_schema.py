@@ -13,7 +13,8 @@ import re
 import pytest
 
 from rlsuite.apps.queryopt import cli
-from rlsuite.apps.queryopt.db import Database, DatabaseError, admin_execute
+from rlsuite.apps.queryopt.engines.base import DatabaseError
+from rlsuite.apps.queryopt.engines.postgres import Database, admin_execute
 from rlsuite.apps.queryopt.verify import check_rewrite
 from rlsuite.apps.queryopt.workloads.own import read_queries_text
 

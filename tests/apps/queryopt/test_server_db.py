@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rlsuite.apps.queryopt.db import Database, DatabaseError
+from rlsuite.apps.queryopt.engines.base import DatabaseError
+from rlsuite.apps.queryopt.engines.postgres import Database
 from rlsuite.apps.queryopt.server import EmbeddedServer
 from rlsuite.apps.queryopt.workloads.joins import SEED_QUERY
 
@@ -87,5 +88,5 @@ def test_psycopg2_is_imported_only_by_the_adapter():
             elif isinstance(node, ast.ImportFrom):
                 names = [node.module or ""]
             if any(n.split(".")[0] == "psycopg2" for n in names):
-                importers.append(f.name)
-    assert sorted(set(importers)) == ["db.py"]
+                importers.append(f.relative_to(pkg).as_posix())
+    assert sorted(set(importers)) == ["engines/postgres.py"]

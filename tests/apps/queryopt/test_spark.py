@@ -27,7 +27,7 @@ def spark_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def engine(spark_dir):
     """One Spark session with the joins and udf workloads loaded as Parquet."""
-    from rlsuite.apps.queryopt.spark import SparkEngine, ensure_workload, java_problem
+    from rlsuite.apps.queryopt.engines.spark import SparkEngine, ensure_workload, java_problem
 
     if java_problem():  # make test installs Java; without it these tests must fail, not skip
         pytest.fail(java_problem())
@@ -48,7 +48,7 @@ def test_tables_load_the_same_data_as_postgres(engine, db):
         tuple(int(v) for v in db.run(q, "qopt_joins").rows[0])
     ]
     # loaded data is reused: the same key is not written again
-    from rlsuite.apps.queryopt.spark import ensure_workload
+    from rlsuite.apps.queryopt.engines.spark import ensure_workload
 
     assert ensure_workload(engine, get("joins")) is False
 
@@ -138,7 +138,7 @@ def test_a_query_past_its_timeout_is_cancelled(engine):
 def test_a_job_killed_mid_run_is_a_clear_error(engine):
     import threading
 
-    from rlsuite.apps.queryopt.spark import SparkError
+    from rlsuite.apps.queryopt.engines.spark import SparkError
 
     sc = engine.spark.sparkContext
 
@@ -178,7 +178,7 @@ def test_the_env_passes_gymnasiums_checks(engine, spark_dir):
 
 
 def test_bad_queries_get_sparks_error(engine):
-    from rlsuite.apps.queryopt.spark import SparkError
+    from rlsuite.apps.queryopt.engines.spark import SparkError
 
     with pytest.raises(SparkError, match=r"Known tables: .*qopt_joins\.r"):
         engine.run("SELECT * FROM nope", "qopt_joins")
@@ -187,7 +187,7 @@ def test_bad_queries_get_sparks_error(engine):
 
 
 def test_java_missing_says_how_to_install(monkeypatch):
-    from rlsuite.apps.queryopt.spark import JAVA_INSTALL, java_problem
+    from rlsuite.apps.queryopt.engines.spark import JAVA_INSTALL, java_problem
 
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")

@@ -10,7 +10,7 @@ pytest.importorskip("pyspark")
 @pytest.mark.slow
 def test_spark_demo_section_trains_and_compares(ray_local, tmp_path):
     from rlsuite.apps.queryopt import spark_demo
-    from rlsuite.apps.queryopt.spark import java_problem
+    from rlsuite.apps.queryopt.engines.spark import java_problem
 
     if java_problem():  # make test installs Java; without it this test must fail, not skip
         pytest.fail(java_problem())

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rlsuite.apps.queryopt import cli
-from rlsuite.apps.queryopt.db import admin_execute
+from rlsuite.apps.queryopt.engines.postgres import admin_execute
 from rlsuite.apps.queryopt.rewriter import FixedRules
 from rlsuite.apps.queryopt.tpcds_answers import check, classify
 from rlsuite.apps.queryopt.verify import check_rewrite

@@ -167,10 +167,10 @@ class QueryRewriteEnv(RewriteEpisode, gym.Env):
     @property
     def db(self):
         if self._db is None:
-            from rlsuite.apps.queryopt.db import Database
+            from rlsuite.apps.queryopt.engines import open_engine
             from rlsuite.apps.queryopt.server import EmbeddedServer
 
-            self._db = Database(self.dsn or EmbeddedServer().dsn)
+            self._db = open_engine("postgres", dsn=self.dsn or EmbeddedServer().dsn)
         return self._db
 
     @property

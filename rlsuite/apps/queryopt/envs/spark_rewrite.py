@@ -28,7 +28,7 @@ Rewards
 Termination
     STOP, or the ``max_steps``-th rewrite.
 
-Each env owns its own :class:`~rlsuite.apps.queryopt.spark.SparkEngine` (a process
+Each env owns its own :class:`~rlsuite.apps.queryopt.engines.spark.SparkEngine` (a process
 shares one Spark session; the last user stops it) and closes it in :meth:`close`.
 """
 
@@ -106,9 +106,9 @@ class SparkRewriteEnv(RewriteEpisode, gym.Env):
     @property
     def engine(self):
         if self._engine is None:
-            from rlsuite.apps.queryopt.spark import SparkEngine
+            from rlsuite.apps.queryopt.engines import open_engine
 
-            self._engine = SparkEngine(master=self.master, home=self.spark_dir)
+            self._engine = open_engine("spark", master=self.master, home=self.spark_dir)
         return self._engine
 
     @property

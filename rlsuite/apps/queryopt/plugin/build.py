@@ -152,7 +152,7 @@ def status(dsn: str | None = None, pg_config_path: str | None = None) -> PluginS
         )
     loads, settings, error = None, {}, None
     if dsn is not None:
-        from rlsuite.apps.queryopt.db import admin_execute
+        from rlsuite.apps.queryopt.engines.postgres import admin_execute
 
         try:
             rows = admin_execute(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from rlsuite.apps.queryopt.rewriter import Decision, FixedRules, Rewriter
 
 if TYPE_CHECKING:
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.postgres import Database
 
 ARM_SETTINGS = ("join_collapse_limit", "from_collapse_limit", "geqo")
 """Settings besides ``enable_*`` that an answer's arm may carry (the extension refuses others)."""
@@ -200,7 +200,7 @@ class RulesDecider(Decider):
         workload_config: dict[str, Any] | None = None,
         max_steps: int = 2,
     ):
-        from rlsuite.apps.queryopt.db import Database
+        from rlsuite.apps.queryopt.engines.postgres import Database
         from rlsuite.apps.queryopt.workloads import get
 
         w = get(workload, **(workload_config or {}))
@@ -232,7 +232,7 @@ class ModelDecider(Decider):
         workload_config: dict[str, Any] | None = None,
         timeout_ms: int = 60_000,
     ):
-        from rlsuite.apps.queryopt.db import Database
+        from rlsuite.apps.queryopt.engines.postgres import Database
         from rlsuite.apps.queryopt.train import LearnedRewriter
         from rlsuite.apps.queryopt.workloads import get
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from rlsuite.apps.queryopt.db import Database
+from rlsuite.apps.queryopt.engines.postgres import Database
 
 
 class Workload(abc.ABC):

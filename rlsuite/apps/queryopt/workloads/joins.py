@@ -19,7 +19,7 @@ import io
 
 import numpy as np
 
-from rlsuite.apps.queryopt.db import Database
+from rlsuite.apps.queryopt.engines.postgres import Database
 from rlsuite.apps.queryopt.workloads.base import Workload
 
 SEED_QUERY = (

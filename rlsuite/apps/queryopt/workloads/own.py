@@ -25,7 +25,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import Tokenizer, TokenType
 
-from rlsuite.apps.queryopt.db import Database
+from rlsuite.apps.queryopt.engines.postgres import Database
 from rlsuite.apps.queryopt.workloads.base import Workload
 
 PREFIX = "schema:"

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from rlsuite.apps.queryopt.db import Database
+from rlsuite.apps.queryopt.engines.postgres import Database
 from rlsuite.apps.queryopt.workloads.base import Workload, check_split
 from rlsuite.apps.queryopt.workloads.tpch import _pg_type, duckdb_columns, duckdb_with_extension
 

@@ -15,7 +15,7 @@ import io
 
 import numpy as np
 
-from rlsuite.apps.queryopt.db import Database
+from rlsuite.apps.queryopt.engines.postgres import Database
 from rlsuite.apps.queryopt.workloads.base import Workload
 
 SEED_QUERY = "SELECT count(1) FROM R WHERE udf(R.b) GROUP BY R.b"

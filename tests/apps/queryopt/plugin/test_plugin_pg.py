@@ -125,7 +125,7 @@ def test_column_names_and_multi_statement_strings(dsn, model_server):
 
 
 def test_killed_model_server_every_query_still_succeeds(dsn, db, sock_dir, plugin_lib):
-    from rlsuite.apps.queryopt.db import Database
+    from rlsuite.apps.queryopt.engines.postgres import Database
 
     sock = sock_dir / "killme.sock"
     proc = subprocess.Popen(

@@ -1,4 +1,5 @@
-"""The database adapter: the only module of rlsuite that imports psycopg2.
+"""PostgreSQL as an :class:`~rlsuite.apps.queryopt.engines.base.Engine`: the only module of
+rlsuite that imports psycopg2.
 
 A :class:`Database` is one session. Measured queries run in a ``READ ONLY``
 transaction with ``SET LOCAL statement_timeout`` and the query's planner
@@ -17,38 +18,25 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg2
 import psycopg2.errors
 import psycopg2.extensions
 
-APP_SCHEMA_PREFIX = "qopt_"
+from rlsuite.apps.queryopt.engines.base import (
+    DatabaseError,
+    QueryTimeout,
+    RunResult,
+    check_app_schema,
+)
+
 _SETTING_RE = re.compile(r"^[a-z_][a-z0-9_.]*$")
-
-
-class DatabaseError(RuntimeError):
-    """A query or connection failed; the message says what to do."""
-
-
-class QueryTimeout(DatabaseError):
-    """The statement ran past its ``statement_timeout``."""
-
-
-@dataclass
-class RunResult:
-    """One measured execution."""
-
-    rows: list[tuple] | None
-    """The result rows (None when timed out)."""
-    runtime_s: float
-    """Wall time of execute + fetch, seen from the client; the timeout when timed out."""
-    timed_out: bool = False
-    columns: list[str] = field(default_factory=list)
 
 
 def admin_execute(
@@ -75,15 +63,6 @@ def quote_schema(schema: str) -> str:
     return '"' + schema.replace('"', '""') + '"'
 
 
-def _check_schema(schema: str) -> None:
-    """Writes go only into the app's own schemas."""
-    if not schema.startswith(APP_SCHEMA_PREFIX) or not re.fullmatch(r"[a-z0-9_]+", schema):
-        raise ValueError(
-            f"schema {schema!r} is not one of the app's own schemas (names start with "
-            f"{APP_SCHEMA_PREFIX!r}); the app never writes outside them"
-        )
-
-
 def _check_settings(settings: Mapping[str, str]) -> None:
     for k, v in settings.items():
         if not _SETTING_RE.match(k):
@@ -94,6 +73,9 @@ def _check_settings(settings: Mapping[str, str]) -> None:
 
 class Database:
     """One PostgreSQL session (connect lazily, :meth:`close` when done)."""
+
+    label = "PostgreSQL"
+    dialect = "postgres"
 
     def __init__(self, dsn: str, connect_timeout_s: int = 5):
         self.dsn = dsn
@@ -235,10 +217,24 @@ class Database:
                 raise QueryTimeout(f"EXPLAIN ran past {timeout_ms} ms: {sql}") from e
             plan = cur.fetchone()[0]
             if isinstance(plan, str):
-                import json
-
                 plan = json.loads(plan)
             return plan[0]
+
+    def estimated_cost(self, plan: Mapping[str, Any]) -> float:
+        """The planner's ``Total Cost`` of the top node."""
+        node = plan.get("Plan", plan)
+        return float(node.get("Total Cost", math.nan))
+
+    def plan_lines(self, plan: Mapping[str, Any], indent: int = 0) -> list[str]:
+        """One line per plan node: type, cost and estimated rows, children indented."""
+        node = plan.get("Plan", plan)
+        out = [
+            "  " * indent
+            + f"{node.get('Node Type')}  (cost {node.get('Total Cost')}, rows {node.get('Plan Rows')})"
+        ]
+        for c in node.get("Plans", []) or []:
+            out += self.plan_lines(c, indent + 1)
+        return out
 
     # ----------------------------------------------------------- catalog
     def visible_schemas(self) -> list[str]:
@@ -313,6 +309,17 @@ class Database:
         return out
 
     # ------------------------------------------------------------- writes
+    def ensure_workload(self, workload: Any, seed: int = 0, force: bool = False) -> bool:
+        """Load ``workload`` (its schema, and a small copy where it has one) unless this very
+        data is there; True when loaded now."""
+        if force or not workload.is_loaded(self, seed):
+            workload.setup(self, seed)
+            loaded = True
+        else:
+            loaded = False
+        workload.ensure(self, seed)
+        return loaded
+
     def load(
         self,
         schema: str,
@@ -330,7 +337,7 @@ class Database:
         the schema's comment, written in the same transaction (so it marks complete data only).
         ``after`` runs once the data is in (primary keys are faster to build then).
         """
-        _check_schema(schema)
+        check_app_schema(schema)
         conn = self.conn
         try:
             with conn.cursor() as cur:

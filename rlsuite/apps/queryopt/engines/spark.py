@@ -1,4 +1,5 @@
-"""The Spark SQL adapter: the only module of rlsuite that imports pyspark.
+"""Spark SQL as an :class:`~rlsuite.apps.queryopt.engines.base.Engine`: the only module of
+rlsuite that imports pyspark.
 
 A :class:`SparkEngine` is one Spark SQL session, embedded (``local[*]``, the
 default) or on a cluster (``master="spark://host:7077"``). Everything Spark
@@ -8,8 +9,8 @@ the warehouse, and per-session scratch space that :meth:`SparkEngine.close`
 removes. The catalog is in memory (no Hive metastore, no ``derby.log``); each
 session registers the Parquet tables it finds, so data loaded once is reused.
 
-It answers the same calls as PostgreSQL's :class:`~rlsuite.apps.queryopt.db.Database`
-(``run``, ``explain``, ``columns``, ``row_counts``, ``not_null_columns``), so the benchmark and the
+It answers the engine protocol as PostgreSQL's
+:class:`~rlsuite.apps.queryopt.engines.postgres.Database` does, so the benchmark and the
 rewriter's row checks take either. A query runs with its Spark settings
 (``spark.sql.*``, set for that query and restored after it) and the app's own
 ``qopt.*`` knobs (``qopt.udf_cost`` re-registers the Python UDF with that cost).
@@ -41,7 +42,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rlsuite.apps.queryopt.db import APP_SCHEMA_PREFIX, DatabaseError, RunResult
+from rlsuite.apps.queryopt.engines.base import (
+    APP_SCHEMA_PREFIX,
+    DatabaseError,
+    RunResult,
+    check_app_schema,
+)
 
 JAVA_INSTALL = "sudo apt-get install -y openjdk-17-jre-headless"
 MANIFEST = "_qopt.json"
@@ -112,6 +118,9 @@ _LOCK = threading.Lock()
 
 class SparkEngine:
     """One Spark SQL session over the app's Parquet tables (start lazily, :meth:`close` when done)."""
+
+    label = "Spark"
+    dialect = "spark"
 
     def __init__(
         self,
@@ -251,7 +260,7 @@ class SparkEngine:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        _check_schema(schema)
+        check_app_schema(schema)
         final = self.data_dir / schema
         tmp = self.data_dir / f".{schema}.{uuid.uuid4().hex[:8]}"
         tmp.mkdir(parents=True)
@@ -281,7 +290,7 @@ class SparkEngine:
         return m is not None and m.get("key") == key
 
     def _use(self, schema: str) -> None:
-        _check_schema(schema)
+        check_app_schema(schema)
         m = self.manifest(schema)
         if m is None:
             raise SparkError(
@@ -310,6 +319,20 @@ class SparkEngine:
         """None: the Parquet tables declare no NOT NULL column, so the rules that need one
         refuse here."""
         return {}
+
+    def visible_schemas(self) -> list[str]:
+        """The schemas loaded under the data directory."""
+        if not self.data_dir.exists():
+            return []
+        return sorted(
+            d.name
+            for d in self.data_dir.iterdir()
+            if not d.name.startswith(".") and (d / MANIFEST).exists()
+        )
+
+    def ensure_workload(self, workload: Any, seed: int = 0, force: bool = False) -> bool:
+        """Load ``workload``'s data as Parquet unless this very data is there (:func:`ensure_workload`)."""
+        return ensure_workload(self, workload, seed, force)
 
     def known_tables(self) -> list[str]:
         out = []
@@ -434,6 +457,14 @@ class SparkEngine:
             self._restore(old)
         return parse_explain(text)
 
+    def estimated_cost(self, plan: Mapping[str, Any]) -> float:
+        """Catalyst's estimated size in bytes of the optimized plan (its cost model's measure)."""
+        return float(plan.get("size_bytes", math.nan))
+
+    def plan_lines(self, plan: Mapping[str, Any]) -> list[str]:
+        """The physical plan's lines."""
+        return str(plan.get("physical", "")).splitlines()
+
 
 def parse_explain(text: str) -> dict:
     """The parts of ``EXPLAIN COST`` output the app uses."""
@@ -459,11 +490,6 @@ def parse_explain(text: str) -> dict:
         "row_count": float(rows.group(1)) if rows else math.nan,
         "operators": ops,
     }
-
-
-def _check_schema(schema: str) -> None:
-    if not schema.startswith(APP_SCHEMA_PREFIX) or not re.fullmatch(r"[a-z0-9_]+", schema):
-        raise ValueError(f"schema {schema!r} is not one of the app's own schemas")
 
 
 def _spark_type(t: Any) -> str:
