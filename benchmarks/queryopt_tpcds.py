@@ -14,7 +14,11 @@ Per query (DuckDB's ``tpcds_queries()``, unmodified):
   and a new fastest is rerun once (that second time is the one reported, so the
   choice is not scored on the run that chose it). It replaces the current
   choice only when at least 10% faster. Only queries whose original takes at
-  least ``--measure-above-s`` are searched.
+  least ``--measure-above-s`` are searched. With ``--new-rules`` the candidates
+  also hold the TPC-DS rules (``decorrelate_exists_inequality``,
+  ``not_in_to_not_exists``, ``cte_not_materialized``, ``cte_materialized``,
+  ``pushdown_predicates``), each alone and after the greedy choice; without it
+  the candidate set is the one earlier results were measured with.
 
 Every served rewrite's rows are compared with the original's; when the original
 hits the cap, on the SF 0.01 copy (``qopt_tpcds_sf0_01``), which must return
@@ -29,9 +33,10 @@ cap after rewriting, total time >= 3x lower, >= 20 queries >= 2x faster, none
 
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/queryopt_tpcds.py \
-        [--scale 1] [--cap-s 30] [--queries 1,4,11] [--answers] [--dsn DSN]
+        [--scale 1] [--cap-s 30] [--queries 1,4,11] [--answers] [--new-rules] [--dsn DSN]
 
-Writes benchmarks/results/queryopt_tpcds.json and queryopt_tpcds.png.
+Writes benchmarks/results/queryopt_tpcds.json and queryopt_tpcds.png
+(``--new-rules``: queryopt_tpcds_new_rules.json and .png, unless ``--out-name`` says).
 """
 
 from __future__ import annotations
@@ -46,6 +51,15 @@ from rich.console import Console
 from rich.table import Table
 
 ARMS = ("arm_no_nestloop", "unnest_subqueries", "arm_no_hashjoin", "arm_no_mergejoin")
+"""The runtime chooser's single-rule candidates (the set earlier results were measured with)."""
+NEW_RULES = (
+    "decorrelate_exists_inequality",
+    "not_in_to_not_exists",
+    "cte_not_materialized",
+    "cte_materialized",
+    "pushdown_predicates",
+)
+"""The rules written for TPC-DS, added to the candidates by ``--new-rules``."""
 
 
 def _run(db, schema, sql, settings, cap_ms):
@@ -77,13 +91,18 @@ def _rows_ok(db, w, sql, new_sql, new_settings, pg_rows, new_rows, cap_ms):
     return same_rows(a.rows, b.rows or [], ordered=ordered), w.check_schema
 
 
-def _candidates(q0, greedy_names):
+def _candidates(q0, greedy_names, new_rules=False):
+    """The rule sequences the runtime chooser tries, in order (those that apply in full)."""
     from rlsuite.apps.queryopt.rewriter import apply_rules
 
     seqs = [tuple(greedy_names)] if greedy_names else []
     seqs += [(a,) for a in ARMS]  # arm_no_nestloop early: it bounds the later tries
     if greedy_names and "arm_no_nestloop" not in greedy_names:
         seqs.append((*greedy_names, "arm_no_nestloop"))
+    if new_rules:
+        seqs += [(r,) for r in NEW_RULES]
+        if greedy_names:
+            seqs += [(*greedy_names, r) for r in NEW_RULES if r not in greedy_names]
     out = {}
     for seq in dict.fromkeys(seqs):
         q, reasons = apply_rules(q0, seq)
@@ -92,7 +111,7 @@ def _candidates(q0, greedy_names):
     return out
 
 
-def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None):
+def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=False):
     from rlsuite.apps.queryopt import rules as R
     from rlsuite.apps.queryopt.rewriter import GreedyByCost, apply_rules, catalog
     from rlsuite.apps.queryopt.tpcds_answers import classify
@@ -130,7 +149,7 @@ def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None):
         m["checked_on"] = g.get("checked_on")
     if pg_s >= measure_above_s:
         best_s, best = m["s"], None
-        for seq, q in _candidates(q0, names).items():
+        for seq, q in _candidates(q0, names, new_rules).items():
             if list(seq) == m["rules"]:
                 continue
             bound = int(min(cap_ms, best_s * 1000 * 1.05 + 50))
@@ -209,11 +228,20 @@ def main() -> int:
     ap.add_argument("--measure-above-s", type=float, default=0.2)
     ap.add_argument("--answers", action="store_true", help="check the rows against DuckDB's")
     ap.add_argument("--dsn", default=None)
-    ap.add_argument("--out-name", default="queryopt_tpcds")
+    ap.add_argument(
+        "--new-rules",
+        action="store_true",
+        help="the runtime chooser also tries the TPC-DS rules (default: the earlier candidates)",
+    )
+    ap.add_argument(
+        "--out-name", default=None, help="results name (default queryopt_tpcds[_new_rules])"
+    )
     ap.add_argument(
         "--resume", action="store_true", help="keep the queries already in the results file"
     )
     args = ap.parse_args()
+    if args.out_name is None:
+        args.out_name = "queryopt_tpcds_new_rules" if args.new_rules else "queryopt_tpcds"
 
     from rlsuite.apps.queryopt.workloads.tpcds import TpcdsWorkload, duckdb_tpcds, queries
 
@@ -222,7 +250,14 @@ def main() -> int:
     qs = queries()
     nums = sorted(qs) if not args.queries else [int(x) for x in args.queries.split(",")]
     cap_ms = int(args.cap_s * 1000)
-    payload: dict = {"scale": args.scale, "cap_s": args.cap_s, "schema": w.schema}
+    payload: dict = {
+        "scale": args.scale,
+        "cap_s": args.cap_s,
+        "schema": w.schema,
+        "measure_above_s": args.measure_above_s,
+        "new_rules": args.new_rules,
+        "candidates": list(ARMS) + (list(NEW_RULES) if args.new_rules else []),
+    }
     with common.database(args.dsn) as db:
         t = time.time()
         w.ensure(db)
@@ -238,6 +273,11 @@ def main() -> int:
             import json
 
             prev = json.load(open(old))
+            if bool(prev.get("new_rules")) != args.new_rules:
+                raise SystemExit(
+                    f"{old} was measured with new_rules={bool(prev.get('new_rules'))}; "
+                    "resume it with the same candidates, or give another --out-name"
+                )
             rows = [r for r in prev["queries"] if r["query"] in nums]
             if duck is not None:
                 payload["answers"] = [a for a in prev.get("answers", []) if a["query"] in nums]
@@ -245,7 +285,9 @@ def main() -> int:
         done = {r["query"] for r in rows}
         try:
             for n in [n for n in nums if n not in done]:
-                r = measure_query(db, w, n, qs[n], cap_ms, args.measure_above_s, duck)
+                r = measure_query(
+                    db, w, n, qs[n], cap_ms, args.measure_above_s, duck, args.new_rules
+                )
                 if duck is not None:
                     payload["answers"].append({"query": n, **r.pop("answer")})
                 rows.append(r)
