@@ -282,6 +282,19 @@ def _database(dsn: str | None) -> Iterator[Engine]:
             srv.stop()
 
 
+@contextlib.contextmanager
+def _engine(args: argparse.Namespace) -> Iterator[Engine]:
+    """The engine of ``--engine`` with its flags (PostgreSQL: ``--dsn`` or the embedded server)."""
+    if getattr(args, "engine", "postgres") == "spark":
+        from rlsuite.apps.queryopt import spark_cli
+
+        with spark_cli.engine(args) as eng:
+            yield eng
+    else:
+        with _database(args.dsn) as db:
+            yield db
+
+
 def _workload(args: argparse.Namespace):
     from rlsuite.apps.queryopt.workloads import get
 
@@ -339,18 +352,15 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     w = _workload(args)
-    with _database(args.dsn) as db:
-        if w.is_loaded(db) and not args.force:
-            console.print(f"{w.schema} is already loaded (use --force to reload)")
-        else:
-            with console.status(f"loading {w.name} into {w.schema}"):
-                w.setup(db, seed=args.seed)
-        check_schema = getattr(w, "check_schema", w.schema)
-        if check_schema != w.schema:  # the small copy that too-slow queries are checked on
-            with console.status(f"loading the small copy {check_schema}"):
-                w.ensure(db, seed=args.seed)
-        counts = db.row_counts(w.schema)
-    t = Table(title=f"workload {w.name} in schema {w.schema}")
+    with _engine(args) as eng:
+        with console.status(f"loading {w.name} into {w.schema} on {eng.label}"):
+            # (and the small copy that too-slow queries are row-checked on, where there is one)
+            loaded = eng.ensure_workload(w, seed=args.seed, force=args.force)
+        if not loaded:
+            console.print(f"{w.schema} is already loaded on {eng.label} (use --force to reload)")
+        counts = eng.row_counts(w.schema)
+        eng.run("SELECT 1", w.schema)  # the engine starts and reads the schema
+    t = Table(title=f"workload {w.name} on {eng.label} ({w.schema})")
     t.add_column("table")
     t.add_column("rows", justify="right")
     for k in sorted(counts):
@@ -587,8 +597,10 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "engine", "postgres") == "spark" and args.command != "rules":
             from rlsuite.apps.queryopt import spark_cli
 
-            return spark_cli.main(args, _workload(args))
-        if getattr(args, "spark_master", None) or getattr(args, "spark_dir", None):
+            spark_cli.check_args(args)
+            if args.command in spark_cli.COMMANDS:
+                return spark_cli.main(args, _workload(args))
+        elif getattr(args, "spark_master", None) or getattr(args, "spark_dir", None):
             raise ValueError("--spark-master and --spark-dir go with --engine spark")
         return COMMANDS[args.command](args)
     except (ValueError, RuntimeError, FileNotFoundError, FileExistsError) as e:

@@ -1,8 +1,9 @@
-"""``qopt-bench ... --engine spark``: the setup, train, run and rewrite commands on Spark SQL.
+"""``qopt-bench ... --engine spark``: the train, run and rewrite commands on Spark SQL.
 
 :mod:`rlsuite.apps.queryopt.cli` parses the flags and hands a command here when
-``--engine spark`` is given; everything else about the commands (their output, exit
-status, JSON) is the same as on PostgreSQL.
+``--engine spark`` is given (``setup`` is one command for every engine, there);
+everything else about the commands (their output, exit status, JSON) is the same as
+on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -39,35 +40,13 @@ def engine(args: argparse.Namespace) -> Iterator[Engine]:
     """The Spark engine of ``--spark-master`` and ``--spark-dir`` (embedded local[*] by default)."""
     from rlsuite.apps.queryopt.engines import open_engine
 
+    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     eng = open_engine("spark", master=args.spark_master or "local[*]", home=args.spark_dir)
     console.print(f"[dim]Spark {eng.master}, files in {eng.home}[/]")
     try:
         yield eng
     finally:
         eng.close()
-
-
-def _ensure(eng: Engine, w, seed: int = 0, force: bool = False) -> bool:
-    return eng.ensure_workload(w, seed=seed, force=force)
-
-
-def cmd_setup(args: argparse.Namespace, w) -> int:
-    from rich.table import Table
-
-    with engine(args) as eng:
-        with console.status(f"loading {w.name} as Parquet"):
-            loaded = _ensure(eng, w, seed=args.seed, force=args.force)
-        if not loaded:
-            console.print(f"{w.schema} is already loaded on Spark (use --force to reload)")
-        counts = eng.row_counts(w.schema)
-        eng.run("SELECT 1", w.schema)  # Spark starts and reads the tables' catalog
-    t = Table(title=f"workload {w.name} on Spark ({w.schema})")
-    t.add_column("table")
-    t.add_column("rows", justify="right")
-    for k in sorted(counts):
-        t.add_row(k, f"{counts[k]:.0f}")
-    console.print(t)
-    return 0
 
 
 def cmd_train(args: argparse.Namespace, w) -> int:
@@ -90,7 +69,7 @@ def cmd_train(args: argparse.Namespace, w) -> int:
     )
     cfg.validate()
     with engine(args) as eng:
-        _ensure(eng, w)
+        eng.ensure_workload(w)
         with ray_cluster(args):
             res = T.train(cfg, args.run_dir, resume=args.resume, progress=True)
     console.print(
@@ -128,7 +107,7 @@ def cmd_run(args: argparse.Namespace, w) -> int:
     from rlsuite.apps.queryopt.bench import compare
 
     with engine(args) as eng:
-        _ensure(eng, w)
+        eng.ensure_workload(w)
         from rlsuite.apps.queryopt.spark_rules import spark_queries
 
         queries = spark_queries(w, args.split, args.queries, args.query_seed)
@@ -156,7 +135,7 @@ def cmd_run(args: argparse.Namespace, w) -> int:
 
 def cmd_rewrite(args: argparse.Namespace, w) -> int:
     with engine(args) as eng:
-        _ensure(eng, w)
+        eng.ensure_workload(w)
         base = dict(w.settings())
         before = eng.explain(args.sql, w.schema, base)  # Spark's own error, with the position
         rw = rewriter(args, eng, w)
@@ -201,11 +180,10 @@ def cmd_rewrite(args: argparse.Namespace, w) -> int:
     return 1 if d.rows_match is False else 0
 
 
-COMMANDS = {"setup": cmd_setup, "train": cmd_train, "run": cmd_run, "rewrite": cmd_rewrite}
+COMMANDS = {"train": cmd_train, "run": cmd_run, "rewrite": cmd_rewrite}
 
 
 def main(args: argparse.Namespace, workload) -> int:
     """Run ``args.command`` on Spark for ``workload`` (built by the caller from the flags)."""
     check_args(args)
-    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     return COMMANDS[args.command](args, workload)
