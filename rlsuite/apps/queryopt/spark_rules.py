@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sqlglot
@@ -50,6 +50,9 @@ from sqlglot import exp
 from rlsuite.apps.queryopt import rules as R
 from rlsuite.apps.queryopt.rewriter import Decision, query_features
 from rlsuite.apps.queryopt.verify import same_rows
+
+if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.engines.base import Engine
 
 DIALECT = "spark"
 PUSHDOWN_RULE = "org.apache.spark.sql.catalyst.optimizer.PushDownPredicates"
@@ -403,7 +406,7 @@ def has_order_by(sql: str) -> bool:
         return False
 
 
-def spark_catalog(engine: Any, schema: str) -> R.Catalog:
+def spark_catalog(engine: Engine, schema: str) -> R.Catalog:
     cols = engine.columns(schema)
     if not cols:
         raise ValueError(
@@ -414,7 +417,7 @@ def spark_catalog(engine: Any, schema: str) -> R.Catalog:
 
 
 def validate(
-    engine: Any,
+    engine: Engine,
     schema: str,
     sql: str,
     q: R.Query,
@@ -481,7 +484,7 @@ def _span(times: Sequence[float]) -> str:
 
 
 def rewrite(
-    engine: Any,
+    engine: Engine,
     schema: str,
     sql: str,
     names: Iterable[str],
@@ -519,7 +522,7 @@ class SparkRules:
 
     def __init__(
         self,
-        engine: Any,
+        engine: Engine,
         schema: str,
         names: Sequence[str],
         settings: Mapping[str, str] | None = None,
