@@ -19,6 +19,14 @@ Pass criteria: learned outflow >= 1.25 x all-human, and >= the ramp meter's.
 for M minutes of wall-clock (embedded Ray with ``--workers`` CPUs) into ``--run-dir``, and
 evaluates that instead; ``--export DIR`` then writes its policy-only copy there.
 
+``--capacity-drop`` runs every row (and trains) on the breaking road instead: the env's
+``capacity_drop=True`` (drivers' speedDev 0.2), where the all-human road breaks down as
+Flow's did (989 veh/h at 1900 veh/h inflow on SUMO 1.28, against Flow's 1023;
+benchmarks/traffic_bottleneck_capacity.py). The learned row then defaults to
+``benchmarks/policies/bottleneck_drop_es``, trained from scratch on that road, and the
+results go to ``traffic_bottleneck_capacity_drop.{json,png}`` (and ``_inflow.png``), so the
+files of today's road stay as they were.
+
 ``--speed`` also measures sampling: env steps/s of the platform's RLlib env runner (the
 sync plan's module acting, no learning) and of the env in this process, against a raw
 libsumo loop of the same network and demand (every vehicle's lane state read, no control).
@@ -26,6 +34,7 @@ libsumo loop of the same network and demand (every vehicle's lane state read, no
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck.py [--episodes 10] [--speed]
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck.py --train-minutes 20 --export benchmarks/policies/bottleneck_es
+    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck.py --capacity-drop --episodes 10
 
 Writes benchmarks/results/traffic_bottleneck.json and traffic_bottleneck.png (outflow over
 time per controller; the outflow per controller) and traffic_bottleneck_inflow.png (the
@@ -48,6 +57,10 @@ from traffic_common import MACHINE, RESULTS  # noqa: E402
 
 ENV_ID = "rlsuite/Bottleneck-v0"
 POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "bottleneck_es")
+POLICY_DROP = os.path.join(os.path.dirname(POLICY), "bottleneck_drop_es")
+"""The policy trained from scratch on the breaking road (``--capacity-drop``)."""
+DROP_ENV = {"capacity_drop": True}
+"""The env options of the breaking road (``--capacity-drop``), for every row and for training."""
 FLOW = {"all-human": (1023, 263), "learned": (1360, 200)}
 """Flow's bottleneck0 outflow (veh/h, mean and std over 40 rollouts; ES is the learned one)."""
 GAIN = 1.25
@@ -69,7 +82,8 @@ def train(args, console) -> str:
     from rlsuite.platform import envs, optimizers
 
     envs.rllib_env(ENV_ID)
-    plan = optimizers.make_plan("es", env=ENV_ID, env_config=dict(TRAIN_ENV), seed=args.seed,
+    env_config = {**TRAIN_ENV, **(DROP_ENV if args.capacity_drop else {})}
+    plan = optimizers.make_plan("es", env=ENV_ID, env_config=env_config, seed=args.seed,
                                 num_workers=args.workers, **PLAN)  # fmt: skip
     res, curve, secs = train_for_minutes(plan, args.run_dir, args.train_minutes, args.chunk,
                                          args.workers, console)  # fmt: skip
@@ -188,7 +202,8 @@ def plot(out: dict, path: str, curve_path: str | None) -> None:
         a.plot(t, series / (window * 0.5) * 3600, label=f"{name} ({r['outflow_veh_h']:.0f})")
     a.set_xlabel("time (s)")
     a.set_ylabel("outflow, last 60 s (veh/h)")
-    a.set_title(f"bottleneck0, mean over {len(out['seeds'])} seeds")
+    road = ", capacity_drop" if out.get("road") else ""
+    a.set_title(f"bottleneck0{road}, mean over {len(out['seeds'])} seeds")
     a.legend()
     names = list(out["rows"])
     b.bar(names, [out["rows"][n]["outflow_veh_h"] for n in names],
@@ -212,7 +227,7 @@ def plot(out: dict, path: str, curve_path: str | None) -> None:
         )
         ax.set_xlabel("inflow (veh/h)")
         ax.set_ylabel("outflow over the last 500 s (veh/h)")
-        ax.set_title("bottleneck0: inflow-outflow")
+        ax.set_title(f"bottleneck0{road}: inflow-outflow")
         ax.legend()
         fig.tight_layout()
         fig.savefig(curve_path)
@@ -229,9 +244,13 @@ def evaluate(args, console, argv) -> int:
                  "seeds": seeds, "flow": FLOW,
                  "command": "flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck.py "
                  + " ".join(argv if argv is not None else sys.argv[1:])}  # fmt: skip
-    out["rows"] = run_rows(names, args.controller, {}, seeds)
+    road = dict(DROP_ENV) if args.capacity_drop else {}
+    out["road"] = road
+    out["rows"] = run_rows(names, args.controller, road, seeds)
     hv = out["rows"]["all-human"]["outflow_veh_h"]
-    t = Table(title="bottleneck0: outflow over the last 500 s (veh/h)")
+    t = Table(
+        title=f"bottleneck0{', capacity_drop' if road else ''}: outflow over the last 500 s (veh/h)"
+    )
     for c in ("controller", "outflow", "std", "min-max", "vs all-human", "mean speed", "Flow"):
         t.add_column(c)
     for name, r in out["rows"].items():
@@ -244,7 +263,7 @@ def evaluate(args, console, argv) -> int:
         curve_seeds = list(range(args.seed, args.seed + args.curve_episodes))
         out["inflow_curve"] = {}
         for inflow in range(1000, 2001, 200):
-            rows = run_rows(names, args.controller, {"inflow": float(inflow)}, curve_seeds)
+            rows = run_rows(names, args.controller, {**road, "inflow": float(inflow)}, curve_seeds)
             for name, r in rows.items():
                 out["inflow_curve"].setdefault(name, []).append(
                     {
@@ -275,11 +294,13 @@ def evaluate(args, console, argv) -> int:
     for k, ok in checks.items():
         console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
     os.makedirs(RESULTS, exist_ok=True)
-    path = os.path.join(RESULTS, "traffic_bottleneck.json")
+    stem = os.path.join(
+        RESULTS, "traffic_bottleneck" + ("_capacity_drop" if args.capacity_drop else "")
+    )
+    path = stem + ".json"
     with open(path, "w") as f:
         json.dump(out, f, indent=1, default=str)
-    plot(out, os.path.join(RESULTS, "traffic_bottleneck.png"),
-         None if args.no_curve else os.path.join(RESULTS, "traffic_bottleneck_inflow.png"))  # fmt: skip
+    plot(out, stem + ".png", None if args.no_curve else stem + "_inflow.png")
     console.print(f"results: {path}")
     return 0 if all(checks.values()) else 1
 
@@ -290,7 +311,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--controller", default=POLICY, help="learned policy (checkpoint or export)")
+    p.add_argument("--controller", default=None,
+                   help="learned policy (checkpoint or export; default the shipped bottleneck_es, "
+                   "or bottleneck_drop_es with --capacity-drop)")  # fmt: skip
+    p.add_argument("--capacity-drop", action="store_true",
+                   help="train and evaluate on the breaking road (the env's capacity_drop=True)")  # fmt: skip
     p.add_argument("--episodes", type=int, default=10, help="seeded episodes per controller")
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.add_argument("--curve-episodes", type=int, default=4, help="episodes per inflow point")
@@ -303,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--export", default=None, help="write the trained policy's export here")
     p.add_argument("--train-only", action="store_true", help="stop after training")
     args = p.parse_args(argv)
+    if args.controller is None:
+        args.controller = POLICY_DROP if args.capacity_drop else POLICY
     console = Console()
     if args.train_minutes > 0:
         args.controller = train(args, console)
