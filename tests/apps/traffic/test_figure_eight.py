@@ -71,6 +71,8 @@ def test_bad_figure_eight_config():
         FigureEightEnv(human_model="sumo", human_sumo_min_gap=2.5)
     with pytest.raises(ValueError, match="av_speed_mode must be"):
         FigureEightEnv(av_speed_mode=200)
+    with pytest.raises(ValueError, match="av_min_gap must be None"):
+        FigureEightEnv(av_min_gap=-1.0)
 
 
 def test_cli_evaluate_figure_eight(tmp_path):
@@ -158,6 +160,15 @@ def test_flow_humans_are_commanded_under_speed_mode_1_with_no_sumo_min_gap():
         assert call("vehicle", "getSpeedMode", "av_0") == 25
     finally:
         old.close()
+    flows_av = FigureEightEnv(horizon=5, av_min_gap=2.5)  # Flow's learning vehicle
+    try:
+        flows_av.reset(seed=0)
+        flows_av.step(np.zeros(1, dtype=np.float32))
+        call = flows_av.core.sim.call
+        assert call("vehicle", "getMinGap", "av_0") == 2.5
+        assert call("vehicle", "getMinGap", "human_00") == 0.0
+    finally:
+        flows_av.close()
 
 
 def test_all_human_speed_with_flows_humans_is_flows_and_below_sumos_humans():

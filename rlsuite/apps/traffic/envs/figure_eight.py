@@ -40,6 +40,7 @@ class FigureEightConfig(EnvConfig):
         "num_vehicles",
         "max_accel",
         "max_decel",
+        "av_min_gap",
     )
 
     radius: float = 30.0
@@ -90,6 +91,13 @@ class FigureEightConfig(EnvConfig):
     controller (``core/vehicles.py:155-159``), so that SUMO's safe speed does not tamper
     with the IDM; that gives the paper's all-human speed. Flow's later default 2.5
     lowers it to 3.50 m/s."""
+    av_min_gap: float | None = None
+    """SUMO vType ``minGap`` of the AVs (m); ``None``: the humans' IDM s0
+    (``human_type.min_gap``, 2), as the env has had it. SUMO's safe speed (speed mode 1)
+    caps the AV's commanded speed so that it keeps this gap to its leader. Flow's learning
+    vehicle keeps ``SumoCarFollowingParams``' 2.5 (bc44b21 ``core/params.py:300``;
+    ``core/vehicles.py`` zeroes it only for Python-driven humans, not for ``RLController``),
+    so 2.5 is Flow's AV."""
     av_speed_mode: int = 1
     """SUMO speed mode of the AVs' commanded speeds: 1 (safe speed only) as Flow's
     figure-eight AVs (``speed_mode="no_collide"``); 25 (also right of way, no cap at
@@ -146,6 +154,11 @@ class FigureEightConfig(EnvConfig):
             )
         if self.human_sumo_min_gap < 0 or self.accel_noise < 0:
             raise ValueError("human_sumo_min_gap and accel_noise must be >= 0")
+        if self.av_min_gap is not None and not 0 <= self.av_min_gap <= 10:
+            raise ValueError(
+                f"av_min_gap must be None (the humans' s0) or within [0, 10] m (Flow's AV: "
+                f"2.5), got {self.av_min_gap}"
+            )
         if not 0 <= self.av_speed_mode <= 127:
             raise ValueError(
                 f"av_speed_mode must be SUMO speed-mode bits within [0, 127], got "
@@ -206,7 +219,10 @@ class FigureEightSimulation(RingSimulation):
         human = cfg.human_type
         if cfg.human_model == "flow":
             human = replace(human, min_gap=cfg.human_sumo_min_gap)
-        return [human, av_type(cfg.human_type)]
+        av = av_type(cfg.human_type)
+        if cfg.av_min_gap is not None:
+            av = replace(av, min_gap=cfg.av_min_gap)
+        return [human, av]
 
     def _build(self, rng: np.random.Generator) -> tuple[str, str]:
         cfg = self.cfg
