@@ -44,7 +44,10 @@ the heavy-job lock only while it computes, in segments of at most ``--segment-s`
         --seeds 0,1,2 --lock /tmp/rlsuite-heavy.lock --resume
 
 Results: ``benchmarks/results/platform_learning.json`` and
-``platform_learning.png`` (learning curves, ours against RLlib's, per task).
+``platform_learning.png`` (learning curves, ours against RLlib's, per task). The rows
+(RLlib's example configs and our plans' values) are in ``platform_learning_tasks.py``;
+the ``es`` plan's rows, against Salimans et al. 2017 on MuJoCo, in
+``platform_learning_es.py``.
 """
 
 from __future__ import annotations
@@ -58,11 +61,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import platform_learning_tasks  # noqa: E402
+from platform_learning_tasks import SKIPPED, TASKS, Task  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 JSON_PATH = os.path.join(RESULTS, "platform_learning.json")
@@ -70,172 +76,6 @@ PNG_PATH = os.path.join(RESULTS, "platform_learning.png")
 NUM_CPUS = 2
 SMOOTHING = 100
 WALL_TARGET = 0.6
-
-
-# -- RLlib's tuned examples, as their files build them ---------------------------------
-
-
-def _rllib_ppo_cartpole() -> Any:
-    from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
-
-    return (
-        PPOConfig()
-        .environment("CartPole-v1")
-        .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01)
-        .rl_module(
-            model_config=DefaultModelConfig(
-                fcnet_hiddens=[32], fcnet_activation="linear", vf_share_layers=True
-            )
-        )
-    )
-
-
-def _rllib_dqn_cartpole() -> Any:
-    from ray.rllib.algorithms.dqn import DQNConfig
-    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
-
-    return (
-        DQNConfig()
-        .environment(env="CartPole-v1")
-        .training(
-            lr=0.0005,
-            train_batch_size_per_learner=32,
-            replay_buffer_config={
-                "type": "PrioritizedEpisodeReplayBuffer",
-                "capacity": 50_000,
-                "alpha": 0.6,
-                "beta": 0.4,
-            },
-            n_step=(2, 5),
-            double_q=True,
-            dueling=True,
-            epsilon=[(0, 1.0), (10_000, 0.02)],
-        )
-        .rl_module(
-            model_config=DefaultModelConfig(
-                fcnet_hiddens=[256],
-                fcnet_activation="tanh",
-                fcnet_bias_initializer="zeros_",
-                head_fcnet_hiddens=[256],
-                head_fcnet_bias_initializer="zeros_",
-            )
-        )
-    )
-
-
-@dataclass(frozen=True)
-class Task:
-    """One row of the table: RLlib's example and our plan with its hyperparameters."""
-
-    plan: str
-    env: str
-    threshold: float
-    budget_steps: int
-    rllib_config: Callable[[], Any]
-    source: str
-    """RLlib's example file and the commit of the copy read."""
-    ours: dict[str, Any]
-    """The plan's values: the example's hyperparameters in the plan's fields."""
-    differences: tuple[str, ...] = ()
-    """What the example sets that the plan cannot express (and what ours uses instead)."""
-    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Further ``ours`` impls: name -> plan overrides."""
-    max_iterations: int = 200
-
-
-TASKS: dict[str, Task] = {
-    "sync-cartpole": Task(
-        plan="sync",
-        env="CartPole-v1",
-        threshold=450.0,
-        budget_steps=300_000,
-        rllib_config=_rllib_ppo_cartpole,
-        source="rllib/examples/algorithms/ppo/cartpole_ppo.py @ 4d5432002e1d "
-        "(default_reward=450, default_timesteps=300000; PPOConfig defaults otherwise: "
-        "2 env runners x 1 env, batch 4000, minibatch 128, lambda 1.0, clip 0.3, "
-        "KL loss 0.2, no grad clip)",
-        ours=dict(
-            env="CartPole-v1",
-            num_env_runners=2,
-            num_envs_per_env_runner=1,
-            lr=3e-4,
-            num_epochs=6,
-            vf_loss_coeff=0.01,
-            hidden=(32,),
-            activation="tanh",
-            train_batch_size=4000,
-            minibatch_size=128,
-            lambda_=1.0,
-            clip_param=0.3,
-            kl_coeff=0.2,
-            vf_clip_param=10.0,
-            grad_clip=None,
-            entropy_coeff=0.0,
-            gamma=0.99,
-        ),
-        differences=(
-            "fcnet_activation='linear': the plan allows tanh or relu; ours uses tanh",
-            "vf_share_layers=True: the plan's policy and value nets are separate",
-        ),
-        # ours_32envs: the same learning settings with the platform's default 32 envs per
-        # runner, where the platform's sampling speed comes from (the example samples one)
-        variants={
-            "ours_overlap": {"overlap": True},
-            "ours_32envs": {"num_envs_per_env_runner": 32},
-        },
-    ),
-    "replay-cartpole": Task(
-        plan="replay",
-        env="CartPole-v1",
-        threshold=450.0,
-        budget_steps=200_000,
-        rllib_config=_rllib_dqn_cartpole,
-        source="rllib/examples/algorithms/dqn/cartpole_dqn.py @ 7156122e3068 "
-        "(default_reward=450, default_timesteps=200000; DQNConfig defaults otherwise: "
-        "sampling in the driver, target sync every 500 steps, learning from 1000 steps)",
-        ours=dict(
-            env="CartPole-v1",
-            num_env_runners=0,
-            num_envs_per_env_runner=1,
-            rollout_fragment_length="auto",
-            lr=5e-4,
-            train_batch_size=32,
-            buffer_size=50_000,
-            prioritized=True,
-            priority_alpha=0.6,
-            priority_beta=0.4,
-            double_q=True,
-            dueling=True,
-            n_step=3,
-            target_update_freq=500,
-            learning_starts=1000,
-            epsilon_timesteps=10_000,
-            final_epsilon=0.02,
-            hidden=(256,),
-            activation="tanh",
-            env_steps_per_iteration=1000,
-            gamma=0.99,
-        ),
-        differences=(
-            "n_step=(2, 5) (drawn per sample): the plan takes one n; ours uses 3",
-            "head_fcnet_hiddens=[256] and zero bias init: the plan has no head layers; "
-            "ours uses RLlib's default head",
-        ),
-    ),
-}
-
-SKIPPED: dict[str, str] = {
-    "async-cartpole": "APPO's example (rllib/examples/algorithms/appo/cartpole_appo.py) "
-    "asks for 5 env runners x 16 envs and a 1M-2M step budget; at CartPole's sampling "
-    "rate on 2 cores that is over 8 min per cell, and 5 runners do not fit 2 CPUs "
-    "without changing the example. Not run.",
-    "imitation-cartpole": "BC's example reads tests/data/cartpole/cartpole-v1_large from "
-    "Ray's source tree, which the pip wheel does not ship. Not run.",
-    "sync-pendulum": "PPO's Pendulum example uses RLlib's MeanStdFilter connector; the "
-    "sync plan has no observation filter, so ours cannot take the example's settings. "
-    "Not run.",
-}
 
 
 # -- one cell ---------------------------------------------------------------------------
@@ -298,6 +138,9 @@ def run_cell(
     heavy.waited_s = 0.0  # the cell's clock starts once it holds the lock
     t0 = time.perf_counter()
     if impl == "rllib":
+        # remote env runners get this module's functions by value (it is not importable
+        # there: benchmarks/ is not a package on their path)
+        ray.cloudpickle.register_pickle_by_value(platform_learning_tasks)
         ray.init(num_cpus=NUM_CPUS, include_dashboard=False, logging_level="ERROR")
         config = task.rllib_config().learners(num_gpus_per_learner=0).debugging(seed=seed)
         described = {"example": task.source}

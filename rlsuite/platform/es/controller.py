@@ -76,6 +76,7 @@ class ESController:
             self.policy.activation,
             self.policy.recurrent,
             self.policy.cell_size,
+            self.policy.action_head,
         )
         return d
 
@@ -138,6 +139,7 @@ def load_controller(path: str) -> ESController:
         arch["activation"],
         arch.get("recurrent", ""),
         arch.get("cell_size", 16),
+        arch.get("action_head", "tanh"),
     )
     theta = np.load(os.path.join(path, ES_PARAMS))
     stat = RunningStat(policy.obs_dim)

@@ -64,6 +64,19 @@ class ESPlan(Plan):
     the number of policy parameters."""
     max_worker_failures: int = 8
     """Worker deaths tolerated within one generation before the run gives up."""
+    fitness_shaping: str = "centered_ranks"
+    """How returns weigh the noise in the update. ``centered_ranks`` (Salimans et al.
+    2017): ranks scaled to [-0.5, 0.5], the gradient estimate
+    ``sum (rank+ - rank-) eps / (2 n sigma)``. ``return_std`` (ARS, Mania et al. 2018):
+    raw return differences over the std of the returns used,
+    ``sum (f+ - f-) eps / (n std_f)``; with ``optimizer="sgd"``, ``momentum=0`` and
+    ``l2_coeff=0`` the step is ARS's, ``lr`` its step size alpha."""
+    top_pairs: int | None = None
+    """Update only from the ``top_pairs`` antithetic pairs whose better return is highest
+    (ARS's top b directions); ``None``: every pair."""
+    action_head: str = "tanh"
+    """Bounded ``Box`` actions: ``tanh`` squashes the output into the bounds; ``clip``
+    clips the raw output to them (ARS's linear policy, with ``hidden=()``)."""
 
     # -- validation -----------------------------------------------------------------
     def validate(self) -> None:
@@ -117,6 +130,22 @@ class ESPlan(Plan):
             self.noise_table_size >= 1000,
             f"noise_table_size must be >= 1000 (and exceed the parameter count), "
             f"got {self.noise_table_size}",
+        )
+        _check(
+            self.fitness_shaping in ("centered_ranks", "return_std"),
+            "fitness_shaping must be 'centered_ranks' or 'return_std', "
+            f"got {self.fitness_shaping!r}",
+        )
+        pairs = self.population_size // 2
+        _check(
+            self.top_pairs is None
+            or (isinstance(self.top_pairs, int) and 1 <= self.top_pairs <= pairs),
+            f"top_pairs must be None or an int in [1, population_size / 2 = {pairs}], "
+            f"got {self.top_pairs!r}",
+        )
+        _check(
+            self.action_head in ("tanh", "clip"),
+            f"action_head must be 'tanh' or 'clip', got {self.action_head!r}",
         )
         _check(
             self.max_worker_failures >= 0,

@@ -26,6 +26,8 @@ class ESPolicy:
     depends on the action space: ``Discrete`` -> argmax of logits, bounded
     ``Box`` -> ``tanh`` scaled to ``[low, high]`` (unbounded: linear),
     ``MultiDiscrete`` -> argmax per sub-action, ``MultiBinary`` -> ``logit > 0``.
+    With ``action_head="clip"`` a bounded ``Box`` action is the raw output clipped to
+    ``[low, high]`` instead (ARS's linear policy, Mania et al. 2018, acts so).
     The flat layout follows ``torch.nn.Linear``: per layer, weight ``(out, in)``
     then bias.
 
@@ -45,9 +47,12 @@ class ESPolicy:
         activation: str = "tanh",
         recurrent: str = "",
         cell_size: int = 16,
+        action_head: str = "tanh",
     ):
         import gymnasium as gym
 
+        if action_head not in ("tanh", "clip"):
+            raise ValueError(f"action_head must be 'tanh' or 'clip', got {action_head!r}")
         if recurrent not in ("", "gru"):
             raise ValueError(
                 f"the es policy's recurrent cell must be 'gru' or '' (none), got {recurrent!r}"
@@ -58,6 +63,7 @@ class ESPolicy:
         self.activation = activation
         self.recurrent = recurrent
         self.cell_size = int(cell_size) if recurrent else 0
+        self.action_head = action_head
         try:
             self.obs_dim = int(gym.spaces.flatdim(observation_space))
         except Exception as e:  # noqa: BLE001 - re-raised with what to do
@@ -72,7 +78,7 @@ class ESPolicy:
             self.kind, self.out_dim = "box", int(np.prod(a.shape))
             low, high = a.low.reshape(-1).astype(np.float64), a.high.reshape(-1).astype(np.float64)
             self._bounded = bool(np.all(np.isfinite(low)) and np.all(np.isfinite(high)))
-            self._low, self._half = low, (high - low) / 2.0
+            self._low, self._half, self._high = low, (high - low) / 2.0, high
         elif isinstance(a, gym.spaces.MultiDiscrete):
             self.kind = "multi_discrete"
             self._nvec = a.nvec.reshape(-1).astype(int)
@@ -83,6 +89,11 @@ class ESPolicy:
             raise ValueError(
                 f"the es plan supports Discrete, Box, MultiDiscrete and MultiBinary actions, "
                 f"not {a}; wrap the env to flatten its action space"
+            )
+        if action_head == "clip" and not (self.kind == "box" and self._bounded):
+            raise ValueError(
+                f"action_head='clip' clips actions to a bounded Box, but the action space is "
+                f"{a}; use action_head='tanh'"
             )
         c = self.cell_size
         self.gru_params = 3 * c * (self.obs_dim + c + 2) if recurrent else 0
@@ -104,6 +115,8 @@ class ESPolicy:
         }
         if self.recurrent:  # absent for feed-forward: older checkpoints stay valid
             arch.update(recurrent=self.recurrent, cell_size=self.cell_size)
+        if self.action_head != "tanh":  # absent for the default, likewise
+            arch["action_head"] = self.action_head
         return arch
 
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
@@ -203,7 +216,12 @@ class ESPolicy:
         if self.kind == "discrete":
             return int(self.action_space.start + int(np.argmax(out)))
         if self.kind == "box":
-            a = self._low + (np.tanh(out) + 1.0) * self._half if self._bounded else out
+            if self.action_head == "clip":
+                a = np.clip(out, self._low, self._high)
+            elif self._bounded:
+                a = self._low + (np.tanh(out) + 1.0) * self._half
+            else:
+                a = out
             return a.reshape(self.action_space.shape).astype(self.action_space.dtype)
         if self.kind == "multi_discrete":
             idx, k = [], 0

@@ -142,7 +142,13 @@ class ESTrainer:
                     f"{dict(plan.env_config)!r}: {e}"
                 ) from e
             self.policy = ESPolicy(
-                obs_space, act_space, plan.hidden, plan.activation, plan.recurrent, plan.cell_size
+                obs_space,
+                act_space,
+                plan.hidden,
+                plan.activation,
+                plan.recurrent,
+                plan.cell_size,
+                plan.action_head,
             )
             if self.policy.num_params > plan.noise_table_size:
                 raise ValueError(
@@ -189,6 +195,7 @@ class ESTrainer:
             p.sigma,
             p.max_episode_steps,
             p.observation_filter == "meanstd",
+            p.action_head,
         )
 
     @property
@@ -280,12 +287,9 @@ class ESTrainer:
                     eval_returns[i] = r
                     steps += st
 
-        shaped = centered_ranks(returns)
-        weights = shaped[:, 0] - shaped[:, 1]
-        grad = np.zeros(n)
-        for w, off in zip(weights, offsets):
-            grad += w * self._noise[off : off + n]
-        grad /= 2 * pairs * p.sigma
+        grad = ascent_direction(
+            returns, offsets, self._noise, n, p.sigma, p.fitness_shaping, p.top_pairs
+        )
         grad -= p.l2_coeff * self.theta
         step = self._opt.step(grad)
         self.theta = (self.theta + step).astype(np.float32)
@@ -452,6 +456,46 @@ class ESTrainer:
 
             cluster.shutdown()
             self._started_ray = False
+
+
+def ascent_direction(
+    returns: np.ndarray,
+    offsets: np.ndarray,
+    noise: np.ndarray,
+    num_params: int,
+    sigma: float,
+    fitness_shaping: str = "centered_ranks",
+    top_pairs: int | None = None,
+) -> np.ndarray:
+    """The update direction from the antithetic pairs' returns, ``returns[k] = (f+, f-)``
+    for the noise ``eps_k = noise[offsets[k] : offsets[k] + num_params]``.
+
+    ``top_pairs=b`` keeps the b pairs with the highest ``max(f+, f-)`` (ARS's top
+    directions). ``centered_ranks`` (Salimans et al. 2017): the ES gradient estimate
+    ``sum_k (rank+_k - rank-_k) eps_k / (2 n sigma)``, ranked over the kept returns.
+    ``return_std`` (ARS, Mania et al. 2018): ``sum_k (f+_k - f-_k) eps_k / (n std_f)``,
+    ``std_f`` the std of the kept returns (0 when they are all equal); ``lr`` times it
+    is ARS's step.
+    """
+    if top_pairs is not None and top_pairs < len(returns):
+        keep = np.sort(np.argsort(-returns.max(axis=1), kind="stable")[:top_pairs])
+        returns, offsets = returns[keep], offsets[keep]
+    if fitness_shaping == "centered_ranks":
+        shaped = centered_ranks(returns)
+        weights = shaped[:, 0] - shaped[:, 1]
+        scale = 1.0 / (2 * len(returns) * sigma)
+    elif fitness_shaping == "return_std":
+        weights = returns[:, 0] - returns[:, 1]
+        std = float(returns.std())
+        scale = 1.0 / (len(returns) * std) if std > 0 else 0.0
+    else:
+        raise ValueError(
+            f"fitness_shaping must be 'centered_ranks' or 'return_std', got {fitness_shaping!r}"
+        )
+    grad = np.zeros(num_params)
+    for w, off in zip(weights, offsets):
+        grad += w * noise[off : off + num_params]
+    return grad * scale
 
 
 def _write_json(path: str, obj: Any) -> None:

@@ -48,6 +48,7 @@ class Worker:
         sigma: float,
         max_episode_steps: int | None,
         filter_obs: bool,
+        action_head: str = "tanh",
     ):
         # Built from the driver's spec, so envs registered only in the driver work too.
         self.env_id = env_spec.env_id
@@ -55,7 +56,9 @@ class Worker:
         make = env_registry._resolve(env_spec.entry_point)
         self.env = make(**{**env_spec.default_config, **dict(env_config)})
         obs_space, act_space = env_spaces(self.env, self.env_id, self.multi)
-        self.policy = ESPolicy(obs_space, act_space, hidden, activation, recurrent, cell_size)
+        self.policy = ESPolicy(
+            obs_space, act_space, hidden, activation, recurrent, cell_size, action_head
+        )
         self._state: dict[Any, Any] = {}
         """Each agent's recurrent state in the running episode (empty: feed-forward)."""
         self.noise = noise

@@ -50,3 +50,24 @@ def test_make_plan_builds_es():
     assert isinstance(plan, ESPlan) and plan.name == "es" and plan.population_size == 8
     with pytest.raises(ValueError, match="unknown key for plan 'es'"):
         make_plan("es", env="CartPole-v1", gamma=0.9)  # ES has no discount: not silently ignored
+
+
+def test_ars_options_are_checked():
+    plan = ESPlan(
+        env="CartPole-v1",
+        hidden=(),
+        population_size=8,
+        top_pairs=2,
+        fitness_shaping="return_std",
+        optimizer="sgd",
+        momentum=0.0,
+        l2_coeff=0.0,
+    )
+    plan.validate()
+    assert ESPlan.from_dict(plan.to_dict()) == plan
+    with pytest.raises(ValueError, match=r"top_pairs must be None or an int in \[1, .* = 4\]"):
+        plan.replace(top_pairs=5)
+    with pytest.raises(ValueError, match="fitness_shaping must be 'centered_ranks' or"):
+        plan.replace(fitness_shaping="ranks")
+    with pytest.raises(ValueError, match="action_head must be 'tanh' or 'clip'"):
+        plan.replace(action_head="linear")

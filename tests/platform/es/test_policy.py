@@ -76,3 +76,43 @@ def test_batched_step_matches_one_agent_at_a_time(recurrent):
     assert a.count == b.count == 3
     np.testing.assert_allclose(a.sum, b.sum)
     np.testing.assert_allclose(a.sumsq, b.sumsq)
+
+
+def test_clip_head_is_the_raw_output_clipped_to_the_bounds():
+    """ARS's linear policy: ``hidden=()`` with ``action_head="clip"`` acts ``W x + b``
+    inside the bounds and the bound outside them (the tanh head would squash both)."""
+    box = gym.spaces.Box(np.array([-1.0, -2.0]), np.array([1.0, 0.5]), dtype=np.float32)
+    obs_space = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+    pol = ESPolicy(obs_space, box, (), "tanh", action_head="clip")
+    assert pol.num_params == 2 * 3 + 2 and pol.architecture()["action_head"] == "clip"
+    out = np.array([0.8, -5.0])
+    np.testing.assert_allclose(pol.action(out), [0.8, -2.0])
+    np.testing.assert_allclose(pol.action(np.array([7.0, 0.2])), [1.0, 0.2])
+    tanh = ESPolicy(obs_space, box, (), "tanh")
+    assert "action_head" not in tanh.architecture()  # default layout: old checkpoints load
+    assert abs(tanh.action(out)[0] - 0.8) > 0.1
+    with pytest.raises(ValueError, match="action_head='clip' clips actions to a bounded Box"):
+        ESPolicy(obs_space, gym.spaces.Discrete(2), (), action_head="clip")
+
+
+def test_ascent_direction_ranks_and_ars_top_directions():
+    from rlsuite.platform.es.trainer import ascent_direction
+
+    noise = np.random.default_rng(0).standard_normal(100).astype(np.float32)
+    offsets = np.array([0, 10, 20])
+    eps = [noise[o : o + 4] for o in offsets]
+    returns = np.array([[3.0, 1.0], [0.0, 10.0], [2.0, 2.5]])
+    # centred ranks over all six returns: (0.3, -0.3), (-0.5, 0.5), (-0.1, 0.1)
+    ranks = ascent_direction(returns, offsets, noise, 4, sigma=0.1)
+    want = (0.6 * eps[0] - 1.0 * eps[1] - 0.2 * eps[2]) / (2 * 3 * 0.1)
+    np.testing.assert_allclose(ranks, want, rtol=1e-5)
+    # ARS, top 2 pairs by their better return (pairs 1 and 0), raw differences over the
+    # std of those four returns
+    ars = ascent_direction(returns, offsets, noise, 4, 0.1, "return_std", top_pairs=2)
+    std = np.std([3.0, 1.0, 0.0, 10.0])
+    np.testing.assert_allclose(ars, (2.0 * eps[0] - 10.0 * eps[1]) / (2 * std), rtol=1e-5)
+    # one pair (ARS on Swimmer: N = b = 1): a step of 2 eps towards the better side
+    one = ascent_direction(returns[:1], offsets[:1], noise, 4, 0.1, "return_std")
+    np.testing.assert_allclose(one, 2.0 * eps[0], rtol=1e-5)
+    flat = ascent_direction(np.ones((2, 2)), offsets[:2], noise, 4, 0.1, "return_std")
+    assert not flat.any()  # equal returns: no step (not a division by zero)
