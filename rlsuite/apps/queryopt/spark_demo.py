@@ -29,9 +29,11 @@ def run(
     env_steps: int = 12,
     master: str = "local[2]",
     home: str | None = None,
+    udf_cost: int = UDF_COST,
 ) -> list[dict]:
     """Train, then run ``test_queries`` held-out queries both ways; ``home`` is Spark's
-    private directory (default: the engine's, where the tables stay loaded between runs)."""
+    private directory (default: the engine's, where the tables stay loaded between runs).
+    ``udf_cost`` is the filter UDF's cost (a smaller one makes every query cheaper)."""
     from rlsuite.apps.queryopt import spark_train as T
     from rlsuite.apps.queryopt.bench import compare
     from rlsuite.apps.queryopt.engines.spark import SparkEngine, ensure_workload, java_problem
@@ -42,8 +44,8 @@ def run(
     if problem:
         raise RuntimeError(problem)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
-    w = get("udf", udf_cost=UDF_COST)
-    wcfg = {"udf_cost": UDF_COST}
+    w = get("udf", udf_cost=udf_cost)
+    wcfg = {"udf_cost": udf_cost}
     with SparkEngine(master=master, home=home) as eng:
         console.print(f"Spark {eng.master}, files in {eng.home}")
         ensure_workload(eng, w)
@@ -88,7 +90,7 @@ def run(
     return [
         dict(
             app="queryopt",
-            task=f"Spark SQL, udf (cost {UDF_COST}), {len(queries)} held-out queries",
+            task=f"Spark SQL, udf (cost {udf_cost}), {len(queries)} held-out queries",
             controller=ctrl,
             metric="geo-mean speed-up",
             value=float(s["geomean_speedup"]),

@@ -226,3 +226,32 @@ def test_cli_rewrite_train_run_on_spark(engine, spark_dir, tmp_path):
     assert rc == 0
     summary = json.loads(res.read_text())["summary"]
     assert summary["queries"] == 1 and summary["wrong_results"] == 0
+
+
+@pytest.mark.slow
+def test_spark_demo_section_trains_and_compares(engine, spark_dir, ray_local):
+    """`make demo`'s Spark SQL section on a tiny budget, in this module's Spark session (the
+    same master and directory: the JVM and the loaded tables are shared) and the cheapest
+    UDF cost; `make demo` itself runs the section with its cost 10000."""
+    from rlsuite.apps.queryopt import spark_demo
+
+    rows = spark_demo.run(
+        train_queries=2,
+        test_queries=1,
+        iterations=1,
+        env_steps=4,
+        master=MASTER,
+        home=str(spark_dir),
+        udf_cost=10,
+    )
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["app"] == "queryopt" and row["metric"] == "geo-mean speed-up"
+    assert (
+        row["task"].startswith("Spark SQL, udf (cost 10)") and "1 held-out queries" in row["task"]
+    )
+    assert row["controller"].startswith("DQN on Spark (1 it")
+    assert isinstance(row["value"], float) and row["value"] > 0
+    assert " 0 wrong" in row["reference"]  # every rewrite's rows were compared with Spark's
+    # the demo closed its handle on the shared session without stopping it for this module
+    assert engine.run("SELECT 1 AS one", "qopt_udf").rows == [(1,)]

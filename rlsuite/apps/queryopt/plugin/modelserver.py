@@ -136,8 +136,12 @@ class ModelServer:
     def start(self) -> ModelServer:
         """Serve in a background thread (tests, benchmarks)."""
         self._server = self._make_server()
+        # the thread looks for close()'s shutdown every 0.05 s instead of socketserver's 0.5
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="qopt-modelserver", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="qopt-modelserver",
+            daemon=True,
         )
         self._thread.start()
         return self

@@ -117,7 +117,10 @@ class FakeServer:
             self.path.unlink()
         self.server = S(str(self.path), H)
         os.chmod(self.path, 0o666)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # shutdown() waits for the next poll: 0.05 s instead of socketserver's 0.5
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def plans(self) -> list[dict]:
         return [r for r in self.requests if r.get("op") == "plan"]

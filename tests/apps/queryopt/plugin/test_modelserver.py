@@ -119,10 +119,10 @@ def test_new_statement_not_ready_within_wait_gets_standard_plan(sock_dir, dsn, d
     with M.ModelServer(
         str(sock_dir / "slow.sock"), Slow(dsn, "joins", ["eager_aggregation"]), wait_ms=20
     ) as srv:
-        a = plan(srv, SEED_QUERY)
+        a = plan(srv, QUERY)
         assert a["sql"] is None and "deciding" in a["note"]
-        deadline = time.time() + 30  # the decision, then its rows checked (the original: ~3 s)
-        while not plan(srv, SEED_QUERY)["sql"]:
+        deadline = time.time() + 30  # the decision (0.5 s here), then its rows checked
+        while not plan(srv, QUERY)["sql"]:
             assert time.time() < deadline
             time.sleep(0.2)
 
