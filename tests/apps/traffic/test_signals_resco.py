@@ -3,6 +3,8 @@ hand-checked network, the never-inserted correction and the bad-input errors."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -86,12 +88,16 @@ def test_never_inserted_correction_under_rl_control(tiny):
     assert 90 / 4 <= m["delay"] <= 93 / 4, m
 
 
-def test_cologne3_protocol_short_window():
+def test_cologne3_protocol_short_window(tmp_path):
     """RESCO's window starts at 25200 s (begin passed as its own token: vehicles do come),
-    10 s decisions, one padded action space for lights of 3 and 4 green phases, the mask in
-    the observation, and a new SUMO seed on every reset."""
-    env = RescoSignalsEnv(network="cologne3", num_seconds=120)
+    10 s decisions, one padded action space for lights of 3 and 4 green phases (an action
+    beyond a light's phases keeps its phase), the mask in the observation, a new SUMO seed
+    on every reset, and one episode-log line per finished episode (not for a cut one)."""
+    log = tmp_path / "episodes.jsonl"
+    env = RescoSignalsEnv(network="cologne3", num_seconds=120, episode_log=str(log))
     try:
+        env.reset(seed=1)
+        env.step({a: 0 for a in env.agents})  # cut short by the next reset: not logged
         phases = {x.id: len(x.greens) for x in env.lights}
         assert sorted(set(phases.values())) == [3, 4]
         assert {env.action_space(a).n for a in env.possible_agents} == {4}
@@ -107,6 +113,11 @@ def test_cologne3_protocol_short_window():
             steps += 1
             if steps == 1:
                 assert env._sim.time() == 25210
+                three = next(x for x in env.lights if len(x.greens) == 3)
+                before = env._phase(three)
+                env.step({a: 3 if a == three.id else 0 for a in env.agents})
+                assert env._phase(three) == before
+                steps += 1
         m1 = env.episode_metrics()
         _, m2 = _episode(env, seed=None)  # seed 4
         assert env._seed == 4
@@ -114,6 +125,9 @@ def test_cologne3_protocol_short_window():
         env.close()
     assert steps == 12
     assert m1["trips"] > 50 and m2["trips"] > 50  # vehicles were inserted (sumo-rl #199)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [x["seed"] for x in lines] == [3, 4]
+    assert [x["delay"] for x in lines] == [m1["delay"], m2["delay"]]
     assert envs.spaces("rlsuite/Signals-v0", {"network": "cologne3", "num_seconds": 20})
 
 

@@ -8,9 +8,11 @@ another installed release over TraCI (``sumo_version="1.9.2"``, RESCO's).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -75,6 +77,9 @@ class RescoSignalsConfig(EnvConfig):
     light's own phases keeps its current phase, and the observation carries the mask."""
     demand_scale: float = 1.0
     """Scale of the demand (SUMO's ``--scale``)."""
+    episode_log: str = ""
+    """A file to which every finished episode appends one JSON line: its SUMO seed and
+    RESCO's metrics (how a training run records its per-episode delay)."""
 
     def __post_init__(self) -> None:
         self.validate()
@@ -468,6 +473,9 @@ class RescoSignalsEnv(ParallelEnv):
         os.remove(self._tripinfo)  # one per episode: training would fill the disk
         m["queue"] = self._queue_sum / max(self._n_steps, 1) / len(self.lights)
         self._metrics = m
+        if self.cfg.episode_log and self._n_steps * self.step_length >= self.end - self.begin:
+            with open(self.cfg.episode_log, "a") as f:  # one short line: an atomic append
+                f.write(json.dumps({"seed": self._seed, "time": time.time(), **m}) + "\n")
 
     def episode_metrics(self) -> dict[str, float]:
         """RESCO's metrics of the last finished episode (the current one is closed first)."""
