@@ -371,7 +371,7 @@ def ship(row: dict) -> None:
         f"{row['command']} (held-out seeds {ev['seeds'][0]}-{ev['seeds'][-1]} on SUMO "
         f"{row['sumo']}: delay {ours:.2f} s/veh, at or below RESCO's {', '.join(beaten)}). "
         f"Evaluate: traffic-train evaluate --scenario signals --network {row['map']} "
-        f"--env-set sumo_version={row['sumo']} --controller {out} --episodes "
+        f"--env-set sumo_version={row['sumo']} --controller {os.path.relpath(out)} --episodes "
         f"{len(ev['seeds'])} --seed {ev['seeds'][0]} --workers 0"
     )
     export_policy(state["checkpoint"], out, note=note)

@@ -31,6 +31,15 @@ def test_shipped_policy_drives_its_scenario(name, tmp_path):
     assert meta.get("note"), "a shipped policy says how it was trained (its command)"
     scen = next(s for s in scenarios.SCENARIOS.values() if s.env_id == meta["env"])
     js = tmp_path / "eval.json"
+    if scen.name == "signals":  # RESCO's maps: 100 s of the map's window, 10 s decisions
+        network = meta["env_config"]["network"]
+        rc = cli.main(["evaluate", "--scenario", "signals", "--network", network, "--controller",
+                       path, "--episodes", "1", "--horizon", "100", "--workers", "0",
+                       "--json", str(js)])  # fmt: skip
+        assert rc == 0
+        out = json.loads(js.read_text())
+        assert out["summary"]["length"]["mean"] == 10 and out["summary"]["trips"]["mean"] > 0
+        return
     rc = cli.main(["evaluate", "--scenario", scen.name, "--controller", path, "--episodes", "1",
                    "--horizon", "100", "--warmup", "50", "--workers", "0", "--no-png",
                    "--json", str(js)])  # fmt: skip
@@ -59,3 +68,28 @@ def test_single_av_policy_drives_every_av_of_the_multi_av_ring(tmp_path):
     acts = ctrl.act(obs)
     assert set(acts) == set(obs)
     assert set(ctrl._state) == set(obs)  # one recurrent state per agent
+
+
+def test_one_light_policy_drives_every_light_of_a_multi_light_map():
+    """The shared policy trained on cologne1's one light acts, each on its own observation,
+    for all three lights of cologne3 (both pad to 4 green phases and 8 lanes); an action for
+    a 3-phase light's missing fourth phase keeps its phase."""
+    from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsEnv
+
+    ctrl = checkpoints.load_controller(os.path.join(POLICIES, "resco_cologne1_replay"))
+    env = RescoSignalsEnv(network="cologne3", num_seconds=100)
+    try:
+        obs, _ = env.reset(seed=0)
+        assert env.action_space(env.possible_agents[0]).n == 4 and len(env.possible_agents) == 3
+        steps, seen = 0, set()
+        while env.agents:
+            acts = ctrl.act(obs)
+            assert set(acts) == set(env.agents) and all(0 <= a < 4 for a in acts.values())
+            seen.update(acts.items())
+            obs, *_ = env.step(acts)
+            steps += 1
+        m = env.episode_metrics()
+    finally:
+        env.close()
+    assert steps == 10 and m["trips"] > 0
+    assert len({a for _, a in seen}) > 1  # the lights' own observations, not one action
