@@ -38,11 +38,12 @@ def test_train_then_evaluate_the_checkpoint(ray_local, tmp_path):
 @pytest.mark.slow
 def test_recurrent_ring_policy_trains_and_evaluates_through_the_cli(ray_local, tmp_path, capsys):
     """An LSTM policy (the sync plan's recurrent field) on the ring: its checkpoint says it
-    is recurrent, and traffic-train evaluate drives with it, carrying its state."""
+    is recurrent, and traffic-train evaluate drives with it, carrying its state. (Sampled
+    in the driver: the test above trains the ring with a remote runner.)"""
     from rlsuite.platform import checkpoints
 
     run = tmp_path / "run"
-    rc = cli.main(["train", "--scenario", "ring", "--plan", "sync", "--workers", "1",
+    rc = cli.main(["train", "--scenario", "ring", "--plan", "sync", "--workers", "0",
                    "--iterations", "1", "--run-dir", str(run), "--eval-episodes", "1",
                    "--plan-set", "recurrent=lstm", "--plan-set", "cell_size=8",
                    "--plan-set", "max_seq_len=10", "--env-set", "memory_s=1",
