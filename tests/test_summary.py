@@ -38,7 +38,8 @@ def sandbox(tmp_path):
     """A results folder linking the real JSON files, and a stale copy of RESULTS.md."""
     results = tmp_path / "results"
     results.mkdir()
-    for name in _files():
+    for name in _files():  # some in a subfolder (device/)
+        (results / name).parent.mkdir(parents=True, exist_ok=True)
         (results / name).symlink_to(summary.RESULTS_DIR / name)
     target = tmp_path / "RESULTS.md"
     text = RESULTS_MD.read_text()
