@@ -260,8 +260,8 @@ def summarise(cells: dict[str, dict]) -> dict[str, Any]:
                     "seeds": sorted(c["seed"] for c in cs),
                     "reached": len(hit),
                     "median_env_steps": steps,
-                    "median_wall_s": _median([h["wall_s"] for h in hit]),
-                    "median_train_wall_s": _median([h["train_wall_s"] for h in hit]),
+                    "median_wall_s": _round(_median([h["wall_s"] for h in hit])),
+                    "median_train_wall_s": _round(_median([h["train_wall_s"] for h in hit])),
                     # Salimans' steps / ours: above 1 means fewer samples than theirs
                     "salimans_over_ours_steps": round(anchor / steps, 3) if steps else None,
                     "within_salimans_steps": bool(len(hit) == len(cs) and steps <= anchor),
@@ -273,6 +273,10 @@ def summarise(cells: dict[str, dict]) -> dict[str, Any]:
                 }
             out.setdefault(key, {})[impl] = rows
     return out
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)
 
 
 def plot(results: dict[str, Any], path: str) -> None:
