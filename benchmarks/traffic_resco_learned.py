@@ -312,7 +312,11 @@ def plot(rows: list[dict], path: str) -> None:
         if ev:
             x = len(d) + 2
             ax.errorbar([x], [ev["learned"]["delay_mean"]], yerr=[ev["learned"]["delay_std"]],
-                        fmt="o", color="tab:green", label="ours, held-out seeds")  # fmt: skip
+                        fmt="o", color="tab:green", label="ours, held-out seeds (mean)")  # fmt: skip
+            ax.plot([x + 1] * len(ev["learned"]["delay"]), ev["learned"]["delay"], "x",
+                    color="tab:green", label="ours, each held-out seed")  # fmt: skip
+            ax.annotate(f"{ev['learned']['delay_mean']:.1f}", (x, 0),
+                        textcoords="offset points", xytext=(-10, 4), fontsize=7)  # fmt: skip
             for b, c in (("greedy", "tab:orange"), ("maxpressure", "tab:gray")):
                 if b in ev:
                     ax.axhline(ev[b]["delay_mean"], color=c, ls=":", label=f"{b}, held-out seeds")
