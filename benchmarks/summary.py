@@ -229,6 +229,12 @@ ROWS: tuple[Row, ...] = (
         _pub("RESCO v1.0 Fixed, Ault & Sharon 2021", 63.77),
         f"{PY}traffic_resco.py --install-sumo --sumo 1.9.2,1.28 --seeds 2", "- (baseline)",
         lower_is_better=True),
+    Row("traffic", "signals, RESCO cologne1 (1 light), shared DQN on SUMO 1.9.2",
+        "average delay, s/veh, 10 held-out seeds", "traffic_resco_learned.json",
+        Value(("rows", {"map": "cologne1"}, "heldout", "learned", "delay_mean")),
+        _pub("RESCO v1.0 IDQN, best training episode", 26.05),
+        f"{PY}traffic_resco_learned.py --maps cologne1 --plan replay --episodes 70 --minutes 7.2",
+        "`resco_cologne1_replay`", lower_is_better=True),
     # queryopt
     Row("queryopt", "joins, PostgreSQL 15", "seed query speed-up", "queryopt_joins.json",
         Value(("seed_query", "postgres_s"), over=("seed_query", "learned_s")),
