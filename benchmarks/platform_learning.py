@@ -307,8 +307,10 @@ def plot(results: dict[str, Any], path: str) -> None:
         for c in sorted(results["cells"].values(), key=lambda c: (c["impl"], c["seed"])):
             if c["task"] != key or not c["curve"]:
                 continue
-            xs = [p[0] for p in c["curve"]]
-            ys = [p[2] for p in c["curve"]]
+            # iterations in which no episode ended report NaN (Pendulum's 40 envs end
+            # theirs together, every ~8 iterations): plot the iterations that scored
+            pts = [p for p in c["curve"] if not math.isnan(p[2])]
+            xs, ys = [p[0] for p in pts], [p[2] for p in pts]
             label = c["impl"] if c["impl"] not in seen else None
             seen.add(c["impl"])
             ax.plot(xs, ys, color=colours.get(c["impl"], "grey"), alpha=0.8, label=label)
