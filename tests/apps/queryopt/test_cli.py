@@ -102,7 +102,7 @@ def test_train_then_run_with_the_model(ray_local, db, dsn, tmp_path, capsys):
             "--timeout-ms",
             "100",
             "--num-env-runners",
-            "1",
+            "0",  # sampled in the driver: remote runners are trained in test_train.py
             "--run-dir",
             str(run_dir),
             "--dsn",
