@@ -68,7 +68,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from platform_learning import _HeavyLock, _median  # noqa: E402
+from platform_learning import _csv, _HeavyLock, _load, _median  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 JSON_PATH = os.path.join(RESULTS, "platform_learning_es.json")
@@ -313,13 +313,6 @@ def plot(results: dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
-def _load(path: str) -> dict[str, Any]:
-    if os.path.exists(path):
-        with open(path) as f:
-            return json.load(f)
-    return {}
-
-
 def _finish(results: dict[str, Any], path: str) -> None:
     import gymnasium
     import mujoco
@@ -358,10 +351,6 @@ def _finish(results: dict[str, Any], path: str) -> None:
         json.dump(results, f, indent=1)
     os.replace(tmp, path)
     plot(results, os.path.splitext(path)[0] + ".png")
-
-
-def _csv(kind: Any) -> Any:
-    return lambda text: [kind(x) for x in text.split(",") if x]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
