@@ -439,6 +439,7 @@ def async_scaling(env_id: str, runners: list[int], cpus: float, its: int, consol
     runners (the plan's defaults otherwise), over ``its`` iterations after one warm-up.
     The learner takes a CPU of its own next to the runners, so n + 1 CPUs are needed."""
     from rlsuite.platform import optimizers
+    from rlsuite.platform.backends.rllib import flatten_result
 
     rows: dict = {}
     skipped: dict = {}
@@ -455,8 +456,8 @@ def async_scaling(env_id: str, runners: list[int], cpus: float, its: int, consol
             t = time.perf_counter()
             for _ in range(its):
                 r = algo.train()
-                # an async iteration in which no runner reported has no sampled count
-                sampled += int(r.get("env_runners", {}).get("num_env_steps_sampled", 0) or 0)
+                # counted as training counts it: 0 in an iteration in which no runner reported
+                sampled += flatten_result(r)["env_steps_this_iter"]
                 trained += int(
                     r.get("learners", {}).get("__all_modules__", {}).get("num_env_steps_trained", 0)
                 )
