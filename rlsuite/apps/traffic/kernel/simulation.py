@@ -1,33 +1,19 @@
-"""The SUMO adapter: the only module of rlsuite that imports libsumo, traci or sumo.
-
-Envs own one :class:`Simulation` each and talk to SUMO only through it (as Flow's
-``core/kernel`` hides TraCI). Two backends share one surface:
-
-* ``libsumo``: SUMO in this process, ~15x faster than TraCI, but only ONE
-  simulation per process. One SUMO env per RLlib env-runner process uses it.
-* ``traci``: a ``sumo`` child process and a labelled TraCI connection; any number
-  per process. Used when libsumo is already taken in this process (``auto``), when
-  asked for, and for ``sumo-gui``.
-
-Nothing happens at import time: ``SUMO_HOME`` is set lazily from the
-``eclipse-sumo`` wheel the first time a binary is needed.
-
-Every SUMO failure (a crashed or killed ``sumo`` process, a closed libsumo
-simulation, a bad network file) surfaces as :class:`SimulationError` with what
-happened and what to do; the owning env recovers on its next ``reset()``.
-"""
+"""One SUMO simulation owned by one env (:class:`Simulation`): its lifecycle on the libsumo
+or TraCI backend (libsumo runs one simulation per process; this module tracks who holds
+it), stepping, vehicle state by subscription, the vehicle and signal commands the envs
+send, and failures turned into :class:`~rlsuite.apps.traffic.kernel.errors.SimulationError`."""
 
 from __future__ import annotations
 
 import itertools
 import logging
 import os
-import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from rlsuite.apps.traffic.kernel.errors import SimulationError, import_libsumo, sumo_errors
+from rlsuite.apps.traffic.kernel.programs import binary, free_port, gui_available, kill, sumo_home
 
 log = logging.getLogger(__name__)
 
@@ -51,102 +37,6 @@ VEHICLE_GETTERS = {
 
 _LIBSUMO_OWNER: int | None = None  # id() of the Simulation holding libsumo in this process
 _LABELS = itertools.count()
-
-
-class SimulationError(RuntimeError):
-    """SUMO failed (crashed, was killed, or rejected its input)."""
-
-
-def teleport_storm(teleports: int, max_teleports: int, teleport_time: float) -> str:
-    """Why an episode ends when more than ``max_teleports`` vehicles were teleported (stuck
-    over ``teleport_time`` s), or ``""`` while it may go on."""
-    if teleports <= max_teleports:
-        return ""
-    return (
-        f"teleport storm: {teleports} vehicles teleported (stuck over "
-        f"{teleport_time:g} s), more than max_teleports={max_teleports}"
-    )
-
-
-def sumo_home() -> str:
-    """SUMO's home inside the ``eclipse-sumo`` wheel; sets ``SUMO_HOME`` if unset."""
-    home = os.environ.get("SUMO_HOME")
-    if home and os.path.isdir(os.path.join(home, "bin")):
-        return home
-    try:
-        import sumo
-    except ImportError as e:
-        raise SimulationError(
-            "SUMO is not installed: the traffic app needs the eclipse-sumo and libsumo wheels. "
-            "Install them with: pip install -e '.[traffic]'"
-        ) from e
-    os.environ["SUMO_HOME"] = sumo.SUMO_HOME
-    return sumo.SUMO_HOME
-
-
-def binary(name: str, home: str | None = None) -> str:
-    """Path of a SUMO tool (``sumo``, ``sumo-gui``, ``netconvert``...) from the wheel, or from
-    the SUMO install at ``home`` (its ``bin/``) when given."""
-    if home is not None:
-        path = os.path.join(home, "bin", name)
-        if not os.path.exists(path):
-            raise SimulationError(f"SUMO binary {name!r} not found under {home}/bin")
-        return path
-    path = os.path.join(sumo_home(), "bin", name)
-    if not os.path.exists(path):
-        found = shutil.which(name)
-        if found is None:
-            raise SimulationError(f"SUMO binary {name!r} not found under {sumo_home()}/bin")
-        return found
-    return path
-
-
-def run_tool(
-    name: str, args: Sequence[str], timeout: float = 60.0, home: str | None = None
-) -> None:
-    """Run a SUMO command-line tool (of the install at ``home`` when given); a failure raises
-    with its stderr."""
-    cmd = [binary(name, home), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise SimulationError(
-            f"{name} failed (exit {proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}"
-        )
-
-
-def gui_available() -> bool:
-    """True where ``sumo-gui`` could open a window (a display is set)."""
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-
-
-def _import_libsumo() -> Any:
-    """``import libsumo`` without its pyarrow version notice (we write no Parquet output)."""
-    import contextlib
-    import io
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        import libsumo
-    return libsumo
-
-
-def _errors() -> tuple[type[BaseException], ...]:
-    errs: list[type[BaseException]] = [OSError, EOFError]
-    try:
-        import traci.exceptions as te
-
-        errs += [te.FatalTraCIError, te.TraCIException]
-    except ImportError:
-        pass
-    try:
-        libsumo = _import_libsumo()
-        errs += [
-            getattr(libsumo, n)
-            for n in ("TraCIException", "FatalTraCIError")
-            if hasattr(libsumo, n)
-        ]
-    except ImportError:
-        pass
-    return tuple(errs)
 
 
 class Simulation:
@@ -186,7 +76,7 @@ class Simulation:
         self._label: str | None = None
         self._subscribed: set[str] = set()
         self._lane_subscribed: set[str] = set()
-        self._errs = _errors()
+        self._errs = sumo_errors()
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -226,7 +116,7 @@ class Simulation:
             log.debug("%s: libsumo busy in this process, using TraCI", self.name)
             return "traci"
         try:
-            _import_libsumo()
+            import_libsumo()
         except ImportError:
             if self.requested == "libsumo":
                 raise
@@ -235,7 +125,7 @@ class Simulation:
 
     def _start_libsumo(self, args: list[str]) -> None:
         global _LIBSUMO_OWNER
-        libsumo = _import_libsumo()
+        libsumo = import_libsumo()
         sumo_home()
         _LIBSUMO_OWNER = id(self)
         try:
@@ -255,7 +145,7 @@ class Simulation:
         exe = binary("sumo-gui" if self.gui else "sumo", self.home)
         last: BaseException | None = None
         for _ in range(5):
-            port = _free_port()
+            port = free_port()
             label = f"rlsuite-{os.getpid()}-{next(_LABELS)}"
             proc = subprocess.Popen(
                 [exe, *args, "--remote-port", str(port)],
@@ -270,7 +160,7 @@ class Simulation:
                 err = ""
                 if proc.poll() is not None and proc.stderr is not None:
                     err = proc.stderr.read().decode(errors="replace").strip()
-                _kill(proc)
+                kill(proc)
                 if err:
                     raise SimulationError(f"{self.name}: sumo exited at start: {err}") from e
                 continue
@@ -291,7 +181,7 @@ class Simulation:
         if _LIBSUMO_OWNER == id(self):
             _LIBSUMO_OWNER = None
         if self._proc is not None:
-            _kill(self._proc)
+            kill(self._proc)
             self._proc = None
         self.backend = None
         self.pid = None
@@ -541,105 +431,3 @@ class Simulation:
             return getattr(getattr(conn, domain), method)(*args)
         except self._errs as e:
             raise self._fail(f"{domain}.{method}", e) from e
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-    for stream in (proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()
-
-
-def wait_for_exit(pid: int, timeout: float = 5.0) -> bool:
-    """True once process ``pid`` has exited (a zombie waiting to be reaped counts as exited)."""
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                    return True
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        except OSError:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-        time.sleep(0.05)
-    return False
-
-
-# --- sumo-rl (signals) ---------------------------------------------------------------
-
-
-def sumo_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions a failing SUMO raises (TraCI, libsumo, a dead socket)."""
-    return _errors()
-
-
-def sumo_rl_nets_dir() -> str:
-    """The directory of sumo-rl's bundled networks."""
-    sumo_home()
-    import sumo_rl
-
-    return os.path.join(os.path.dirname(sumo_rl.__file__), "nets")
-
-
-def max_pressure_phase(sumo_env: Any, ts_id: str) -> int:
-    """The green phase of light ``ts_id`` with the largest pressure (Varaiya's max-pressure).
-
-    A phase's pressure is the sum over the movements it serves of (vehicles on the
-    incoming lane - vehicles on the outgoing lane). ``sumo_env`` is sumo-rl's
-    ``SumoEnvironment`` (its own TraCI connection).
-    """
-    ts = sumo_env.traffic_signals[ts_id]
-    conn = sumo_env.sumo
-    links = conn.trafficlight.getControlledLinks(ts_id)
-    count: dict[str, int] = {}
-
-    def n(lane: str) -> int:
-        if lane not in count:
-            count[lane] = conn.lane.getLastStepVehicleNumber(lane)
-        return count[lane]
-
-    best, best_p = 0, -float("inf")
-    for i, phase in enumerate(ts.green_phases):
-        p = 0.0
-        for idx, ch in enumerate(phase.state):
-            if ch in "Gg" and idx < len(links):
-                for inc, out, _via in links[idx]:
-                    p += n(inc) - n(out)
-        if p > best_p:
-            best, best_p = i, p
-    return best
-
-
-def sumo_rl_parallel_env(**kwargs: Any) -> Any:
-    """sumo-rl's PettingZoo parallel env, working with pettingzoo >= 1.25.
-
-    sumo-rl 1.4.5 imports ``pettingzoo.utils.agent_selector`` as a class; pettingzoo
-    1.25 renamed the class ``AgentSelector`` and ``agent_selector`` is now its module
-    (sumo-rl issue #228), so sumo-rl's env fails with "'module' object is not
-    callable". The class is bound to that name inside sumo-rl's module only, at call
-    time (site-packages are not edited, pettingzoo is left as it is).
-    """
-    sumo_home()
-    import pettingzoo.utils as pzu
-    import sumo_rl.environment.env as sumo_rl_env
-
-    selector = getattr(pzu, "AgentSelector", None)
-    if selector is not None and not isinstance(sumo_rl_env.agent_selector, type):
-        sumo_rl_env.agent_selector = selector  # the name sumo-rl calls, in sumo-rl's module only
-    return sumo_rl_env.parallel_env(**kwargs)
