@@ -47,6 +47,53 @@ def test_sumo_rl_pettingzoo_agent_selector_breakage_is_handled():
     assert not isinstance(pettingzoo.utils.agent_selector, type)  # pettingzoo itself untouched
 
 
+def _live_children() -> list[str]:
+    """Names of this process's children that have not exited (from /proc)."""
+    import glob
+    import os
+
+    names = []
+    for path in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(path) as f:
+                head, rest = f.read().rsplit(")", 1)
+        except OSError:
+            continue
+        state, ppid = rest.split()[:2]
+        if int(ppid) == os.getpid() and state not in ("Z", "X"):
+            names.append(head.split("(", 1)[1])
+    return names
+
+
+def test_sumo_starts_poll_for_the_port_and_a_sumo_that_exits_is_an_error(tmp_path):
+    """traci's own start waits 1 s before each retry; the kernel's polls. sumo-rl's env goes
+    through it, its connections still work, and a sumo that exits at start is reported."""
+    from rlsuite.apps.traffic.kernel import programs
+
+    env = kernel.sumo_rl_parallel_env(
+        net_file=f"{kernel.sumo_rl_nets_dir()}/single-intersection/single-intersection.net.xml",
+        route_file=f"{kernel.sumo_rl_nets_dir()}/single-intersection/single-intersection.rou.xml",
+        num_seconds=50, sumo_warnings=False,
+    )  # fmt: skip
+    import sumo_rl.environment.env as sumo_rl_env  # SUMO_HOME is set once an env is built
+    import traci
+
+    try:
+        assert sumo_rl_env.traci.start is not traci.start  # sumo-rl's start is the kernel's
+        assert sumo_rl_env.traci.getConnection is traci.getConnection  # the rest is traci's
+        obs, _ = env.reset(seed=0)
+        assert set(obs) == {"t"}
+        env.step({"t": 1})
+    finally:
+        env.close()
+    bad = tmp_path / "bad.net.xml"
+    bad.write_text("<net>")
+    with pytest.raises((traci.TraCIException, traci.FatalTraCIError)):
+        programs.start([kernel.binary("sumo"), "-n", str(bad)], label="rlsuite-bad-start")
+    assert not traci.connection.has("rlsuite-bad-start")
+    assert "sumo" not in _live_children()  # the failed child was ended
+
+
 def test_signals_passes_parallel_api_test():
     envs.check("rlsuite/Signals-v0", dict(num_seconds=200))
 

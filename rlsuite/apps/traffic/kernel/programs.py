@@ -72,6 +72,73 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# How often to try SUMO's TraCI port while the child starts, and for how long.
+CONNECT_POLL_S = 0.02
+CONNECT_TIMEOUT_S = 100.0  # a large network can take long to load
+
+
+def connect(port: int, proc: subprocess.Popen, label: str) -> object:
+    """A labelled TraCI connection to the ``sumo`` child ``proc`` listening on ``port``.
+
+    ``traci.init`` and ``traci.start`` try the port once, right after the child starts, and
+    then wait a fixed 1 s before each retry. A child ``sumo`` needs ~50-150 ms to open its
+    port, so every start waited ~1 s for nothing (sumo-rl starts two per env: one to read
+    the network, one per reset). This polls every ``CONNECT_POLL_S`` instead, through
+    traci's own ``connect`` (the connection is registered under ``label`` as ``init`` does,
+    without switching to it); a child that exits raises traci's ``TraCIException``."""
+    import contextlib
+    import io
+
+    import traci
+
+    with contextlib.redirect_stdout(io.StringIO()):  # traci's "Retrying" notices
+        return traci.connect(
+            port,
+            numRetries=int(CONNECT_TIMEOUT_S / CONNECT_POLL_S),
+            host="localhost",
+            proc=proc,
+            waitBetweenRetries=CONNECT_POLL_S,
+            label=label,
+        )
+
+
+def start(
+    cmd: Sequence[str],
+    port: int | None = None,
+    label: str = "default",
+    stdout=None,
+    doSwitch: bool = True,  # noqa: N803 - traci.start's keyword
+    **_ignored,
+) -> tuple[int, str]:
+    """``traci.start`` with :func:`connect`'s polling (the same arguments that matter, the
+    same result: the connection registered under ``label``, switched to by default). Like
+    ``traci.start``, a child that exits before connecting is retried on another port."""
+    import traci
+
+    last: BaseException | None = None
+    for _ in range(5):
+        p = free_port() if port is None else port
+        proc = subprocess.Popen([*cmd, "--remote-port", str(p)], stdout=stdout)
+        try:
+            con = connect(p, proc, label)
+        except traci.TraCIException as e:  # the child exited before it listened
+            last = e
+            kill(proc)
+            if port is not None:
+                break
+            continue
+        try:
+            version = con.getVersion()
+        except traci.FatalTraCIError:  # it listened, then exited (a bad network, say)
+            con.close(wait=False)  # the label is free again
+            kill(proc)
+            raise
+        if doSwitch:
+            traci.switch(label)
+        return version
+    raise traci.FatalTraCIError(f"could not connect to sumo: {last}")
+
+
 def kill(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.terminate()

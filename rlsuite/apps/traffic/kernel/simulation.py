@@ -13,7 +13,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rlsuite.apps.traffic.kernel.errors import SimulationError, import_libsumo, sumo_errors
-from rlsuite.apps.traffic.kernel.programs import binary, free_port, gui_available, kill, sumo_home
+from rlsuite.apps.traffic.kernel.programs import (
+    binary,
+    connect,
+    free_port,
+    gui_available,
+    kill,
+    sumo_home,
+)
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +144,6 @@ class Simulation:
         self.pid = os.getpid()
 
     def _start_traci(self, args: list[str]) -> None:
-        import contextlib
-        import io
-
         import traci
 
         exe = binary("sumo-gui" if self.gui else "sumo", self.home)
@@ -153,8 +157,7 @@ class Simulation:
                 stderr=subprocess.PIPE,
             )
             try:
-                with contextlib.redirect_stdout(io.StringIO()):  # traci's "Retrying" notices
-                    traci.init(port=port, numRetries=100, label=label, proc=proc, doSwitch=False)
+                connect(port, proc, label)
             except Exception as e:  # noqa: BLE001 - retried with another port
                 last = e
                 err = ""

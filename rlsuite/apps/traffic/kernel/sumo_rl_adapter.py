@@ -1,11 +1,13 @@
 """sumo-rl behind the kernel: its bundled networks, its PettingZoo parallel env (with the
-pettingzoo >= 1.25 fix) and max-pressure read from its own TraCI connection."""
+pettingzoo >= 1.25 fix and a TraCI start that does not sleep) and max-pressure read from
+its own TraCI connection."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
+from rlsuite.apps.traffic.kernel import programs
 from rlsuite.apps.traffic.kernel.programs import sumo_home
 
 
@@ -62,4 +64,23 @@ def sumo_rl_parallel_env(**kwargs: Any) -> Any:
     selector = getattr(pzu, "AgentSelector", None)
     if selector is not None and not isinstance(sumo_rl_env.agent_selector, type):
         sumo_rl_env.agent_selector = selector  # the name sumo-rl calls, in sumo-rl's module only
+    if not sumo_rl_env.LIBSUMO and not isinstance(sumo_rl_env.traci, _FastStartTraci):
+        sumo_rl_env.traci = _FastStartTraci(sumo_rl_env.traci)  # in sumo-rl's module only
     return sumo_rl_env.parallel_env(**kwargs)
+
+
+class _FastStartTraci:
+    """traci as sumo-rl's module sees it, with ``start`` polling for the child's port
+    (:func:`programs.start`) instead of waiting 1 s per try. sumo-rl starts ``sumo`` twice
+    per env (once to read the network, then once per reset), so each env and each episode
+    waited ~1 s for nothing. Everything else is traci's own."""
+
+    def __init__(self, traci: Any):
+        self._traci = traci
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._traci, name)
+
+    @staticmethod
+    def start(cmd, port=None, numRetries=None, label="default", **kw: Any) -> Any:  # noqa: N803
+        return programs.start(cmd, port=port, label=label, **kw)
