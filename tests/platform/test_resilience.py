@@ -1,5 +1,6 @@
 """Fault tolerance and resume: a killed env runner, a killed training run."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -163,7 +164,10 @@ def test_resume_gives_every_env_runner_the_restored_weights_and_keeps_the_kl_coe
     import numpy as np
 
     plan = _two_runner_cartpole()
-    res = training.train(plan, iterations=2, run_dir=str(tmp_path / "run"), progress=False)
+    # The checkpoint is trained by sampling in the driver (the restore below is what this
+    # is about, into two remote runners; an RLlib checkpoint holds no runner count).
+    trained = dataclasses.replace(plan, num_env_runners=0)
+    res = training.train(trained, iterations=2, run_dir=str(tmp_path / "run"), progress=False)
     with open(os.path.join(res.checkpoint, checkpoints.LEARNER_EXTRA)) as f:
         saved_kl = json.load(f)["kl_coeffs"]
     # PPO adapted its KL coefficient away from kl_coeff (0.2); RLlib's checkpoint lacks it.
