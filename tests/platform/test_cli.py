@@ -110,7 +110,9 @@ def test_train_then_evaluate_tiny(ray_local, capsys, tmp_path):
             "2",
             "--no-progress",
             "--set",
-            "num_env_runners=1",
+            # sampled in the driver: the CLI's training with a remote runner is
+            # test_resilience's killed-run test; parallel evaluation is below
+            "num_env_runners=0",
             "--set",
             "train_batch_size=200",
             "--set",
