@@ -89,7 +89,7 @@ def main() -> int:
     costs = [int(c) for c in args.costs.split(",")]
     cheap = min(costs)
 
-    from rlsuite.apps.queryopt import spark_train as T
+    from rlsuite.apps.queryopt import train as T
     from rlsuite.apps.queryopt.bench import compare
     from rlsuite.apps.queryopt.engines.spark import SparkEngine, ensure_workload
     from rlsuite.apps.queryopt.workloads import get
@@ -122,7 +122,8 @@ def main() -> int:
         shutil.rmtree(run_dir, ignore_errors=True)
         iterations = iterations or args.iterations
         env_steps = env_steps or args.env_steps
-        cfg = T.SparkTrainConfig(
+        cfg = T.TrainConfig(
+            engine="spark",
             master=args.master,
             spark_dir=str(eng.home),
             workload=name,
@@ -183,8 +184,9 @@ def main() -> int:
     def test(run_dir: str, w, wcfg: dict, n: int) -> dict:
         queries = w.queries("test", n, 0)
         rw = Recorded(
-            T.LearnedSparkRewriter(
+            T.LearnedRewriter(
                 run_dir,
+                engine="spark",
                 master=args.master,
                 spark_dir=str(eng.home),
                 workload=w.name,

@@ -47,20 +47,11 @@ EXIT STATUS
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from rich.console import Console
-
-from rlsuite.cli_common import add_cluster_flags, add_json_flag, ray_cluster, write_json
-
-if TYPE_CHECKING:
-    from rlsuite.apps.queryopt.engines.base import Engine
-
-console = Console()
+from rlsuite.apps.queryopt.commands import console
+from rlsuite.cli_common import add_cluster_flags, add_json_flag
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,9 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max-steps", type=int, default=3, help="rewrites per episode")
     t.add_argument(
         "--reward",
-        choices=("runtime", "cost"),
-        default="runtime",
-        help="runtime (-seconds) or cost (PostgreSQL's estimate, no execution)",
+        choices=("runtime", "relative", "cost"),
+        default=None,
+        help="runtime (-seconds), relative (-seconds / the engine's own plan's) or cost "
+        "(PostgreSQL's estimate, no execution); default runtime, relative on Spark",
     )
     t.add_argument(
         "--num-env-runners",
@@ -165,7 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="parallel env runners (default 2; 0 on Spark: one JVM)",
     )
     t.add_argument(
-        "--env-steps", type=int, default=100, help="with --engine spark: env steps per iteration"
+        "--env-steps",
+        type=int,
+        default=None,
+        help="env steps per training iteration (default 1000; 100 on Spark)",
     )
     t.add_argument("--seed", type=int, default=0, help="training seed")
     t.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
@@ -261,317 +256,6 @@ def _count_or_file(text: str) -> int | str:
     return text
 
 
-@contextlib.contextmanager
-def _database(dsn: str | None) -> Iterator[Engine]:
-    """The PostgreSQL engine on ``dsn``, or on the embedded server (started if needed)."""
-    from rlsuite.apps.queryopt.engines import open_engine
-    from rlsuite.apps.queryopt.server import EmbeddedServer
-
-    srv = None
-    if dsn is None:
-        srv = EmbeddedServer()
-        console.print(f"[dim]embedded PostgreSQL in {srv.root}[/]")
-        srv.start()
-        dsn = srv.dsn
-    db = open_engine("postgres", dsn=dsn)
-    try:
-        yield db
-    finally:
-        db.close()
-        if srv is not None and srv.started_here:
-            srv.stop()
-
-
-@contextlib.contextmanager
-def _engine(args: argparse.Namespace) -> Iterator[Engine]:
-    """The engine of ``--engine`` with its flags (PostgreSQL: ``--dsn`` or the embedded server)."""
-    if getattr(args, "engine", "postgres") == "spark":
-        from rlsuite.apps.queryopt import spark_cli
-
-        with spark_cli.engine(args) as eng:
-            yield eng
-    else:
-        with _database(args.dsn) as db:
-            yield db
-
-
-def _workload(args: argparse.Namespace):
-    from rlsuite.apps.queryopt.workloads import get
-
-    if getattr(args, "schema", None):
-        return _own_schema(args)
-    kw = {}
-    if getattr(args, "udf_cost", None) is not None:
-        if args.workload != "udf":
-            raise ValueError("--udf-cost is for --workload udf")
-        kw["udf_cost"] = args.udf_cost
-    if getattr(args, "scale", None) is not None:
-        if args.workload not in ("tpch", "tpcds"):
-            raise ValueError("--scale is for --workload tpch or tpcds")
-        kw["scale"] = args.scale
-    return get(args.workload, **kw)
-
-
-def _own_schema(args: argparse.Namespace):
-    """``--schema S`` (and ``run --queries FILE.sql``): the user's schema, read-only."""
-    from rlsuite.apps.queryopt.workloads.own import OwnSchema
-
-    if getattr(args, "engine", "postgres") != "postgres":
-        raise ValueError("--schema is for --engine postgres")
-    if getattr(args, "udf_cost", None) is not None or getattr(args, "scale", None) is not None:
-        raise ValueError("--udf-cost and --scale are for the app's workloads, not --schema")
-    if args.command in ("setup", "train"):
-        raise ValueError(
-            f"{args.command} is for the app's own workloads; with --schema use rewrite, run "
-            "or serve (the app never writes into your schema)"
-        )
-    qfile = getattr(args, "queries", None)
-    if args.command == "run" and not isinstance(qfile, str):
-        raise ValueError("run --schema S needs --queries FILE.sql: your queries, `;`-separated")
-    w = OwnSchema(args.schema, qfile if isinstance(qfile, str) else None)
-    for n, stmt, why in w.skipped:
-        console.print(f"[yellow]skipped statement {n} ({stmt}): {why}[/]")
-    return w
-
-
-def _queries_of(args: argparse.Namespace, w) -> list[str]:
-    """The queries ``run`` measures: the file's (``--queries FILE.sql``) or generated ones."""
-    from rlsuite.apps.queryopt.workloads.own import OwnSchema, read_queries
-
-    if isinstance(w, OwnSchema):
-        return w.queries(args.split, 0)
-    if isinstance(args.queries, str):
-        queries, skipped = read_queries(args.queries)
-        for n, stmt, why in skipped:
-            console.print(f"[yellow]skipped statement {n} ({stmt}): {why}[/]")
-        return queries
-    return w.queries(args.split, args.queries, args.query_seed)
-
-
-def cmd_setup(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
-    w = _workload(args)
-    with _engine(args) as eng:
-        with console.status(f"loading {w.name} into {w.schema} on {eng.label}"):
-            # (and the small copy that too-slow queries are row-checked on, where there is one)
-            loaded = eng.ensure_workload(w, seed=args.seed, force=args.force)
-        if not loaded:
-            console.print(f"{w.schema} is already loaded on {eng.label} (use --force to reload)")
-        counts = eng.row_counts(w.schema)
-        eng.run("SELECT 1", w.schema)  # the engine starts and reads the schema
-    t = Table(title=f"workload {w.name} on {eng.label} ({w.schema})")
-    t.add_column("table")
-    t.add_column("rows", justify="right")
-    for k in sorted(counts):
-        t.add_row(k, f"{counts[k]:.0f}")
-    console.print(t)
-    return 0
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    from rlsuite.apps.queryopt import train as T
-
-    w = _workload(args)
-    wcfg = {k: getattr(w, k) for k in ("udf_cost", "scale") if hasattr(w, k)}
-    with _database(args.dsn) as db:
-        w.ensure(db)
-        cfg = T.TrainConfig(
-            dsn=db.dsn,
-            workload=w.name,
-            workload_config=wcfg,
-            num_queries=args.queries,
-            max_steps=args.max_steps,
-            timeout_ms=args.timeout_ms or 1000,
-            reward=args.reward,
-            iterations=args.iterations,
-            num_env_runners=2 if args.num_env_runners is None else args.num_env_runners,
-            seed=args.seed,
-        )
-        cfg.validate()
-        with ray_cluster(args):
-            res = T.train(cfg, args.run_dir, resume=args.resume, progress=True)
-    console.print(
-        f"checkpoint: {res.checkpoint}\nfinal return {res.final_return:.4f} after "
-        f"{res.iterations} iterations, {res.env_steps} env steps, {res.wall_time_s:.0f} s"
-    )
-    return 0
-
-
-def _rewriter(args: argparse.Namespace, db, w, greedy: bool = False):
-    """The rewriter asked for: --model, --rules, or (``greedy``) by PostgreSQL's cost."""
-    from rlsuite.apps.queryopt.rewriter import FixedRules, GreedyByCost
-
-    if getattr(args, "model", None):
-        from rlsuite.apps.queryopt.train import LearnedRewriter
-
-        wcfg = {k: getattr(w, k) for k in ("udf_cost", "scale") if hasattr(w, k)}
-        return LearnedRewriter(
-            args.model, db.dsn, workload=w.name, workload_config=wcfg, timeout_ms=args.timeout_ms
-        )
-    check_schema = getattr(args, "check_schema", None) or getattr(w, "check_schema", None)
-    if check_schema is not None and check_schema != w.schema:
-        if check_schema not in db.visible_schemas():
-            raise ValueError(
-                f"--check-schema {check_schema!r} does not exist or this user may not read it; "
-                f"schemas it can see: {', '.join(db.visible_schemas()) or 'none'}"
-            )
-    if greedy:
-        return GreedyByCost(
-            db, w.schema, w.settings(), timeout_ms=args.timeout_ms, check_schema=check_schema
-        )
-    names = [n.strip() for n in (args.rules or "").split(",") if n.strip()]
-    return FixedRules(
-        db, w.schema, names, w.settings(), timeout_ms=args.timeout_ms, check_schema=check_schema
-    )
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from rich.progress import Progress
-
-    from rlsuite.apps.queryopt.bench import compare
-
-    w = _workload(args)
-    with _database(args.dsn) as db:
-        w.ensure(db)
-        queries = _queries_of(args, w)
-        rw = _rewriter(args, db, w)
-        try:
-            with Progress(console=console, transient=True) as bar:
-                task = bar.add_task(f"{w.name}: {len(queries)} queries", total=len(queries))
-                res = compare(
-                    db,
-                    w,
-                    queries,
-                    rw,
-                    timeout_ms=args.timeout_ms,
-                    repeat=args.repeat,
-                    progress=lambda i, row: bar.advance(task),
-                )
-        finally:
-            rw.close()
-    console.print(res.table())
-    if args.json:
-        write_json(args.json, res.to_dict())
-        console.print(f"wrote {args.json}")
-    return 0
-
-
-def cmd_rewrite(args: argparse.Namespace) -> int:
-    w = _workload(args)
-    with _database(args.dsn) as db:
-        w.ensure(db)
-        base = dict(w.settings())
-        rw = _rewriter(args, db, w, greedy=not (args.model or args.rules))
-        try:
-            d = rw.rewrite(args.sql, check=args.check)
-        finally:
-            rw.close()
-        sql, settings, applied, reasons, match = (
-            d.sql,
-            d.settings,
-            d.applied,
-            d.reasons,
-            d.rows_match,
-        )
-        before = db.explain(args.sql, w.schema, base)
-        after = db.explain(sql, w.schema, settings) if applied else before
-    console.rule("original")
-    console.print(args.sql)
-    console.print("\n".join(db.plan_lines(before)))
-    console.rule("rewritten" if applied else "unchanged")
-    console.print(sql)
-    extra = {k: v for k, v in settings.items() if base.get(k) != v}
-    if extra:
-        console.print(f"settings: {extra}")
-    console.print(f"rewrites: {', '.join(applied) or 'none'}")
-    for k, v in reasons.items():
-        console.print(f"[dim]{k}: {v}[/]")
-    if applied:
-        console.print("\n".join(db.plan_lines(after)))
-    if args.check:
-        console.print(
-            {
-                True: f"[green]rows match[/] (compared on {d.checked_on})",
-                False: "[red]ROWS DIFFER[/]",
-                None: "rows not compared (nothing rewritten or a timeout)",
-            }[match]
-        )
-    if args.json:
-        write_json(
-            args.json,
-            {
-                "original": args.sql,
-                "sql": sql,
-                "settings": settings,
-                "rewrites": list(applied),
-                "reasons": reasons,
-                "rows_match": match,
-                "checked_on": d.checked_on,
-            },
-        )
-    return 1 if match is False else 0
-
-
-def cmd_server(args: argparse.Namespace) -> int:
-    from rlsuite.apps.queryopt.server import EmbeddedServer
-
-    srv = EmbeddedServer()
-    if args.action == "start":
-        srv.start()
-        srv.started_here = False  # keep it running after this command
-        console.print(f"running: {srv.dsn}")
-    elif args.action == "stop":
-        srv.stop()
-        console.print("stopped")
-    else:
-        up = srv.running()
-        console.print(
-            f"{'running' if up else 'stopped'}: {srv.root}" + (f"\n{srv.dsn}" if up else "")
-        )
-    return 0
-
-
-def cmd_rules(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
-    from rlsuite.apps.queryopt.rules import RULES, STOP
-
-    if getattr(args, "engine", "postgres") == "spark":
-        from rlsuite.apps.queryopt import spark_rules as S
-
-        t = Table(title="Spark rewrites (MDP actions)")
-        t.add_column("action", justify="right")
-        t.add_column("rewrite")
-        t.add_column("what it does")
-        for i, a in enumerate(S.ACTIONS):
-            t.add_row(str(i), a.name, a.description)
-        t.add_row(str(S.STOP), "STOP", "end the episode; run the current query")
-        for name, why in S.REFUSED.items():
-            t.add_row("-", name, f"refused: {why}")
-        console.print(t)
-        return 0
-    t = Table(title="rewrite rules (MDP actions)")
-    t.add_column("action", justify="right")
-    t.add_column("rule")
-    t.add_column("what it does")
-    for i, r in enumerate(RULES):
-        t.add_row(str(i), r.name, " ".join(r.description.split()))
-    t.add_row(str(STOP), "STOP", "end the episode; run the current query")
-    console.print(t)
-    return 0
-
-
-COMMANDS = {
-    "setup": cmd_setup,
-    "train": cmd_train,
-    "run": cmd_run,
-    "rewrite": cmd_rewrite,
-    "server": cmd_server,
-    "rules": cmd_rules,
-}
-
-
 def _serve_own_schema(args: argparse.Namespace) -> None:
     """``serve --schema S``: the fixed rules over the user's schema (a ``schema:S`` workload)."""
     if args.command != "serve":
@@ -587,6 +271,8 @@ def _serve_own_schema(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from rlsuite.apps.queryopt.commands import COMMANDS, check_engine_flags
+
     args = build_parser().parse_args(argv)
     try:
         handler = getattr(args, "qopt_plugin_handler", None)
@@ -594,14 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             if getattr(args, "schema", None):
                 _serve_own_schema(args)
             return int(handler(args))
-        if getattr(args, "engine", "postgres") == "spark" and args.command != "rules":
-            from rlsuite.apps.queryopt import spark_cli
-
-            spark_cli.check_args(args)
-            if args.command in spark_cli.COMMANDS:
-                return spark_cli.main(args, _workload(args))
-        elif getattr(args, "spark_master", None) or getattr(args, "spark_dir", None):
-            raise ValueError("--spark-master and --spark-dir go with --engine spark")
+        check_engine_flags(args)
         return COMMANDS[args.command](args)
     except (ValueError, RuntimeError, FileNotFoundError, FileExistsError) as e:
         console.print(f"[red]qopt-bench {args.command}: {e}[/]")

@@ -34,7 +34,7 @@ def run(
     """Train, then run ``test_queries`` held-out queries both ways; ``home`` is Spark's
     private directory (default: the engine's, where the tables stay loaded between runs).
     ``udf_cost`` is the filter UDF's cost (a smaller one makes every query cheaper)."""
-    from rlsuite.apps.queryopt import spark_train as T
+    from rlsuite.apps.queryopt import train as T
     from rlsuite.apps.queryopt.bench import compare
     from rlsuite.apps.queryopt.engines.spark import SparkEngine, ensure_workload, java_problem
     from rlsuite.apps.queryopt.spark_rules import spark_queries
@@ -49,7 +49,8 @@ def run(
     with SparkEngine(master=master, home=home) as eng:
         console.print(f"Spark {eng.master}, files in {eng.home}")
         ensure_workload(eng, w)
-        cfg = T.SparkTrainConfig(
+        cfg = T.TrainConfig(
+            engine="spark",
             master=master,
             spark_dir=str(eng.home),
             workload="udf",
@@ -70,8 +71,9 @@ def run(
                 f"training DQN on {train_queries} udf queries on Spark ({iterations} iterations)"
             )
             res = T.train(cfg, run_dir, progress=True)
-            rw = T.LearnedSparkRewriter(
+            rw = T.LearnedRewriter(
                 run_dir,
+                engine="spark",
                 master=master,
                 spark_dir=str(eng.home),
                 workload="udf",

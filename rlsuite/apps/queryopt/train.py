@@ -1,11 +1,14 @@
-"""Train the DQN rewriter through the platform's ``replay`` plan, and use it.
+"""Train the DQN rewriter through the platform's ``replay`` plan, and use it, on any engine.
 
-:class:`TrainConfig` (frozen, validated) -> :func:`make_plan` (the platform's
-``replay`` plan: DQN, 2 hidden layers, several env runners, each env with its
-own database session) -> :func:`train` (the platform's training loop; the
-checkpoint carries the env config, and ``queryopt.json`` beside it carries the
-featurizer). :class:`LearnedRewriter` loads a checkpoint and rewrites SQL,
-falling back to the original query whenever anything goes wrong.
+:class:`TrainConfig` (frozen, validated; ``engine`` picks PostgreSQL or Spark SQL) ->
+:func:`make_plan` (the platform's ``replay`` plan: DQN, 2 hidden layers, env runners,
+each env with its own engine session; on Spark the env runs in the driver by default,
+as each env runner process would start its own Spark JVM) -> :func:`train` (the
+platform's training loop; the checkpoint carries the env config, and ``queryopt.json``
+beside it carries the engine and its featurizer). :class:`LearnedRewriter` loads a
+checkpoint and rewrites SQL, falling back to the original query whenever anything goes
+wrong. What differs between engines is the engine's
+:class:`~rlsuite.apps.queryopt.spaces.RewriteSpace`.
 """
 
 from __future__ import annotations
@@ -18,40 +21,63 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rlsuite.apps.queryopt import rules as R
-from rlsuite.apps.queryopt.rewriter import Decision, validate
+from rlsuite.apps.queryopt.rewriter import Decision
+from rlsuite.apps.queryopt.spaces import space_of
 
-ENV_ID = "rlsuite/QueryRewrite-v0"
-REPLAY_ENV_ID = "rlsuite/QueryRewriteReplay-v0"
 SIDECAR = "queryopt.json"
+ENGINE_DEFAULTED = (
+    "num_queries",
+    "max_steps",
+    "timeout_ms",
+    "reward",
+    "repeat",
+    "iterations",
+    "num_env_runners",
+    "epsilon_timesteps",
+    "env_steps_per_iteration",
+)
+"""The fields that, left None, take the engine's default when the config is made."""
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How to train the rewriter."""
+    """How to train the rewriter. A field left None takes the engine's default (given as
+    ``PostgreSQL / Spark``), filled in when the config is made."""
 
-    dsn: str
-    """libpq DSN of the server holding the workload (each env opens its own session)."""
+    dsn: str = ""
+    """PostgreSQL: libpq DSN of the server holding the workload (each env opens its own
+    session). Required there; empty on Spark."""
+    engine: str = "postgres"
+    """``postgres`` or ``spark``."""
+    master: str | None = None
+    """Spark: its master, ``local[*]`` (embedded, the default) or ``spark://HOST:PORT``."""
+    spark_dir: str | None = None
+    """Spark: the private directory of its data and scratch files (default: the engine's)."""
     workload: str = "joins"
-    """``joins``, ``udf`` or ``tpch``."""
+    """``joins``, ``udf``, ``tpch`` (and on PostgreSQL ``tpcds``)."""
     workload_config: Mapping[str, Any] = field(default_factory=dict)
     """Keyword arguments of the workload (e.g. ``udf_cost``)."""
     queries: tuple[str, ...] = ()
     """Explicit training queries; empty: ``num_queries`` generated ``train`` queries."""
-    num_queries: int = 50
-    """Generated training queries when ``queries`` is empty."""
+    num_queries: int | None = None
+    """Generated training queries when ``queries`` is empty (50 / 20)."""
     query_seed: int = 0
     """Seed of the query generator."""
-    max_steps: int = 3
-    """Rewrites per episode."""
-    timeout_ms: int = 1000
-    """statement_timeout while training: runtimes are capped here."""
-    reward: str = "runtime"
-    """``runtime`` (-seconds), ``relative`` (-seconds / PostgreSQL's seconds) or ``cost``
-    (-estimated cost, no execution: DQ's bootstrap)."""
-    iterations: int = 20
-    """Training iterations of the platform's loop."""
-    num_env_runners: int = 2
-    """Env runners (each with its own env and database session)."""
+    max_steps: int | None = None
+    """Rewrites per episode (3 / 2)."""
+    timeout_ms: int | None = None
+    """Runtime cap while training (1000 / 10000): a query past it is cancelled."""
+    reward: str | None = None
+    """``runtime`` (-seconds), ``relative`` (-seconds / the engine's own plan's seconds) or,
+    on PostgreSQL, ``cost`` (-estimated cost, no execution: DQ's bootstrap) (runtime /
+    relative)."""
+    repeat: int | None = None
+    """Runs per measured query; the fastest counts (1 / 2: Spark's timings are noisy)."""
+    iterations: int | None = None
+    """Training iterations of the platform's loop (20 / 10)."""
+    num_env_runners: int | None = None
+    """Env runners, each with its own env and engine session (2 / 0: 0 runs the env in the
+    driver, one Spark JVM)."""
     hidden: tuple[int, int] = (64, 64)
     """The DQN's two hidden layers."""
     lr: float = 1e-3
@@ -62,43 +88,64 @@ class TrainConfig:
     """Transitions per update."""
     learning_starts: int = 100
     """Env steps before the first update."""
-    epsilon_timesteps: int = 1000
-    """Env steps over which exploration decays."""
+    epsilon_timesteps: int | None = None
+    """Env steps over which exploration decays (1000 / 600)."""
     target_update_freq: int = 100
     """Env steps between target-network syncs."""
     seed: int = 0
     """Seed of RLlib and the envs."""
     experience: str = ""
-    """An experience store of ``qopt-bench serve --store``: train on the decisions it
-    served and their measured runtimes (``rlsuite/QueryRewriteReplay-v0``, no query runs)
-    instead of running the workload's queries."""
-    env_steps_per_iteration: int = 1000
-    """Env steps sampled per training iteration."""
+    """PostgreSQL: an experience store of ``qopt-bench serve --store``: train on the
+    decisions it served and their measured runtimes (``rlsuite/QueryRewriteReplay-v0``, no
+    query runs) instead of running the workload's queries."""
+    env_steps_per_iteration: int | None = None
+    """Env steps sampled per training iteration (1000 / 100)."""
+
+    def __post_init__(self) -> None:
+        defaults = space_of(self.engine).defaults
+        for k in ENGINE_DEFAULTED:
+            if getattr(self, k) is None:
+                object.__setattr__(self, k, defaults[k])
 
     def validate(self) -> None:
-        from rlsuite.apps.queryopt.workloads import WORKLOAD_NAMES
-
-        if self.workload not in WORKLOAD_NAMES:
-            raise ValueError(f"workload must be one of {WORKLOAD_NAMES}, got {self.workload!r}")
-        if not self.dsn:
-            raise ValueError("dsn is required (the embedded server's or --dsn)")
-        if self.reward not in ("runtime", "relative", "cost"):
-            raise ValueError(f"reward must be runtime, relative or cost, got {self.reward!r}")
+        space = space_of(self.engine)
+        if self.workload not in space.workloads:
+            raise ValueError(
+                f"workload must be one of {space.workloads} on {space.label}, got {self.workload!r}"
+            )
+        space.check_options(self.dsn, self.master, self.spark_dir)
+        if self.reward not in space.rewards:
+            raise ValueError(
+                f"reward must be {' or '.join(space.rewards)} on {space.label}, got {self.reward!r}"
+            )
         if len(self.hidden) != 2:
             raise ValueError(f"the DQN has 2 hidden layers; hidden={self.hidden!r}")
-        for k in ("num_queries", "max_steps", "timeout_ms", "iterations", "train_batch_size"):
+        for k in (
+            "num_queries",
+            "max_steps",
+            "timeout_ms",
+            "iterations",
+            "train_batch_size",
+            "repeat",
+            "env_steps_per_iteration",
+        ):
             if int(getattr(self, k)) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if self.num_env_runners < 0:
             raise ValueError("num_env_runners must be >= 0")
-        if self.env_steps_per_iteration < 1:
-            raise ValueError("env_steps_per_iteration must be >= 1")
-        if self.experience and not os.path.exists(self.experience):
-            raise ValueError(f"experience store {self.experience} does not exist")
+        if self.experience:
+            if space.replay_env_id is None:
+                raise ValueError(
+                    f"experience stores are PostgreSQL's (pg_qopt); {space.label} trains on "
+                    "its queries"
+                )
+            if not os.path.exists(self.experience):
+                raise ValueError(f"experience store {self.experience} does not exist")
 
     @property
     def env_id(self) -> str:
-        return REPLAY_ENV_ID if self.experience else ENV_ID
+        space = space_of(self.engine)
+        return space.replay_env_id if self.experience else space.env_id
 
     def env_config(self) -> dict[str, Any]:
         if self.experience:
@@ -108,8 +155,10 @@ class TrainConfig:
                 workload_config=dict(self.workload_config),
                 max_steps=self.max_steps,
             )
+        options = {"dsn": self.dsn, "master": self.master, "spark_dir": self.spark_dir}
         cfg: dict[str, Any] = dict(
-            dsn=self.dsn,
+            engine=self.engine,
+            **{k: v for k, v in options.items() if v},
             workload=self.workload,
             workload_config=dict(self.workload_config),
             split="train",
@@ -118,6 +167,7 @@ class TrainConfig:
             max_steps=self.max_steps,
             timeout_ms=self.timeout_ms,
             reward=self.reward,
+            repeat=self.repeat,
         )
         if self.queries:
             cfg["queries"] = list(self.queries)
@@ -125,19 +175,13 @@ class TrainConfig:
 
 
 def make_plan(cfg: TrainConfig):
-    """The platform's ``replay`` plan (DQN) for this config."""
-    cfg.validate()
-    return dqn_plan(cfg.env_id, cfg)
-
-
-def dqn_plan(env_id: str, cfg: Any):
-    """The ``replay`` plan (DQN) every query-rewrite env trains with (PostgreSQL, its
-    replay of served decisions, Spark): ``cfg`` gives the seed, net and DQN settings."""
+    """The platform's ``replay`` plan (DQN) for this config, on any engine."""
     from rlsuite.platform import optimizers
 
+    cfg.validate()
     return optimizers.make_plan(
         "replay",
-        env=env_id,
+        env=cfg.env_id,
         env_config=cfg.env_config(),
         num_env_runners=cfg.num_env_runners,
         num_envs_per_env_runner=1,
@@ -159,8 +203,7 @@ def dqn_plan(env_id: str, cfg: Any):
 
 
 def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool = True):
-    """Train and write ``queryopt.json`` (featurizer, rules, config) next to the checkpoints."""
-    from rlsuite.apps.queryopt.featurizer import Featurizer
+    """Train and write ``queryopt.json`` (engine, featurizer, config) next to the checkpoints."""
     from rlsuite.platform import training
 
     plan = make_plan(cfg)
@@ -173,7 +216,8 @@ def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool =
         checkpoint_every=max(1, cfg.iterations),
     )
     sidecar = {
-        "featurizer": Featurizer(max_steps=cfg.max_steps).describe(),
+        "engine": cfg.engine,
+        "featurizer": space_of(cfg.engine).featurizer(cfg.max_steps).describe(),
         "train_config": {**asdict(cfg), "dsn": "<not stored>"},
         "time": time.time(),
     }
@@ -187,29 +231,52 @@ class LearnedRewriter:
     """A :class:`~rlsuite.apps.queryopt.rewriter.Rewriter` run by a trained model; any
     failure means the original query.
 
+    The policy chooses rewrites on plans only (nothing runs); the engine's checks then
+    decide whether the rewrite is used. On PostgreSQL the rows are compared with
+    ``check``. On Spark they always are, and with ``slower_than`` (default 1.0) a rewrite
+    that ran slower than Spark's own plan in that check is dropped too; with ``check_runs``
+    > 1 the check runs both that many times and keeps the rewrite only when its slowest
+    run beats the original's fastest (a gain within the noise of repeated runs keeps the
+    original).
+
     Example::
 
         >>> lr = LearnedRewriter("runs/qopt", dsn)      # doctest: +SKIP
         >>> lr.rewrite(SEED_QUERY).applied              # doctest: +SKIP
         ('eager_aggregation',)
+        >>> LearnedRewriter("runs/spark", engine="spark", master="local[2]")  # doctest: +SKIP
     """
 
     def __init__(
         self,
         model: str,
-        dsn: str,
+        dsn: str | None = None,
         workload: str | None = None,
         workload_config: Mapping[str, Any] | None = None,
         timeout_ms: int = 60_000,
+        *,
+        engine: str = "postgres",
+        master: str | None = None,
+        spark_dir: str | None = None,
+        slower_than: float | None = 1.0,
+        check_runs: int = 1,
     ):
         from rlsuite.apps.queryopt.envs.rewrite import QueryRewriteEnv
-        from rlsuite.apps.queryopt.featurizer import Featurizer
         from rlsuite.platform.checkpoints import load_controller, metadata, resolve
 
+        if check_runs < 1:
+            raise ValueError(f"check_runs must be >= 1, got {check_runs}")
+        self.space = space_of(engine)
         self.checkpoint = resolve(model)
         meta = metadata(self.checkpoint)
         side = _find_sidecar(self.checkpoint, model)
-        self.featurizer = Featurizer.from_description(side["featurizer"])
+        trained_on = side.get("engine", "postgres")  # sidecars before Spark name no engine
+        if trained_on != engine:
+            raise ValueError(
+                f"{model} was trained on {space_of(trained_on).label}; use it with "
+                f"--engine {trained_on}"
+            )
+        self.featurizer = self.space.featurizer_from(side["featurizer"])
         env_cfg = {  # a model trained on replayed experience featurizes live queries
             k: v for k, v in meta["env_config"].items() if k in _LIVE_ENV_KEYS
         }
@@ -217,46 +284,57 @@ class LearnedRewriter:
             env_cfg["workload"] = workload
         if workload_config is not None:
             env_cfg["workload_config"] = dict(workload_config)
-        env_cfg.update(dsn=dsn, timeout_ms=timeout_ms, max_steps=self.featurizer.max_steps)
-        env_cfg.pop("queries", None)
+        env_cfg.update(
+            engine=engine,
+            dsn=dsn,
+            master=master,
+            spark_dir=spark_dir,
+            timeout_ms=timeout_ms,
+            max_steps=self.featurizer.max_steps,
+        )
         self.env = QueryRewriteEnv(**env_cfg)
         self.schema = self.env.schema
+        self.timeout_ms = timeout_ms
+        self.slower_than = slower_than
+        self.check_runs = int(check_runs)
         self.policy = load_controller(self.checkpoint)
-        self.name = f"learned ({os.path.basename(self.checkpoint)})"
+        self.name = f"{self.space.learned_name} ({os.path.basename(self.checkpoint)})"
 
     def choose(self, sql: str) -> tuple[R.Query, dict[str, str]]:
-        """Run the policy on ``sql``: the rewritten query and per-rule notes."""
+        """Run the policy on ``sql`` (plans only): the rewritten query and per-action notes."""
         obs, _ = self.env.reset(seed=0, options={"sql": sql})
         notes: dict[str, str] = {}
+        names = self.env.action_names
         for _ in range(self.featurizer.max_steps):
-            a = int(self.policy.act(obs))
-            if a == R.STOP:
+            a = self.space.choose(self.policy, obs, self.env._applicable)
+            if a == self.env.stop_action:
                 break
-            nxt = self.env._applicable.get(R.RULE_NAMES[a])
+            nxt = self.env._applicable.get(names[a])
             if not isinstance(nxt, R.Query):
-                notes[R.RULE_NAMES[a]] = f"chosen but not applicable ({nxt}); stopped"
+                notes[names[a]] = f"chosen but not applicable ({nxt}); stopped"
                 break
-            obs, _, term, trunc, _ = self.env.step(a)
-            if term or trunc:
-                break
+            obs = self.env.advance(nxt)
         return self.env.query, notes
 
     def rewrite(self, sql: str, check: bool = False) -> Decision:
+        settings = dict(self.env.settings)
         try:
             q, notes = self.choose(sql)
         except Exception as e:  # noqa: BLE001 - the model must never fail a query
-            return Decision(sql, dict(self.env.settings), (), {"*": f"model error: {e}"})
+            return Decision(sql, settings, (), {"*": f"model error: {e}"})
         if not q.applied:
-            return Decision(sql, dict(self.env.settings), (), notes)
-        return validate(
+            return Decision(sql, settings, (), notes)
+        return self.space.validate(
             self.env.db,
-            self.env.schema,
+            self.schema,
             sql,
             q,
             notes,
             check,
-            self.env.timeout_ms,
-            dict(self.env.settings),
+            self.timeout_ms,
+            settings,
+            slower_than=self.slower_than,
+            check_runs=self.check_runs,
         )
 
     def close(self) -> None:

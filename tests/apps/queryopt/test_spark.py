@@ -156,9 +156,10 @@ def test_a_job_killed_mid_run_is_a_clear_error(engine):
 def test_the_env_passes_gymnasiums_checks(engine, spark_dir):
     from gymnasium.utils.env_checker import check_env
 
-    from rlsuite.apps.queryopt.envs.spark_rewrite import SparkRewriteEnv
+    from rlsuite.apps.queryopt.envs.rewrite import QueryRewriteEnv
 
-    env = SparkRewriteEnv(
+    env = QueryRewriteEnv(
+        engine="spark",
         master=MASTER,
         spark_dir=str(spark_dir),
         workload="udf",

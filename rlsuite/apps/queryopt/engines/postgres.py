@@ -311,13 +311,11 @@ class Database:
     # ------------------------------------------------------------- writes
     def ensure_workload(self, workload: Any, seed: int = 0, force: bool = False) -> bool:
         """Load ``workload`` (its schema, and a small copy where it has one) unless this very
-        data is there; True when loaded now."""
-        if force or not workload.is_loaded(self, seed):
+        data is there; True when loaded now. A schema of the user's own is only checked."""
+        loaded = force or not workload.is_loaded(self, seed)
+        if force:
             workload.setup(self, seed)
-            loaded = True
-        else:
-            loaded = False
-        workload.ensure(self, seed)
+        workload.ensure(self, seed)  # loads what is not there yet (or checks a user's schema)
         return loaded
 
     def load(

@@ -16,7 +16,7 @@ envs.register(
 )
 envs.register(
     "rlsuite/SparkQueryRewrite-v0",
-    "rlsuite.apps.queryopt.envs.spark_rewrite:SparkRewriteEnv",
-    default_config={"workload": "joins"},
+    "rlsuite.apps.queryopt.envs.rewrite:QueryRewriteEnv",
+    default_config={"workload": "joins", "engine": "spark"},
     description="rewrite SQL queries on Spark SQL (rules, join hints, AQE switches); reward -relative runtime",
 )

@@ -1,0 +1,450 @@
+"""What the rewrite MDP needs from each engine: its actions, featurizer, queries and checks.
+
+The env (:class:`~rlsuite.apps.queryopt.envs.rewrite.QueryRewriteEnv`), the trainer
+and :class:`~rlsuite.apps.queryopt.train.LearnedRewriter`, and ``qopt-bench`` are each
+written once over the :class:`~rlsuite.apps.queryopt.engines.base.Engine` protocol;
+what differs between engines is one :class:`RewriteSpace` each, here:
+
+- PostgreSQL (:class:`PostgresSpace`): the rules of :mod:`~rlsuite.apps.queryopt.rules`
+  (planner arms included) and the ``EXPLAIN (FORMAT JSON)`` featurizer; a rewrite's rows
+  are compared when asked (``--check``), and the trained policy's greedy action is taken;
+- Spark (:class:`SparkSpace`): the actions of :mod:`~rlsuite.apps.queryopt.spark_rules`
+  (the rules through Spark's dialect, join hints, AQE switches) and Spark's featurizer;
+  every rewrite's rows are compared with Spark's own answer (in training and in use), a
+  rewrite Spark cannot plan is featurized with an empty plan, and the policy's best
+  action among those that apply is taken.
+
+Example::
+
+    >>> space_of("postgres").defaults["reward"], space_of("spark").defaults["reward"]
+    ('runtime', 'relative')
+    >>> "hint_broadcast_1" in space_of("spark").names, "arm_no_nestloop" in space_of("spark").refused
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from rlsuite.apps.queryopt import rewriter as RW
+from rlsuite.apps.queryopt import rules as R
+from rlsuite.apps.queryopt import spark_rules as S
+from rlsuite.apps.queryopt.featurizer import Featurizer
+
+if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.engines.base import Engine
+    from rlsuite.apps.queryopt.rewriter import Decision, Rewriter
+
+
+class RewriteSpace(Protocol):
+    """One engine's side of the rewrite MDP (see the module doc)."""
+
+    engine: str
+    """The engine's name in :data:`~rlsuite.apps.queryopt.engines.ENGINES`."""
+    label: str
+    """The engine's name in messages."""
+    rewards: tuple[str, ...]
+    """The env's reward kinds on this engine."""
+    workloads: tuple[str, ...]
+    """The workloads this engine can load."""
+    check_rows: bool
+    """Whether every final query's rows are compared with the original's (the env's reward
+    and the learned rewriter's check)."""
+    defaults: Mapping[str, Any]
+    """The env's and the trainer's defaults on this engine (``num_queries``, ``timeout_ms``,
+    ``reward``, ``repeat``, ``max_steps``, ``iterations``, ``num_env_runners``,
+    ``epsilon_timesteps``, ``env_steps_per_iteration``)."""
+    title: str
+    """Title of ``qopt-bench rules``."""
+    env_id: str
+    """The env this engine trains on."""
+    replay_env_id: str | None
+    """The env that replays served decisions of an experience store (None: no store)."""
+    learned_name: str
+    """How a trained rewriter is named in tables (the checkpoint follows)."""
+    names: tuple[str, ...]
+    """The actions' names; action ``i`` is ``names[i]``, STOP is ``len(names)``."""
+    refused: Mapping[str, str]
+    """Rules of the other engines this one refuses, with the reason."""
+
+    def descriptions(self) -> list[tuple[str, str]]:
+        """``(name, what it does)`` per action, in order."""
+        ...
+
+    def check_options(self, dsn: str, master: str | None, spark_dir: str | None) -> None:
+        """Refuse a trainer's engine options that are not this engine's (or missing)."""
+        ...
+
+    def open(
+        self, dsn: str | None = None, master: str | None = None, spark_dir: str | None = None
+    ) -> Engine:
+        """A new session on the engine (connects on first use)."""
+        ...
+
+    def env_options(self, eng: Engine) -> dict[str, Any]:
+        """The options that open another session like ``eng`` (what a trainer's envs and a
+        learned rewriter are given)."""
+        ...
+
+    def session(
+        self,
+        dsn: str | None = None,
+        master: str | None = None,
+        spark_dir: str | None = None,
+        say: Callable[[str], None] = print,
+    ) -> contextlib.AbstractContextManager[Engine]:
+        """A session for one command, closed after it (PostgreSQL: the embedded server
+        without ``dsn``, started if needed and stopped again if started here)."""
+        ...
+
+    def parse(self, eng: Engine, schema: str, sql: str) -> R.Query: ...
+
+    def applicable(self, q: R.Query) -> dict[str, R.Query | str]: ...
+
+    def key(self, q: R.Query) -> str:
+        """Identifies ``q`` with its settings on this engine (the env's cache key)."""
+        ...
+
+    def sql(self, q: R.Query) -> str:
+        """``q`` as this engine's SQL."""
+        ...
+
+    def queries(self, workload: Any, split: str, n: int, seed: int = 0) -> list[str]:
+        """``n`` generated queries of ``split`` in this engine's SQL."""
+        ...
+
+    def plan(self, eng: Engine, q: R.Query, schema: str, settings: Mapping[str, str]) -> dict:
+        """The engine's plan of ``q`` for the featurizer."""
+        ...
+
+    def featurizer(self, max_steps: int) -> Any: ...
+
+    def featurizer_from(self, description: Mapping[str, Any]) -> Any: ...
+
+    def choose(self, policy: Any, obs: np.ndarray, applicable: Mapping[str, Any]) -> int:
+        """The trained policy's action in state ``obs``."""
+        ...
+
+    def validate(
+        self,
+        eng: Engine,
+        schema: str,
+        sql: str,
+        q: R.Query,
+        notes: dict[str, str],
+        check: bool,
+        timeout_ms: int,
+        settings: Mapping[str, str],
+        slower_than: float | None = 1.0,
+        check_runs: int = 1,
+    ) -> Decision:
+        """Keep the chosen rewrite ``q`` of ``sql`` only when it passes this engine's checks."""
+        ...
+
+    def rewriter(
+        self,
+        eng: Engine,
+        workload: Any,
+        names: Sequence[str],
+        timeout_ms: int,
+        check_schema: str | None = None,
+        greedy: bool = False,
+    ) -> Rewriter:
+        """The fixed rules ``names`` as a rewriter (empty and ``greedy``: this engine's default)."""
+        ...
+
+
+class PostgresSpace:
+    """PostgreSQL's rules, featurizer and checks."""
+
+    engine = "postgres"
+    label = "PostgreSQL"
+    rewards = ("runtime", "relative", "cost")
+    check_rows = False
+    defaults: Mapping[str, Any] = {
+        "num_queries": 50,
+        "timeout_ms": 1000,
+        "reward": "runtime",
+        "repeat": 1,
+        "max_steps": 3,
+        "iterations": 20,
+        "num_env_runners": 2,
+        "epsilon_timesteps": 1000,
+        "env_steps_per_iteration": 1000,
+    }
+    title = "rewrite rules (MDP actions)"
+    env_id = "rlsuite/QueryRewrite-v0"
+    replay_env_id = "rlsuite/QueryRewriteReplay-v0"
+    learned_name = "learned"
+    names = R.RULE_NAMES
+    refused: Mapping[str, str] = {}
+
+    @property
+    def workloads(self) -> tuple[str, ...]:
+        from rlsuite.apps.queryopt.workloads import WORKLOAD_NAMES
+
+        return tuple(WORKLOAD_NAMES)
+
+    def descriptions(self) -> list[tuple[str, str]]:
+        return [(r.name, " ".join(r.description.split())) for r in R.RULES]
+
+    def check_options(self, dsn: str, master: str | None, spark_dir: str | None) -> None:
+        if master or spark_dir:
+            raise ValueError("master and spark_dir are Spark's options, not PostgreSQL's")
+        if not dsn:
+            raise ValueError("dsn is required (the embedded server's or --dsn)")
+
+    def open(
+        self, dsn: str | None = None, master: str | None = None, spark_dir: str | None = None
+    ) -> Engine:
+        from rlsuite.apps.queryopt.engines import open_engine
+        from rlsuite.apps.queryopt.server import EmbeddedServer
+
+        if master or spark_dir:
+            raise ValueError("master and spark_dir are Spark's options, not PostgreSQL's")
+        return open_engine("postgres", dsn=dsn or EmbeddedServer().dsn)
+
+    def env_options(self, eng: Engine) -> dict[str, Any]:
+        return {"dsn": eng.dsn}
+
+    @contextlib.contextmanager
+    def session(
+        self,
+        dsn: str | None = None,
+        master: str | None = None,
+        spark_dir: str | None = None,
+        say: Callable[[str], None] = print,
+    ) -> Iterator[Engine]:
+        from rlsuite.apps.queryopt.server import EmbeddedServer
+
+        srv = None
+        if dsn is None:
+            srv = EmbeddedServer()
+            say(f"[dim]embedded PostgreSQL in {srv.root}[/]")
+            srv.start()
+            dsn = srv.dsn
+        db = self.open(dsn, master, spark_dir)
+        try:
+            yield db
+        finally:
+            db.close()
+            if srv is not None and srv.started_here:
+                srv.stop()
+
+    def parse(self, eng: Engine, schema: str, sql: str) -> R.Query:
+        return R.Query.parse(sql, RW.catalog(eng, schema))
+
+    def applicable(self, q: R.Query) -> dict[str, R.Query | str]:
+        return R.applicable(q)
+
+    def key(self, q: R.Query) -> str:
+        return q.key()
+
+    def sql(self, q: R.Query) -> str:
+        return q.sql()
+
+    def queries(self, workload: Any, split: str, n: int, seed: int = 0) -> list[str]:
+        return workload.queries(split, n, seed)
+
+    def plan(self, eng: Engine, q: R.Query, schema: str, settings: Mapping[str, str]) -> dict:
+        return eng.explain(q.sql(), schema, settings)
+
+    def featurizer(self, max_steps: int) -> Any:
+        return Featurizer(max_steps=max_steps)
+
+    def featurizer_from(self, description: Mapping[str, Any]) -> Any:
+        return Featurizer.from_description(description)
+
+    def choose(self, policy: Any, obs: np.ndarray, applicable: Mapping[str, Any]) -> int:
+        return int(policy.act(obs))
+
+    def validate(
+        self,
+        eng: Engine,
+        schema: str,
+        sql: str,
+        q: R.Query,
+        notes: dict[str, str],
+        check: bool,
+        timeout_ms: int,
+        settings: Mapping[str, str],
+        slower_than: float | None = 1.0,
+        check_runs: int = 1,
+    ) -> Decision:
+        return RW.validate(eng, schema, sql, q, notes, check, timeout_ms, dict(settings))
+
+    def rewriter(
+        self,
+        eng: Engine,
+        workload: Any,
+        names: Sequence[str],
+        timeout_ms: int,
+        check_schema: str | None = None,
+        greedy: bool = False,
+    ) -> Rewriter:
+        settings = workload.settings()
+        if greedy and not names:
+            return RW.GreedyByCost(
+                eng, workload.schema, settings, timeout_ms=timeout_ms, check_schema=check_schema
+            )
+        return RW.FixedRules(
+            eng, workload.schema, names, settings, timeout_ms=timeout_ms, check_schema=check_schema
+        )
+
+
+class SparkSpace:
+    """Spark's actions, featurizer and row-checked rewrites."""
+
+    engine = "spark"
+    label = "Spark"
+    rewards = ("runtime", "relative")
+    workloads = ("joins", "udf", "tpch")
+    check_rows = True
+    defaults: Mapping[str, Any] = {
+        "num_queries": 20,
+        "timeout_ms": 10_000,
+        "reward": "relative",
+        "repeat": 2,
+        "max_steps": 2,
+        "iterations": 10,
+        "num_env_runners": 0,  # each env runner process would start its own Spark JVM
+        "epsilon_timesteps": 600,
+        "env_steps_per_iteration": 100,
+    }
+    title = "Spark rewrites (MDP actions)"
+    env_id = "rlsuite/SparkQueryRewrite-v0"
+    replay_env_id = None
+    learned_name = "learned on Spark"
+    names = S.ACTION_NAMES
+    refused = S.REFUSED
+    default_rules = ("eager_aggregation", "filter_after_aggregation")
+    """What ``qopt-bench rewrite --engine spark`` applies without ``--rules`` or ``--model``."""
+
+    def descriptions(self) -> list[tuple[str, str]]:
+        return [(a.name, a.description) for a in S.ACTIONS]
+
+    def check_options(self, dsn: str, master: str | None, spark_dir: str | None) -> None:
+        if dsn:
+            raise ValueError("dsn names a PostgreSQL server; Spark takes master and spark_dir")
+
+    def open(
+        self, dsn: str | None = None, master: str | None = None, spark_dir: str | None = None
+    ) -> Engine:
+        from rlsuite.apps.queryopt.engines import open_engine
+
+        if dsn:
+            raise ValueError("dsn names a PostgreSQL server; Spark takes master and spark_dir")
+        os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+        return open_engine("spark", master=master or "local[*]", home=spark_dir)
+
+    def env_options(self, eng: Engine) -> dict[str, Any]:
+        return {"master": eng.master, "spark_dir": str(eng.home)}
+
+    @contextlib.contextmanager
+    def session(
+        self,
+        dsn: str | None = None,
+        master: str | None = None,
+        spark_dir: str | None = None,
+        say: Callable[[str], None] = print,
+    ) -> Iterator[Engine]:
+        eng = self.open(dsn, master, spark_dir)
+        say(f"[dim]Spark {eng.master}, files in {eng.home}[/]")
+        try:
+            yield eng
+        finally:
+            eng.close()
+
+    def parse(self, eng: Engine, schema: str, sql: str) -> R.Query:
+        return S.parse(sql, S.spark_catalog(eng, schema))
+
+    def applicable(self, q: R.Query) -> dict[str, R.Query | str]:
+        return S.applicable(q)
+
+    def key(self, q: R.Query) -> str:
+        return S.key(q)
+
+    def sql(self, q: R.Query) -> str:
+        return S.spark_sql(q)
+
+    def queries(self, workload: Any, split: str, n: int, seed: int = 0) -> list[str]:
+        return S.spark_queries(workload, split, n, seed)
+
+    def plan(self, eng: Engine, q: R.Query, schema: str, settings: Mapping[str, str]) -> dict:
+        try:
+            return eng.explain(self.sql(q), schema, settings)
+        except Exception:  # noqa: BLE001 - a rewrite Spark cannot plan: featurized as empty
+            return {}
+
+    def featurizer(self, max_steps: int) -> Any:
+        return S.SparkFeaturizer(max_steps=max_steps)
+
+    def featurizer_from(self, description: Mapping[str, Any]) -> Any:
+        return S.SparkFeaturizer.from_description(description)
+
+    def choose(self, policy: Any, obs: np.ndarray, applicable: Mapping[str, Any]) -> int:
+        """The highest Q-value among the actions that apply now and STOP (an action that
+        would leave the query as it is is never taken)."""
+        q = np.asarray(policy.action_values(obs), dtype=float)
+        names = self.names
+        allowed = [i for i, n in enumerate(names) if isinstance(applicable.get(n), R.Query)]
+        return max(allowed + [len(names)], key=lambda i: q[i])
+
+    def validate(
+        self,
+        eng: Engine,
+        schema: str,
+        sql: str,
+        q: R.Query,
+        notes: dict[str, str],
+        check: bool,
+        timeout_ms: int,
+        settings: Mapping[str, str],
+        slower_than: float | None = 1.0,
+        check_runs: int = 1,
+    ) -> Decision:
+        """:func:`~rlsuite.apps.queryopt.spark_rules.validate`: rows always compared."""
+        return S.validate(
+            eng,
+            schema,
+            sql,
+            q,
+            notes,
+            timeout_ms,
+            dict(settings),
+            slower_than=slower_than,
+            check_runs=check_runs,
+        )
+
+    def rewriter(
+        self,
+        eng: Engine,
+        workload: Any,
+        names: Sequence[str],
+        timeout_ms: int,
+        check_schema: str | None = None,
+        greedy: bool = False,
+    ) -> Rewriter:
+        if check_schema is not None and check_schema != workload.schema:
+            raise ValueError(
+                "--check-schema is PostgreSQL's: on Spark every rewrite's rows are compared "
+                "on the query's own data"
+            )
+        names = list(names) or list(self.default_rules)
+        return S.SparkRules(eng, workload.schema, names, workload.settings(), timeout_ms=timeout_ms)
+
+
+SPACES: dict[str, RewriteSpace] = {"postgres": PostgresSpace(), "spark": SparkSpace()}
+"""The rewrite space of each engine of :data:`~rlsuite.apps.queryopt.engines.ENGINES`."""
+
+
+def space_of(engine: str) -> RewriteSpace:
+    """The rewrite space of engine ``engine``."""
+    if engine not in SPACES:
+        raise ValueError(f"unknown engine {engine!r}; engines: {', '.join(SPACES)}")
+    return SPACES[engine]
