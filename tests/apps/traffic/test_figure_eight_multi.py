@@ -99,12 +99,13 @@ def test_cli_avs_only_where_the_scenario_has_avs(capsys):
 
 def test_train_one_shared_policy_for_every_av_then_evaluate(ray_local, tmp_path):
     """RLlib multi-agent through the CLI: the 14 AVs share one module, and the checkpoint
-    is evaluated with the number of AVs it was trained with."""
+    is evaluated with the number of AVs it was trained with. Sampled in this process:
+    multi-agent training on a remote runner is test_merge's."""
     from rlsuite.platform import checkpoints
 
     run = tmp_path / "run"
     rc = cli.main(["train", "--scenario", "figure_eight_multi", "--avs", "14", "--plan", "sync",
-                   "--workers", "1", "--iterations", "1", "--horizon", "100",
+                   "--workers", "0", "--iterations", "1", "--horizon", "100",
                    "--run-dir", str(run), "--eval-episodes", "1",
                    "--plan-set", "train_batch_size=200", "--plan-set", "minibatch_size=100",
                    "--plan-set", "num_epochs=1", "--plan-set", "hidden=[16,16]"])  # fmt: skip
