@@ -21,7 +21,15 @@ For each task row, on the same machine and the same seeds:
     (sync rows) the same plan with the platform's default 32 envs per runner instead
     of the example's one (the learning settings unchanged).
 
-Both sides are stopped as RLlib's example launcher stops them: at the threshold on
+``imitation-cartpole`` (BC) is offline: both sides learn from the same recorded
+demonstrations (RLlib's dataset is not in the wheel; ``platform_learning_tasks.py`` records
+a PD expert's 200,000 transitions in its place), steps are learner updates of 1024
+transitions (5 per iteration, both sides) and the stop metric is the evaluation return
+(``evaluation/env_runners/episode_return_mean``, 5 episodes), >= 350 within 350
+iterations, as ``cartpole_bc.py`` stops. Its example needs 4 logical CPUs in Ray (see the
+row), so that row gives Ray 4 on the same 2 cores, both sides.
+
+The online rows are stopped as RLlib's example launcher stops them: at the threshold on
 ``env_runners/episode_return_mean``, at the budget of env steps sampled, or after 200
 iterations. In RLlib 2.60 that return is the mean of the stochastic training episodes
 that *ended during the iteration* (at most ``metrics_num_episodes_for_smoothing`` of
@@ -74,6 +82,8 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results")
 JSON_PATH = os.path.join(RESULTS, "platform_learning.json")
 PNG_PATH = os.path.join(RESULTS, "platform_learning.png")
 NUM_CPUS = 2
+"""Cores of the machine the table was measured on (Ray's logical CPUs: each row's
+``num_cpus``)."""
 SMOOTHING = 100
 WALL_TARGET = 0.6
 
@@ -141,14 +151,14 @@ def run_cell(
         # remote env runners get this module's functions by value (it is not importable
         # there: benchmarks/ is not a package on their path)
         ray.cloudpickle.register_pickle_by_value(platform_learning_tasks)
-        ray.init(num_cpus=NUM_CPUS, include_dashboard=False, logging_level="ERROR")
+        ray.init(num_cpus=task.num_cpus, include_dashboard=False, logging_level="ERROR")
         config = task.rllib_config().learners(num_gpus_per_learner=0).debugging(seed=seed)
         described = {"example": task.source}
     else:
         from rlsuite.platform import cluster, resources
         from rlsuite.platform.optimizers import to_rllib
 
-        cluster.init(num_cpus=NUM_CPUS)
+        cluster.init(num_cpus=task.num_cpus)
         plan = _our_plan(task, impl, seed)
         config = to_rllib(plan, resources.resolve(plan, log=False))
         config = config.reporting(metrics_num_episodes_for_smoothing=SMOOTHING)
@@ -160,18 +170,17 @@ def run_cell(
     best = -math.inf
     stop = "iterations"
     try:
-        for _ in range(task.max_iterations):
+        for it in range(1, task.max_iterations + 1):
             heavy.between_iterations()
             r = algo.train()
-            er = r.get("env_runners", {})
-            steps = int(er.get("num_env_steps_sampled_lifetime", 0))
-            ret = float(er.get("episode_return_mean", math.nan))
+            steps = _steps_of(task, r, it)
+            ret = float(_get(r, task.metric, math.nan))
             wall = time.perf_counter() - t0 - heavy.waited_s
             curve.append([steps, round(wall, 2), ret])
             if not math.isnan(ret):
                 best = max(best, ret)
             if ret >= task.threshold:
-                reached = {"env_steps": steps, "wall_s": round(wall, 2)}
+                reached = {"steps": steps, "iterations": it, "wall_s": round(wall, 2)}
                 stop = "threshold"
                 break
             if steps >= task.budget_steps:
@@ -188,7 +197,8 @@ def run_cell(
         "reached": reached,
         "best_return": best if best > -math.inf else None,
         "stopped_by": stop,
-        "env_steps": curve[-1][0] if curve else 0,
+        "steps": curve[-1][0] if curve else 0,
+        "step_unit": task.step_unit,
         "wall_s": round(time.perf_counter() - t0 - heavy.waited_s, 2),
         "lock_segments": heavy.segments,
         # the 1-min load average at the end: > 2 means other processes shared the 2 cores
@@ -198,6 +208,27 @@ def run_cell(
         "curve": curve,
         **described,
     }
+
+
+def _get(result: dict[str, Any], path: tuple[str, ...], default: Any) -> Any:
+    for k in path:
+        if not isinstance(result, dict) or k not in result:
+            return default
+        result = result[k]
+    return result
+
+
+def _steps_of(task: Task, result: dict[str, Any], iteration: int) -> int:
+    """The row's steps after ``iteration``: env steps sampled, or (offline rows) learner
+    updates, ``updates_per_iteration`` per iteration on both sides."""
+    if task.updates_per_iteration is not None:
+        return iteration * task.updates_per_iteration
+    return int(_get(result, ("env_runners", "num_env_steps_sampled_lifetime"), 0))
+
+
+def reached_steps(reached: dict[str, Any]) -> int:
+    """Steps to the threshold (cells written before the offline row say ``env_steps``)."""
+    return reached["steps"] if "steps" in reached else reached["env_steps"]
 
 
 # -- the table --------------------------------------------------------------------------
@@ -231,7 +262,11 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
             row[impl] = {
                 "seeds": sorted(c["seed"] for c in cs),
                 "reached": len(hit),
-                "median_steps_to_threshold": _median([c["reached"]["env_steps"] for c in hit]),
+                "step_unit": task.step_unit,
+                "median_steps_to_threshold": _median([reached_steps(c["reached"]) for c in hit]),
+                "median_iterations_to_threshold": _median(
+                    [c["reached"]["iterations"] for c in hit if "iterations" in c["reached"]]
+                ),
                 "median_wall_s_to_threshold": _median([c["reached"]["wall_s"] for c in hit]),
                 # robust to another process's burst on the shared machine: the median
                 # iteration's seconds (same steps per iteration on both sides)
@@ -268,7 +303,7 @@ def overlap_vs_default(summary: dict[str, Any], cells: dict[str, Any]) -> dict[s
         per_seed = {}
         for c in cells.values():
             if c["task"] == key and c["impl"] in ("ours", "ours_overlap"):
-                hit = c["reached"]["env_steps"] if c["reached"] else None
+                hit = reached_steps(c["reached"]) if c["reached"] else None
                 per_seed.setdefault(str(c["seed"]), {})[c["impl"]] = hit
         s, o = summary[key].get("ours", {}), summary[key].get("ours_overlap", {})
         a, b = s.get("median_steps_to_threshold"), o.get("median_steps_to_threshold")
@@ -308,7 +343,8 @@ def plot(results: dict[str, Any], path: str) -> None:
             if c["task"] != key or not c["curve"]:
                 continue
             # iterations in which no episode ended report NaN (Pendulum's 40 envs end
-            # theirs together, every ~8 iterations): plot the iterations that scored
+            # theirs together, every ~8 iterations; RLlib's BC evaluates every 3rd):
+            # plot the iterations that scored
             pts = [p for p in c["curve"] if not math.isnan(p[2])]
             xs, ys = [p[0] for p in pts], [p[2] for p in pts]
             label = c["impl"] if c["impl"] not in seen else None
@@ -317,8 +353,14 @@ def plot(results: dict[str, Any], path: str) -> None:
         ax.axhline(task.threshold, color="k", ls="--", lw=0.8)
         ax.axvline(task.budget_steps, color="k", ls=":", lw=0.8)
         ax.set_title(f"{task.plan} on {task.env}")
-        ax.set_xlabel("env steps sampled")
-        ax.set_ylabel("episode return (mean of the iteration's episodes)")
+        ax.set_xlabel(
+            "env steps sampled" if task.updates_per_iteration is None else "learner updates"
+        )
+        ax.set_ylabel(
+            "episode return (mean of the iteration's episodes)"
+            if task.updates_per_iteration is None
+            else "evaluation return (5 episodes)"
+        )
         ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -346,7 +388,12 @@ def table(results: dict[str, Any]) -> Any:
         for impl, s in row.items():
             n = len(s["seeds"])
             t.add_row(
-                f"{task.plan} {task.env} >= {task.threshold:g} in {task.budget_steps // 1000}k",
+                f"{task.plan} {task.env} >= {task.threshold:g} in "
+                + (
+                    f"{task.budget_steps // 1000}k"
+                    if task.updates_per_iteration is None
+                    else f"{task.budget_steps} updates"
+                ),
                 impl,
                 f"{s['reached']}/{n}",
                 _fmt(s["median_steps_to_threshold"], "{:,.0f}"),
@@ -452,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     cells = results.setdefault("cells", {})
     given = argv if argv is not None else sys.argv[1:]
     failed = 0
+    prepared: set[str] = set()
     for key in args.tasks:
         task = TASKS[key]
         for seed in args.seeds:
@@ -462,6 +510,9 @@ def main(argv: list[str] | None = None) -> int:
                 if args.resume and cid in cells:
                     console.print(f"[dim]{cid}: done, skipped (--resume)[/dim]")
                     continue
+                if task.prepare is not None and key not in prepared:
+                    results.setdefault("data", {})[key] = task.prepare()  # records if missing
+                    prepared.add(key)
                 console.print(f"{cid}: running")
                 proc = subprocess.run(
                     [sys.executable, os.path.abspath(__file__), "--cell", key, impl, str(seed)]
@@ -490,7 +541,8 @@ def main(argv: list[str] | None = None) -> int:
                 console.print(
                     f"{cid}: "
                     + (
-                        f"{task.threshold:g} at {hit['env_steps']:,} steps, {hit['wall_s']:.0f} s"
+                        f"{task.threshold:g} at {reached_steps(hit):,} {task.step_unit}, "
+                        f"{hit['wall_s']:.0f} s"
                         if hit
                         else f"not reached (best {cell['best_return']}, {cell['stopped_by']})"
                     )
@@ -508,14 +560,17 @@ def _finish(results: dict[str, Any], path: str) -> None:
     results["benchmark"] = "platform_learning"
     results["ray"] = ray.__version__
     results["machine"] = (
-        f"{NUM_CPUS} CPUs given to Ray; {platform.processor() or platform.machine()}"
+        f"{NUM_CPUS} cores; Ray's logical CPUs per row in tasks/*/ray_num_cpus; "
+        f"{platform.processor() or platform.machine()}"
     )
     results["metric"] = (
         "env_runners/episode_return_mean as RLlib 2.60 reports it: the mean of the "
         "stochastic training episodes that ended during the iteration (at most "
         f"metrics_num_episodes_for_smoothing={SMOOTHING}, both sides; the window is emptied "
         "at each iteration), RLlib's examples' stop metric; steps are "
-        "env_runners/num_env_steps_sampled_lifetime"
+        "env_runners/num_env_steps_sampled_lifetime. Offline rows (BC): the evaluation "
+        "return (evaluation/env_runners/episode_return_mean, 5 episodes) and learner "
+        "updates (tasks/*/metric, step_unit)"
     )
     results["tasks"] = {
         k: {
@@ -523,7 +578,10 @@ def _finish(results: dict[str, Any], path: str) -> None:
             "env": t.env,
             "threshold": t.threshold,
             "budget_steps": t.budget_steps,
+            "step_unit": t.step_unit,
             "max_iterations": t.max_iterations,
+            "metric": "/".join(t.metric),
+            "ray_num_cpus": t.num_cpus,
             "rllib_example": t.source,
             "ours": {k2: list(v) if isinstance(v, tuple) else v for k2, v in t.ours.items()},
             "differences": list(t.differences),
