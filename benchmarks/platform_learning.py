@@ -247,6 +247,11 @@ def _iteration_s(cell: dict[str, Any]) -> float | None:
     return _median([b - a for a, b in zip(walls, walls[1:])])
 
 
+def _iterations_to(cell: dict[str, Any]) -> int:
+    """Iterations to the threshold: the curve's first point at it (a cell stops there)."""
+    return cell["reached"].get("iterations", len(cell["curve"]))
+
+
 def summarise(results: dict[str, Any]) -> dict[str, Any]:
     """Per task and impl: seeds run, seeds reached, median steps and wall to the threshold
     (over the seeds that reached it), and ours / RLlib's of those medians."""
@@ -264,9 +269,7 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                 "reached": len(hit),
                 "step_unit": task.step_unit,
                 "median_steps_to_threshold": _median([reached_steps(c["reached"]) for c in hit]),
-                "median_iterations_to_threshold": _median(
-                    [c["reached"]["iterations"] for c in hit if "iterations" in c["reached"]]
-                ),
+                "median_iterations_to_threshold": _median([_iterations_to(c) for c in hit]),
                 "median_wall_s_to_threshold": _median([c["reached"]["wall_s"] for c in hit]),
                 # robust to another process's burst on the shared machine: the median
                 # iteration's seconds (same steps per iteration on both sides)
