@@ -94,7 +94,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--tag", default="", help="suffix of the run directory (a variant)")
     p.add_argument("--ship", action="store_true",
-                   help="export an evaluated policy that beats a RESCO learner held-out to "
+                   help="export an evaluated policy that beats a RESCO learner held-out and is at "
+                   "or below the best static controller on the same seeds to "
                    "benchmarks/policies/resco_<map>_<plan>")  # fmt: skip
     p.add_argument(
         "--run-root", default=os.path.join("runs", "benchmarks", "traffic_resco_learned")
@@ -151,6 +152,25 @@ def read_jsonl(path: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def drop_lost_episodes(rd: str, kept: int) -> None:
+    """Move the episodes logged after the checkpoint a run resumes from (a chunk killed
+    between checkpoints trained them, but its weights are lost) from ``episodes.jsonl`` to
+    ``episodes_lost.jsonl``, so the training curve is the resumed policy's history."""
+    path = os.path.join(rd, "episodes.jsonl")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        lines = [line for line in f if line.strip()]
+    if len(lines) <= kept:
+        return
+    with open(os.path.join(rd, "episodes_lost.jsonl"), "a") as f:
+        f.writelines(lines[kept:])
+    with open(path, "w") as f:
+        f.writelines(lines[:kept])
+    print(f"{os.path.basename(rd)}: {len(lines) - kept} episodes after the checkpoint moved to "
+          "episodes_lost.jsonl", flush=True)  # fmt: skip
+
+
 def train_chunk(args: argparse.Namespace, name: str, rd: str, state: dict, t_start: float) -> None:
     """One call's training: resume the run's newest checkpoint and train as many iterations
     as fit in what is left of ``--minutes`` (at the last chunk's seconds per iteration; a
@@ -171,6 +191,7 @@ def train_chunk(args: argparse.Namespace, name: str, rd: str, state: dict, t_sta
         if ckpt is None
         else (int(metadata(ckpt)["iteration"]), int(metadata(ckpt)["env_steps"]))
     )
+    drop_lost_episodes(rd, steps // steps_per_episode(env_cfg))
     if steps >= budget:
         state["done_training"] = True
         save_state(rd, state)
@@ -206,32 +227,48 @@ def train_chunk(args: argparse.Namespace, name: str, rd: str, state: dict, t_sta
 
 
 def evaluate(args: argparse.Namespace, name: str, state: dict) -> dict:
-    """The deterministic policy and the baselines on the held-out seeds."""
+    """The deterministic policy and the baselines on the held-out seeds, one seed at a time:
+    a seed on which SUMO itself crashes (SUMO 1.9.2 can segfault deep in a gridlock) is
+    listed under ``sumo_crashed`` and left out of the mean, instead of losing the rest."""
+    import numpy as np
+
     from rlsuite.apps.traffic.controllers import SignalProgram
+    from rlsuite.apps.traffic.kernel import SimulationError
     from rlsuite.platform import evaluation
+    from rlsuite.platform.checkpoints.loading import load_controller
 
     seeds = list(range(args.eval_seed, args.eval_seed + args.eval_seeds))
     cfg = {k: v for k, v in state["env_config"].items() if k != "episode_log"}
     out = {"seeds": seeds}
-    todo = [("learned", state["checkpoint"], {})]
+    todo = [("learned", load_controller(state["checkpoint"]), {})]
     if not args.no_baselines:
         todo += [(b, SignalProgram(b), {"program": b}) for b in BASELINES]
+    keys = ("delay", "trip_time", "waiting_time", "queue", "never_inserted")
     for label, ctrl, extra in todo:
         t0 = time.time()
-        ev = evaluation.evaluate(
-            ctrl, evaluation.scenarios(ENV_ID, seeds, {**cfg, **extra}), num_workers=0, name=label
-        )
-        row = {
-            k: [float(e[k]) for e in ev.episodes]
-            for k in ("delay", "trip_time", "waiting_time", "queue", "never_inserted")
-        }
-        row.update(delay_mean=ev.summary["delay"]["mean"], delay_std=ev.summary["delay"]["std"],
+        row: dict = {k: [] for k in keys}
+        row.update(seeds_done=[], sumo_crashed=[])
+        for sd in seeds:
+            try:
+                ev = evaluation.evaluate(ctrl, evaluation.scenarios(ENV_ID, [sd], {**cfg, **extra}),
+                                         num_workers=0, name=label)  # fmt: skip
+            except SimulationError as e:
+                print(f"{name} held-out {label} seed {sd}: SUMO crashed ({e})", flush=True)
+                row["sumo_crashed"].append(sd)
+                continue
+            row["seeds_done"].append(sd)
+            for k in keys:
+                row[k].append(float(ev.episodes[0][k]))
+        d = np.array(row["delay"])
+        row.update(delay_mean=float(d.mean()) if d.size else float("nan"),
+                   delay_std=float(d.std()) if d.size else float("nan"),
                    wall_s=time.time() - t0)  # fmt: skip
         out[label] = row
-        print(
-            f"{name} held-out {label:12s} delay {row['delay_mean']:7.2f} ± {row['delay_std']:.2f}",
-            flush=True,
+        crashed = (
+            f" ({len(row['sumo_crashed'])} seeds: SUMO crashed)" if row["sumo_crashed"] else ""
         )
+        print(f"{name} held-out {label:12s} delay {row['delay_mean']:7.2f} ± "
+              f"{row['delay_std']:.2f}{crashed}", flush=True)  # fmt: skip
     return out
 
 
@@ -359,7 +396,8 @@ def write_results(args: argparse.Namespace) -> list[dict]:
 
 def ship(row: dict) -> None:
     """Export the row's policy to ``benchmarks/policies/resco_<map>_<plan>`` when its
-    held-out delay beats one of RESCO's published learners on the map (not twice)."""
+    held-out delay beats one of RESCO's published learners on the map and is at or below
+    the best static controller on the same held-out seeds (not twice)."""
     from rlsuite.platform.checkpoints.export import export_policy
 
     ev = row.get("heldout")
@@ -367,8 +405,12 @@ def ship(row: dict) -> None:
         return
     ours = ev["learned"]["delay_mean"]
     beaten = [k for k in LEARNERS if row["published"].get(k) and ours <= row["published"][k]]
+    static = [ev[b]["delay_mean"] for b in BASELINES if b in ev]
     out = os.path.join(os.path.dirname(RESULTS), "policies", f"resco_{row['map']}_{row['plan']}")
-    if not beaten or os.path.exists(out):
+    if not beaten or not static or ours > min(static) or os.path.exists(out):
+        if not os.path.exists(out):
+            print(f"not shipped: {row['map']} held-out {ours:.2f} (RESCO learners beaten: "
+                  f"{', '.join(beaten) or 'none'}; best static {min(static, default=float('nan')):.2f})")  # fmt: skip
         return
     state = load_state(row["run_dir"])
     note = (
