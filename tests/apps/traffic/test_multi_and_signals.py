@@ -29,16 +29,23 @@ def test_ring_multi_rejects_no_avs():
         envs.make("rlsuite/RingMulti-v0", {"num_avs": 0})
 
 
+def _single_intersection():
+    """sumo-rl's own single-intersection env, 50 s, through the kernel's adapter."""
+    nets = kernel.sumo_rl_nets_dir()
+    return kernel.sumo_rl_parallel_env(
+        net_file=f"{nets}/single-intersection/single-intersection.net.xml",
+        route_file=f"{nets}/single-intersection/single-intersection.rou.xml",
+        num_seconds=50,
+        sumo_warnings=False,
+    )
+
+
 def test_sumo_rl_pettingzoo_agent_selector_breakage_is_handled():
     """sumo-rl 1.4.5 + pettingzoo >= 1.25 fails with "'module' object is not callable"."""
     import pettingzoo.utils
 
     assert not isinstance(pettingzoo.utils.agent_selector, type)  # the breakage is real here
-    env = kernel.sumo_rl_parallel_env(
-        net_file=f"{kernel.sumo_rl_nets_dir()}/single-intersection/single-intersection.net.xml",
-        route_file=f"{kernel.sumo_rl_nets_dir()}/single-intersection/single-intersection.rou.xml",
-        num_seconds=50, sumo_warnings=False,
-    )  # fmt: skip
+    env = _single_intersection()
     try:
         obs, _ = env.reset(seed=0)
         assert set(obs) == {"t"}
@@ -70,11 +77,7 @@ def test_sumo_starts_poll_for_the_port_and_a_sumo_that_exits_is_an_error(tmp_pat
     through it, its connections still work, and a sumo that exits at start is reported."""
     from rlsuite.apps.traffic.kernel import programs
 
-    env = kernel.sumo_rl_parallel_env(
-        net_file=f"{kernel.sumo_rl_nets_dir()}/single-intersection/single-intersection.net.xml",
-        route_file=f"{kernel.sumo_rl_nets_dir()}/single-intersection/single-intersection.rou.xml",
-        num_seconds=50, sumo_warnings=False,
-    )  # fmt: skip
+    env = _single_intersection()
     import sumo_rl.environment.env as sumo_rl_env  # SUMO_HOME is set once an env is built
     import traci
 
