@@ -110,21 +110,12 @@ def train_summary(res, train_s: float) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def database(dsn: str | None):
-    """The embedded server (started and stopped here unless it already ran) or ``dsn``."""
-    from rlsuite.apps.queryopt.engines.postgres import Database
-    from rlsuite.apps.queryopt.server import EmbeddedServer
+    """The embedded server (started and stopped here unless it already ran) or ``dsn``: the
+    CLI's own session on PostgreSQL, without its console line."""
+    from rlsuite.apps.queryopt.spaces import PostgresSpace
 
-    srv = None
-    if dsn is None:
-        srv = EmbeddedServer().start()
-        dsn = srv.dsn
-    db = Database(dsn)
-    try:
+    with PostgresSpace().session(dsn, say=lambda _line: None) as db:
         yield db
-    finally:
-        db.close()
-        if srv is not None and srv.started_here:
-            srv.stop()
 
 
 def write_json(name: str, payload: dict) -> str:

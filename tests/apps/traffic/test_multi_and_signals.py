@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from rlsuite.apps.traffic import cli, kernel
@@ -9,6 +11,7 @@ from rlsuite.apps.traffic.controllers import IDMController, PerAgent, PISaturati
 from rlsuite.apps.traffic.envs.signals import SignalsEnv, actuated_programs
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import Scenario, evaluate
+from tests._procs import live_children
 
 
 def test_ring_multi_passes_parallel_api_test():
@@ -54,24 +57,6 @@ def test_sumo_rl_pettingzoo_agent_selector_breakage_is_handled():
     assert not isinstance(pettingzoo.utils.agent_selector, type)  # pettingzoo itself untouched
 
 
-def _live_children() -> list[str]:
-    """Names of this process's children that have not exited (from /proc)."""
-    import glob
-    import os
-
-    names = []
-    for path in glob.glob("/proc/[0-9]*/stat"):
-        try:
-            with open(path) as f:
-                head, rest = f.read().rsplit(")", 1)
-        except OSError:
-            continue
-        state, ppid = rest.split()[:2]
-        if int(ppid) == os.getpid() and state not in ("Z", "X"):
-            names.append(head.split("(", 1)[1])
-    return names
-
-
 def test_sumo_starts_poll_for_the_port_and_a_sumo_that_exits_is_an_error(tmp_path):
     """traci's own start waits 1 s before each retry; the kernel's polls. sumo-rl's env goes
     through it, its connections still work, and a sumo that exits at start is reported."""
@@ -94,7 +79,7 @@ def test_sumo_starts_poll_for_the_port_and_a_sumo_that_exits_is_an_error(tmp_pat
     with pytest.raises((traci.TraCIException, traci.FatalTraCIError)):
         programs.start([kernel.binary("sumo"), "-n", str(bad)], label="rlsuite-bad-start")
     assert not traci.connection.has("rlsuite-bad-start")
-    assert "sumo" not in _live_children()  # the failed child was ended
+    assert "sumo" not in live_children(os.getpid())  # the failed child was ended
 
 
 def test_signals_passes_parallel_api_test():
