@@ -22,8 +22,10 @@ learned / all-human >= 1.98 / 1.54 / 1.43.
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_figure_eight.py --variant 0 --plan es --minutes 20
 
-Writes benchmarks/results/traffic_figure_eight_<variant>.json and .png, and the run under
-runs/benchmarks/traffic_figure_eight_<variant>.
+Writes benchmarks/results/traffic_figure_eight_<variant>.json and .png (``--out`` names
+them otherwise), and the run under runs/benchmarks/traffic_figure_eight_<variant>.
+``--env-set`` sets an env option for training and every evaluated controller, e.g.
+``av_min_gap=2.5`` (Flow's learning vehicle's SUMO minGap).
 """
 
 from __future__ import annotations
@@ -70,13 +72,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plan", choices=("sync", "es"), default="es")
     p.add_argument("--episodes", type=int, default=3, help="seeded evaluation episodes")
     p.add_argument("--plan-set", action="append", default=[], metavar="KEY=JSON")
+    p.add_argument(
+        "--env-set", action="append", default=[], metavar="KEY=JSON",
+        help="env option for training and evaluation alike (e.g. av_min_gap=2.5, Flow's AV)",
+    )  # fmt: skip
+    p.add_argument(
+        "--out", default=None, metavar="NAME",
+        help="results name (default traffic_figure_eight_<variant>): results/NAME.json and .png",
+    )  # fmt: skip
     args = p.parse_args(argv)
     env_id, scen_name, avs, flow_best, flow_ratio = VARIANTS[args.variant]
-    name = f"traffic_figure_eight_{args.variant}"
+    name = args.out or f"traffic_figure_eight_{args.variant}"
     if args.run_dir.endswith("traffic_figure_eight"):
         args.run_dir += f"_{args.variant}"
     console = Console(width=140)
     cfg = {"num_avs": avs}
+    for kv in args.env_set:
+        k, v = kv.split("=", 1)
+        cfg[k] = json.loads(v)
     envs.rllib_env(env_id)
     scen = scenarios.get(scen_name)
     if args.plan == "es":  # whole deterministic episodes; a shared policy for every AV
