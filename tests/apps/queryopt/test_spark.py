@@ -53,6 +53,26 @@ def test_tables_load_the_same_data_as_postgres(engine, db):
     assert ensure_workload(engine, get("joins")) is False
 
 
+def test_tpcds_loads_into_spark_and_answers_as_duckdb(engine):
+    """The tpcds workload's dsdgen tables as Parquet; Q15, as the app writes it for Spark,
+    returns DuckDB's rows on the same data."""
+    from rlsuite.apps.queryopt.engines.spark import ensure_workload
+    from rlsuite.apps.queryopt.spark_rules import from_postgres
+    from rlsuite.apps.queryopt.tpcds_answers import classify
+    from rlsuite.apps.queryopt.workloads.tpcds import TABLES, TpcdsWorkload, duckdb_tpcds, queries
+
+    w = TpcdsWorkload(scale=0.01)
+    ensure_workload(engine, w)
+    counts = engine.row_counts(w.schema)
+    assert sorted(counts) == sorted(TABLES) and counts["store_sales"] == 28810
+    assert engine.columns(w.schema)["store_sales"]["ss_net_paid"] == "decimal(7,2)"
+    sql = queries()[15]
+    spark = engine.run(from_postgres(sql), w.schema).rows
+    with duckdb_tpcds(0.01) as con:
+        duck = con.execute(sql).fetchall()
+    assert len(spark) == 7 and classify(spark, duck, ordered=True) == ("same", "")
+
+
 def test_eager_aggregation_round_trips_through_the_spark_dialect(engine):
     d = S.rewrite(engine, "qopt_joins", SEED_QUERY, ["eager_aggregation", "hint_broadcast_1"])
     assert d.applied == ("eager_aggregation", "hint_broadcast_1")

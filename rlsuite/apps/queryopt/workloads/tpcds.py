@@ -5,7 +5,9 @@ wheel ``duckdb-extension-tpcds`` and loaded from that wheel with DuckDB's
 autoinstall off (as the TPC-H workload loads ``tpch``). The tables are copied
 into PostgreSQL with the primary keys DuckDB's ``dsdgen(keys=true)`` declares
 (the surrogate keys: ``d_date_sk``; ``(ss_item_sk, ss_ticket_number)`` ...),
-created after the data is in, and no other index.
+created after the data is in, and no other index. Spark gets the same tables as
+Parquet (:meth:`TpcdsWorkload.columns`, ``qopt-bench setup --engine spark
+--workload tpcds``), with no keys: Parquet declares none.
 
 Each scale has its own schema (``qopt_tpcds_sf1``, ``qopt_tpcds_sf0_01``), so
 the small copy that checks rewrites of queries too slow to finish on the big
@@ -97,6 +99,12 @@ class TpcdsWorkload(Workload):
 
     def tables(self) -> tuple[str, ...]:
         return TABLES
+
+    def columns(self, seed: int = 0) -> dict[str, Any]:
+        """The same dsdgen tables as Arrow tables (what engines other than PostgreSQL load,
+        e.g. Spark's Parquet)."""
+        with duckdb_tpcds(self.scale) as con:
+            return {t: con.execute(f"SELECT * FROM {t}").to_arrow_table() for t in TABLES}
 
     def setup(self, db: Database, seed: int = 0) -> dict:
         """Generate with dsdgen, COPY into PostgreSQL, then add the primary keys and ANALYZE."""
