@@ -29,6 +29,19 @@ transitions (5 per iteration, both sides) and the stop metric is the evaluation 
 iterations, as ``cartpole_bc.py`` stops. Its example needs 4 logical CPUs in Ray (see the
 row), so that row gives Ray 4 on the same 2 cores, both sides.
 
+``ppo-halfcheetah`` is held to a published number instead of RLlib's wall time: cleanrl's
+``ppo_continuous_action.py`` on HalfCheetah-v4, 1442.64 +- 46.03 after 1M steps (the mean
+return of the training episodes). Ours is the sync plan with cleanrl's hyperparameters
+(the row's ``differences`` say what the plan cannot match, and that the env is v5), run
+to the full 1M steps (``run_to_budget``), scored as the mean return of the last 100
+training episodes and by a deterministic evaluation of the final policy, loaded from its
+platform checkpoint, on 10 held-out env seeds. RLlib's own row for it,
+``mujoco_ppo.py``, asks for 4 runners x 16 envs and a remote learner::
+
+    .venv/bin/python benchmarks/platform_learning.py --tasks ppo-halfcheetah --impls ours \
+        --seeds 0 --lock /tmp/rlsuite-heavy.lock --max-wall-s 2400 \
+        --out benchmarks/results/platform_learning_halfcheetah.json
+
 The online rows are stopped as RLlib's example launcher stops them: at the threshold on
 ``env_runners/episode_return_mean``, at the budget of env steps sampled, or after 200
 iterations. In RLlib 2.60 that return is the mean of the stochastic training episodes
@@ -137,9 +150,15 @@ class _HeavyLock:
 
 
 def run_cell(
-    key: str, impl: str, seed: int, lock: str | None = None, segment_s: float = 420.0
+    key: str,
+    impl: str,
+    seed: int,
+    lock: str | None = None,
+    segment_s: float = 420.0,
+    max_wall_s: float | None = None,
 ) -> dict[str, Any]:
-    """Train one (task, impl, seed) to the threshold, the budget or 200 iterations."""
+    """Train one (task, impl, seed) to the threshold (rows with ``run_to_budget``: past
+    it), the budget, the row's iteration limit or ``max_wall_s`` of computing."""
     import ray
 
     task = TASKS[key]
@@ -163,6 +182,7 @@ def run_cell(
         config = to_rllib(plan, resources.resolve(plan, log=False))
         config = config.reporting(metrics_num_episodes_for_smoothing=SMOOTHING)
         described = {"plan": plan.to_dict()}
+    extra: dict[str, Any] = {}
     algo = config.build_algo()
     build_s = time.perf_counter() - t0
     curve: list[list[float]] = []
@@ -176,16 +196,27 @@ def run_cell(
             steps = _steps_of(task, r, it)
             ret = float(_get(r, task.metric, math.nan))
             wall = time.perf_counter() - t0 - heavy.waited_s
-            curve.append([steps, round(wall, 2), ret])
+            episodes = int(_get(r, ("env_runners", "num_episodes"), 0))
+            curve.append([steps, round(wall, 2), ret, episodes])
             if not math.isnan(ret):
                 best = max(best, ret)
-            if ret >= task.threshold:
+            if ret >= task.threshold and reached is None:
                 reached = {"steps": steps, "iterations": it, "wall_s": round(wall, 2)}
-                stop = "threshold"
-                break
+                if not task.run_to_budget:
+                    stop = "threshold"
+                    break
             if steps >= task.budget_steps:
                 stop = "budget"
                 break
+            if max_wall_s is not None and wall >= max_wall_s:
+                stop = "max_wall_s"
+                break
+        if task.final_episodes:
+            extra[f"final_return_last_{task.final_episodes}"] = last_episodes_mean(
+                curve, task.final_episodes
+            )
+        if task.eval_episodes and impl != "rllib":
+            extra.update(_evaluate_held_out(task, plan, algo, len(curve), int(curve[-1][0])))
     finally:
         algo.stop()
         ray.shutdown()
@@ -205,8 +236,65 @@ def run_cell(
         "loadavg_1min_at_end": round(os.getloadavg()[0], 2),
         "build_s": round(build_s, 2),
         "iterations": len(curve),
+        "curve_columns": ["steps", "wall_s", "return", "episodes_ended"],
         "curve": curve,
+        **extra,
         **described,
+    }
+
+
+def last_episodes_mean(curve: list[list[float]], n: int) -> dict[str, Any]:
+    """The mean return of the last ``n`` training episodes, from the curve's per-iteration
+    means and counts (the oldest iteration counted gives its mean for its share of the
+    ``n``: exact when the ``n`` episodes end on an iteration's boundary)."""
+    total, count = 0.0, 0
+    for point in reversed(curve):
+        if len(point) < 4 or not point[3] or math.isnan(point[2]):
+            continue
+        take = min(point[3], n - count)
+        total, count = total + take * point[2], count + take
+        if count == n:
+            break
+    return {"mean": round(total / count, 2) if count else None, "episodes": count}
+
+
+HELD_OUT_SEEDS = 1_000_000_000
+"""First env seed of the held-out evaluation episodes (training seeds its envs from the
+run's seed, far below)."""
+
+
+def _evaluate_held_out(
+    task: Task, plan: Any, algo: Any, iteration: int, steps: int
+) -> dict[str, Any]:
+    """The final policy, saved as a platform checkpoint and loaded as its controller
+    (observation filter included), acting deterministically on ``task.eval_episodes``
+    held-out env seeds."""
+    import tempfile
+
+    from rlsuite.platform import evaluation
+    from rlsuite.platform.backends.rllib import RLlibBackend
+    from rlsuite.platform.checkpoints import load_controller
+    from rlsuite.platform.checkpoints.layout import write_meta
+
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory() as d:
+        backend = RLlibBackend(plan, algo=algo)
+        backend.save(d)
+        write_meta(d, plan, iteration, steps, backend)
+        controller = load_controller(d)
+        seeds = range(HELD_OUT_SEEDS, HELD_OUT_SEEDS + task.eval_episodes)
+        ev = evaluation.evaluate(
+            controller, evaluation.scenarios(task.env, seeds), num_workers=0, name="final"
+        )
+    returns = [round(r["return"], 2) for r in ev.episodes]
+    return {
+        "eval_deterministic": {
+            "mean": round(ev.summary["return"]["mean"], 2),
+            "std": round(ev.summary["return"]["std"], 2),
+            "returns": returns,
+            "env_seeds": f"{seeds.start}..{seeds.stop - 1}",
+            "wall_s": round(time.perf_counter() - t, 2),
+        }
     }
 
 
@@ -278,6 +366,20 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                     str(c["seed"]): c["best_return"] for c in cs if not c["reached"]
                 },
             }
+            if task.final_episodes:
+                k = f"final_return_last_{task.final_episodes}"
+                row[impl][f"median_{k}"] = _median(
+                    [c[k]["mean"] for c in cs if c.get(k, {}).get("mean") is not None]
+                )
+                row[impl]["final_steps"] = {str(c["seed"]): c["steps"] for c in cs}
+            if task.eval_episodes:
+                row[impl]["median_eval_deterministic"] = _median(
+                    [c["eval_deterministic"]["mean"] for c in cs if "eval_deterministic" in c]
+                )
+            if task.anchor:
+                m = row[impl].get(f"median_final_return_last_{task.final_episodes}")
+                row[impl]["anchor"] = task.anchor
+                row[impl]["ratio_vs_anchor"] = round(m / task.threshold, 3) if m else None
         base = row.get("rllib")
         for impl, s in row.items():
             if impl == "rllib" or not base:
@@ -287,6 +389,8 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                 s[f"{what}_ratio_vs_rllib"] = round(a / b, 3) if a and b else None
             a, b = s["median_iteration_s"], base["median_iteration_s"]
             s["iteration_s_ratio_vs_rllib"] = round(a / b, 3) if a and b else None
+            if task.anchor:
+                continue  # held to the anchor (ratio_vs_anchor), not to RLlib's wall time
             s["passed"] = (
                 s["reached"] == len(s["seeds"])
                 and s["wall_s_ratio_vs_rllib"] is not None
@@ -405,11 +509,25 @@ def table(results: dict[str, Any]) -> Any:
                     "" if impl == "rllib" else _fmt(s.get(f"{r}_ratio_vs_rllib"), "{:.2f}x", "-")
                     for r in ("steps", "wall_s", "iteration_s")
                 ),
-                ", ".join(f"s{k}: {v:.0f}" for k, v in s["best_return_not_reached"].items()),
+                ", ".join(f"s{k}: {v:.0f}" for k, v in s["best_return_not_reached"].items())
+                + _final_text(task, s),
             )
     for key, why in results.get("skipped", {}).items():
         t.add_row(key, "-", "not run", "", "", "", "", "", why[:60] + "...")
     return t
+
+
+def _final_text(task: Task, s: dict[str, Any]) -> str:
+    """The return at the budget, for rows held to it (``run_to_budget``)."""
+    if not task.final_episodes:
+        return ""
+    m = s.get(f"median_final_return_last_{task.final_episodes}")
+    ev = s.get("median_eval_deterministic")
+    return (
+        f" last {task.final_episodes} ep.: {_fmt(m, '{:.0f}', '-')}"
+        + (f", eval {ev:.0f}" if ev is not None else "")
+        + (f" ({s['ratio_vs_anchor']:.2f}x anchor)" if s.get("ratio_vs_anchor") else "")
+    )
 
 
 def _fmt(v: Any, f: str, missing: str = "not reached") -> str:
@@ -473,6 +591,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--segment-s", type=float, default=420.0, help="seconds per lock hold (default 420)"
     )
+    ap.add_argument(
+        "--max-wall-s",
+        type=float,
+        default=None,
+        help="stop a cell after this many seconds of computing (waits for the lock not "
+        "counted); it is saved as stopped_by=max_wall_s at the steps it reached",
+    )
     ap.add_argument("--cell", nargs=3, metavar=("TASK", "IMPL", "SEED"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     bad = [t for t in args.tasks if t not in TASKS]
@@ -491,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.cell:  # child process: one cell, printed as JSON on the last line
         key, impl, seed = args.cell
-        cell = run_cell(key, impl, int(seed), args.lock, args.segment_s)
+        cell = run_cell(key, impl, int(seed), args.lock, args.segment_s, args.max_wall_s)
         print("CELL " + json.dumps(cell), flush=True)
         return 0
     from rich.console import Console
@@ -523,7 +648,8 @@ def main(argv: list[str] | None = None) -> int:
                         ["--lock", args.lock, "--segment-s", str(args.segment_s)]
                         if args.lock
                         else []
-                    ),
+                    )
+                    + (["--max-wall-s", str(args.max_wall_s)] if args.max_wall_s else []),
                     capture_output=True,
                     text=True,
                     cwd=ROOT,
@@ -589,6 +715,7 @@ def _finish(results: dict[str, Any], path: str) -> None:
             "ours": {k2: list(v) if isinstance(v, tuple) else v for k2, v in t.ours.items()},
             "differences": list(t.differences),
             "variants": t.variants,
+            **({"anchor": t.anchor, "run_to_budget": t.run_to_budget} if t.anchor else {}),
         }
         for k, t in TASKS.items()
     }

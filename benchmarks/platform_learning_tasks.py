@@ -129,6 +129,52 @@ def _rllib_bc_cartpole() -> Any:
     )
 
 
+def _rllib_ppo_mujoco() -> Any:
+    """``mujoco_ppo.py`` with ``--env=HalfCheetah-v5`` (its default is Humanoid-v4)."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.connectors.env_to_module.mean_std_filter import MeanStdFilter
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+    from torch.nn.init import orthogonal_
+
+    return (
+        PPOConfig()
+        .environment(env="HalfCheetah-v5")
+        .env_runners(
+            num_env_runners=4,
+            num_envs_per_env_runner=16,
+            rollout_fragment_length=32,
+            env_to_module_connector=lambda env, spaces=None, device=None: MeanStdFilter(),
+        )
+        .learners(num_learners=1)
+        .training(
+            train_batch_size_per_learner=2048,
+            minibatch_size=512,
+            num_epochs=10,
+            lr=0.0003,
+            vf_loss_coeff=1.0,
+            entropy_coeff=[[0, 0.01], [2_000_000, 0.0]],
+            gamma=0.99,
+            lambda_=0.95,
+            kl_coeff=0.5,
+            clip_param=0.2,
+            vf_clip_param=10.0,
+            grad_clip=50.0,
+            grad_clip_by="global_norm",
+        )
+        .rl_module(
+            model_config=DefaultModelConfig(
+                vf_share_layers=False,
+                fcnet_hiddens=[256, 256],
+                fcnet_kernel_initializer=orthogonal_,
+                fcnet_activation="tanh",
+                head_fcnet_hiddens=[256],
+                head_fcnet_activation=None,
+                free_log_std=True,
+            )
+        )
+    )
+
+
 # -- the offline row's data -------------------------------------------------------------
 
 BC_DATA = os.path.join(
@@ -206,6 +252,18 @@ class Task:
     prepare: Callable[[], dict[str, Any]] | None = None
     """Run by the driver before the row's cells (records the offline row's data); what it
     returns is saved in the JSON."""
+    anchor: str = ""
+    """A published result the row is also held to (its source and number); ``""``: the
+    row is held to RLlib's example alone."""
+    run_to_budget: bool = False
+    """Train to the budget even after the threshold is reached: the row's number is the
+    return *at* the budget (as the anchor reports it), not the steps to the threshold."""
+    final_episodes: int = 0
+    """Score the mean return of the last this many training episodes at the end (the
+    anchor's metric); 0: none."""
+    eval_episodes: int = 0
+    """Score the final policy deterministically on this many held-out env seeds, through
+    the platform's checkpoint and controller (``ours`` cells); 0: none."""
 
     @property
     def step_unit(self) -> str:
@@ -398,6 +456,62 @@ TASKS["imitation-cartpole"] = Task(
         "(it can stop up to 2 iterations earlier, and pays for the extra evaluations)",
         "map_batches_kwargs concurrency 2, iter_batches prefetch 1: the plan keeps RLlib's "
         "data defaults and materializes the dataset (materialize_data=True)",
+    ),
+)
+
+TASKS["ppo-halfcheetah"] = Task(
+    plan="sync",
+    env="HalfCheetah-v5",
+    threshold=1442.0,
+    budget_steps=1_000_000,
+    max_iterations=1000,  # 489 iterations of 2048 steps reach the budget
+    run_to_budget=True,
+    final_episodes=100,
+    eval_episodes=10,
+    anchor="cleanrl ppo_continuous_action.py on HalfCheetah-v4, 1M steps: 1442.64 +- 46.03 "
+    "(3 seeds; docs/benchmark/ppo_continuous_action.md @ 09f7a7f2f803, openrlbenchmark "
+    "tag pr-424), the training episodes' return",
+    rllib_config=_rllib_ppo_mujoco,
+    source="rllib/examples/algorithms/ppo/mujoco_ppo.py @ 151e6f88fa3f with "
+    "--env=HalfCheetah-v5 (default_reward=300, default_timesteps=1000000; 4 runners x 16 "
+    "envs, 1 remote learner: more than 2 CPUs)",
+    # cleanrl's Args (cleanrl/ppo_continuous_action.py @ 016ca33aa70f) in the plan's fields
+    ours=dict(
+        env="HalfCheetah-v5",
+        num_env_runners=1,
+        num_envs_per_env_runner=1,  # num_envs=1
+        train_batch_size=2048,  # num_steps=2048 x 1 env
+        minibatch_size=64,  # 32 minibatches
+        num_epochs=10,
+        lr=3e-4,
+        lr_anneal_steps=1_000_000,  # anneal_lr=True over total_timesteps
+        gamma=0.99,
+        lambda_=0.95,
+        clip_param=0.2,
+        entropy_coeff=0.0,
+        vf_loss_coeff=0.5,
+        vf_clip_param=1e6,
+        kl_coeff=0.0,
+        grad_clip=0.5,  # max_grad_norm
+        hidden=(64, 64),
+        activation="tanh",
+        free_log_std=True,  # actor_logstd: one parameter per action dimension
+        observation_filter="meanstd",  # NormalizeObservation + clip to +-10
+    ),
+    differences=(
+        "env: gymnasium's HalfCheetah-v5 (MuJoCo 3+ bindings); cleanrl ran HalfCheetah-v4. "
+        "Same body, reward terms and 1000-step episodes; v5 changes defaults elsewhere "
+        "(e.g. the reset noise scale is a parameter), so returns are close, not identical",
+        "NormalizeReward(gamma) + clip to +-10: RLlib 2.60 has no reward-normalising "
+        "connector; ours learns from raw rewards (so the value loss is on raw returns: "
+        "vf_clip_param=1e6 turns RLlib's squared-error clamp off)",
+        "clip_vloss (the value prediction clipped to +-0.2 around the old one): RLlib "
+        "clamps the squared value error instead; ours turns that clamp off (above)",
+        "orthogonal init (policy head std 0.01, value head 1.0) and Adam eps 1e-5: ours "
+        "keeps RLlib's default init and Adam eps 1e-8",
+        "advantages: cleanrl normalises them per minibatch, RLlib's GAE per train batch",
+        "the return cleanrl reports is RecordEpisodeStatistics' raw return of the training "
+        "episodes, as here (RLlib's episode return before any normalisation)",
     ),
 )
 

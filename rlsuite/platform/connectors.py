@@ -112,3 +112,16 @@ def module_to_env_pieces(
     )
     pieces.append(ListifyDataForVectorEnv())
     return pieces
+
+
+OBS_CLIP = 10.0
+"""Normalised observations are clipped to +-OBS_CLIP (cleanrl's MuJoCo PPO, RLlib's default)."""
+
+
+def mean_std_filter(env: Any = None, spaces: Any = None, device: Any = None, *, multi_agent: bool):
+    """The env-to-module pieces of ``observation_filter="meanstd"``: RLlib's
+    ``MeanStdFilter`` (running mean and std per observation element, clipped to
+    +-:data:`OBS_CLIP`), for ``AlgorithmConfig.env_runners(env_to_module_connector=...)``."""
+    from ray.rllib.connectors.env_to_module import MeanStdFilter
+
+    return [MeanStdFilter(multi_agent=multi_agent, clip_by_value=OBS_CLIP)]

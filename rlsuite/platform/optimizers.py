@@ -217,6 +217,10 @@ class RecurrentCapablePlan(RLlibPlan):
         )
 
 
+OBSERVATION_FILTERS = ("none", "meanstd")
+"""The ``sync`` plan's ``observation_filter`` values."""
+
+
 @dataclass(frozen=True)
 class SyncPlan(RecurrentCapablePlan):
     """``sync``: synchronous sampling, then SGD over the batch (PPO)."""
@@ -248,6 +252,17 @@ class SyncPlan(RecurrentCapablePlan):
     """Continuous actions: the Gaussian's log-std is one learned parameter per action
     dimension instead of a network output per state (as in SB3 and the PPO paper); the
     exploration noise then shrinks smoothly instead of jumping from state to state."""
+    observation_filter: str = "none"
+    """``meanstd``: each observation is normalised by the running mean and std of every
+    observation sampled so far and clipped to +-10 before the policy sees it (RLlib's
+    ``MeanStdFilter`` connector; the runners' statistics are merged after every
+    iteration), as cleanrl's ``NormalizeObservation`` and SB3's ``VecNormalize`` do for
+    MuJoCo, where raw observations mix angles and velocities of very different scales.
+    The statistics are part of the checkpoint and its controller applies them. ``none``:
+    raw observations."""
+    lr_anneal_steps: int = 0
+    """Decay ``lr`` linearly to 0 over this many env steps sampled (cleanrl's
+    ``anneal_lr`` over its whole run; RLlib's ``lr`` schedule); 0: a constant ``lr``."""
     demonstrations: str = ""
     """Parquet of recorded transitions
     (:func:`rlsuite.platform.demonstrations.record_episodes`) to warm-start from: before the first PPO iteration the policy is cloned from them by maximum
@@ -276,6 +291,12 @@ class SyncPlan(RecurrentCapablePlan):
         super().validate()
         _check(self.num_epochs >= 1, "num_epochs must be >= 1")
         _check(self.demo_epochs >= 1, "demo_epochs must be >= 1")
+        _check(
+            self.observation_filter in OBSERVATION_FILTERS,
+            f"observation_filter must be one of {', '.join(OBSERVATION_FILTERS)}, "
+            f"got {self.observation_filter!r}",
+        )
+        _check(self.lr_anneal_steps >= 0, "lr_anneal_steps must be >= 0 (0: constant lr)")
         if self.demonstrations:
             import os
 
@@ -287,6 +308,11 @@ class SyncPlan(RecurrentCapablePlan):
                 not self.recurrent,
                 "the demonstrations warm start clones a feed-forward policy step by step; "
                 "drop recurrent= or demonstrations=",
+            )
+            _check(
+                self.observation_filter == "none",
+                "the demonstrations warm start clones the policy on raw observations; "
+                "drop observation_filter= or demonstrations=",
             )
             if not os.path.exists(self.demonstrations):
                 raise ValueError(
@@ -510,6 +536,8 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
     for that are not there, before anything waits on Ray)."""
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
+    from rlsuite.platform import connectors
+
     plan.validate()
     res = res or resources.resolve(plan)
     spec = env_registry.spec(plan.env)
@@ -523,7 +551,7 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
         from rlsuite.platform.overlap import OverlappedPPOConfig
 
         config = (OverlappedPPOConfig if plan.overlap else PPOConfig)().training(
-            lr=plan.lr,
+            lr=[[0, plan.lr], [plan.lr_anneal_steps, 0.0]] if plan.lr_anneal_steps else plan.lr,
             gamma=plan.gamma,
             train_batch_size_per_learner=plan.train_batch_size,
             minibatch_size=plan.minibatch_size,
@@ -547,6 +575,12 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
             )
         )
         rllib_checks_gradients = False
+        if plan.observation_filter == "meanstd":
+            config = config.env_runners(
+                env_to_module_connector=functools.partial(
+                    connectors.mean_std_filter, multi_agent=spec.multi_agent
+                )
+            )
     elif isinstance(plan, AsyncPlan):
         from ray.rllib.algorithms.appo import APPOConfig
 
@@ -623,8 +657,6 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
         model = DefaultModelConfig(**common_model)
     else:  # pragma: no cover - every plan class is handled above
         raise TypeError(f"no RLlib adapter for {type(plan).__name__}")
-
-    from rlsuite.platform import connectors
 
     config = (
         config.environment(

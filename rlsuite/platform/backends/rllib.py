@@ -19,7 +19,7 @@ import numpy as np
 
 from rlsuite.platform import envs as env_registry
 from rlsuite.platform import resources
-from rlsuite.platform.checkpoints.layout import LEARNER_EXTRA, SPACES
+from rlsuite.platform.checkpoints.layout import LEARNER_EXTRA, OBS_FILTER, SPACES
 from rlsuite.platform.optimizers import RLlibPlan, to_rllib
 
 RL_MODULE_DIR = os.path.join("learner_group", "learner", "rl_module")
@@ -30,13 +30,15 @@ class RLlibBackend:
     """The ``rllib`` backend: a plan's RLlib ``Algorithm`` behind the
     :class:`~rlsuite.platform.backends.base.Backend` interface."""
 
-    def __init__(self, plan: RLlibPlan):
+    def __init__(self, plan: RLlibPlan, algo: Any = None):
+        """``algo``: an ``Algorithm`` already built from ``plan`` (e.g. by a benchmark
+        that changed its reporting), to save or train; None builds one."""
         self.plan = plan
-        res = resources.resolve(plan)  # raises on GPUs that are not there, before Ray waits
+        res = resources.resolve(plan, log=algo is None)  # raises on GPUs not there
         self.resolved = res.to_dict()
         """What ran: the learner's device and the runners' CPUs, with why (recorded in
         each checkpoint's ``rlsuite.json`` under ``resources``)."""
-        self.algo = to_rllib(plan, res).build_algo()
+        self.algo = algo if algo is not None else to_rllib(plan, res).build_algo()
 
     def train(self) -> dict[str, Any]:
         """One ``Algorithm.train()``, flattened, with the env runners' health."""
@@ -54,6 +56,9 @@ class RLlibBackend:
             pickle.dump(env_registry.spaces(self.plan.env, self.plan.env_config), f)
         with open(os.path.join(path, LEARNER_EXTRA), "w") as f:
             json.dump({"kl_coeffs": self._kl_coeffs()}, f)
+        if getattr(self.plan, "observation_filter", "none") == "meanstd":
+            with open(os.path.join(path, OBS_FILTER), "wb") as f:
+                pickle.dump(observation_filter_state(self.algo), f)
 
     def restore(self, path: str) -> None:
         """The algorithm, its runners' weights and PPO's KL coefficient from ``path``."""
@@ -99,13 +104,58 @@ class RLlibBackend:
 
     @classmethod
     def policy_files(cls) -> list[str]:
-        """The RLModule(s) and the spaces; not the optimiser, runners or learner state."""
-        return [RL_MODULE_DIR, SPACES]
+        """The RLModule(s), the spaces and the observation filter (plans with one); not
+        the optimiser, runners or learner state."""
+        return [RL_MODULE_DIR, SPACES, OBS_FILTER]
 
     @classmethod
     def load_controller(cls, path: str, meta: Mapping[str, Any]) -> RLModuleController:
         """The RLModule(s) saved in checkpoint ``path``, acting deterministically."""
         return RLModuleController(path, dict(meta))
+
+
+def observation_filter_state(algo: Any) -> dict[Any, Any]:
+    """The ``MeanStdFilter``'s state (per agent: its running mean and std) in ``algo``'s
+    env-to-module pipeline, merged over the runners: the local runner's, or the
+    algorithm's own copy when every runner is remote."""
+    from ray.rllib.connectors.env_to_module import MeanStdFilter
+
+    runner = algo.env_runner
+    pipeline = runner._env_to_module if runner is not None else algo.env_to_module_connector
+    pieces = [c for c in pipeline.connectors if isinstance(c, MeanStdFilter)]
+    if not pieces:
+        raise ValueError("the algorithm's env-to-module pipeline has no MeanStdFilter")
+    return pieces[0].get_state()
+
+
+class ObservationFilter:
+    """Applies a saved ``MeanStdFilter`` state to single observations, as the runners did
+    (RLlib's own filter, its statistics frozen)."""
+
+    def __init__(self, path: str, spaces: Mapping[Any, Any]):
+        from ray.rllib.connectors.env_to_module import MeanStdFilter
+
+        with open(path, "rb") as f:
+            state = pickle.load(f)
+        multi_agent = list(state) != [None]
+        obs_space = (
+            _dict_space({a: s[0] for a, s in spaces.items()})
+            if multi_agent
+            else next(iter(spaces.values()))[0]
+        )
+        self.connector = MeanStdFilter(multi_agent=multi_agent, update_stats=False)
+        # set after __init__: RLlib 2.60's constructor reads its clip before setting it
+        self.connector.input_observation_space = obs_space
+        self.connector.set_state(state)
+
+    def __call__(self, obs: np.ndarray, agent_id: Any = None) -> np.ndarray:
+        return np.asarray(self.connector._filters[agent_id](obs, update=False), dtype=np.float32)
+
+
+def _dict_space(spaces: Mapping[Any, Any]) -> Any:
+    import gymnasium as gym
+
+    return gym.spaces.Dict(dict(spaces))
 
 
 def flatten_result(r: dict[str, Any]) -> dict[str, Any]:
@@ -175,6 +225,16 @@ class RLModuleController:
             self.spaces = pickle.load(f)
         cfg = meta.get("plan_config", {})
         self.normalize_actions = cfg.get("normalize_actions", True)
+        self.obs_filter: ObservationFilter | None = None
+        """The observation filter the policy was trained behind (``meanstd`` plans)."""
+        if cfg.get("observation_filter", "none") == "meanstd":
+            path = os.path.join(ckpt, OBS_FILTER)
+            if not os.path.exists(path):
+                raise FileNotFoundError(
+                    f"{ckpt} was trained with observation_filter='meanstd' but has no "
+                    f"{OBS_FILTER}: its policy cannot act on raw observations"
+                )
+            self.obs_filter = ObservationFilter(path, self.spaces)
         self.recurrent = any(m.is_stateful() for m in self.modules.values())
         """Whether the policy carries state between steps (an LSTM)."""
         self._state: dict[Any, Any] = {}
@@ -210,6 +270,8 @@ class RLModuleController:
                 "evaluate it on an env that observes the same (its checkpoint's rlsuite.json "
                 "records the training env config)"
             )
+        if self.obs_filter is not None:
+            obs = self.obs_filter(obs, agent_id)
         return obs
 
     def action_values(self, observation: Any, agent_id: Any = None) -> np.ndarray:

@@ -43,6 +43,8 @@ def export_policy(path: str, out: str, note: str = "") -> str:
     try:
         for rel in backend.policy_files():
             source, target = os.path.join(src, rel), os.path.join(tmp, rel)
+            if not os.path.exists(source):
+                continue  # a file only some plans write (the loader asks for what it needs)
             os.makedirs(os.path.dirname(target), exist_ok=True)
             if os.path.isdir(source):
                 shutil.copytree(source, target)

@@ -11,6 +11,7 @@ A run directory (``training.train``) holds its checkpoints like this::
         ...                the backend's own state:
                              RLlib: its algorithm checkpoint + learner_extra.json
                                (LEARNER_EXTRA: PPO's adaptive KL coefficient)
+                               + obs_filter.pkl (OBS_FILTER: with a meanstd filter)
                              ES: es_state.json, es_params.npy, es_arrays.npz
 
 Any directory with ``rlsuite.json`` is a checkpoint, wherever it lies (Tune's trial
@@ -35,6 +36,9 @@ SPACES = "spaces.pkl"
 """The observation and action spaces (pickled), so inference needs no env."""
 LEARNER_EXTRA = "learner_extra.json"
 """RLlib: learner state its checkpoint leaves out (PPO's KL coefficient per module)."""
+OBS_FILTER = "obs_filter.pkl"
+"""RLlib, ``observation_filter="meanstd"``: the filter's running mean and std (RLlib's
+``MeanStdFilter`` state, pickled), which the controller applies before the module."""
 ES_STATE = "es_state.json"
 """ES: counters, RNG state, policy architecture and plan (JSON)."""
 ES_PARAMS = "es_params.npy"
