@@ -43,10 +43,17 @@ def test_joining_a_cluster_fails_with_what_to_do(monkeypatch, raised, expected):
         cluster.init(address="10.0.0.9:6379")
 
 
-def test_embedded_ray_is_sized_and_stopped():
+def test_embedded_ray_is_sized_and_stopped(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(cluster.__file__))))
     with cluster.local_cluster(num_cpus=2) as info:
         assert info.num_cpus == 2 and info.num_nodes == 1 and info.started_here
         assert ray.is_initialized()
+        # the workers find the package first (a plain checkout needs it) and keep the
+        # driver's own path; the driver's environment is as it was
+        path = ray.get(ray.remote(lambda: os.environ.get("PYTHONPATH")).remote())
+        assert path.split(os.pathsep) == [root, "/somewhere/else"]
+        assert os.environ["PYTHONPATH"] == "/somewhere/else"
     assert not ray.is_initialized()
 
 
