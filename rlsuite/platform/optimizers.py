@@ -665,6 +665,8 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
             normalize_actions=plan.normalize_actions,
         )
         .env_runners(
+            # RLlib's runner classes, seeded without importing torch's compiler
+            env_runner_cls=runners.runner_class(spec.multi_agent),
             num_env_runners=plan.num_env_runners,
             num_envs_per_env_runner=plan.envs_per_runner,
             rollout_fragment_length=plan.rollout_fragment_length,

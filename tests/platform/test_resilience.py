@@ -58,6 +58,18 @@ def test_killed_env_runner_is_replaced_and_training_goes_on(ray_local, overlap):
             lambda r: __import__("gc").get_freeze_count(), local_env_runner=False
         )
         assert all(n > 10_000 for n in frozen), frozen
+        # every runner, the replacement too, is seeded as RLlib seeds it (torch's
+        # deterministic switch on), without loading torch's compiler (platform.runners)
+        seeded = trainer.algo.env_runner_group.foreach_env_runner(
+            lambda r: (
+                type(r).__name__,
+                __import__("torch").are_deterministic_algorithms_enabled(),
+                "torch._inductor.config" in __import__("sys").modules,
+                os.environ.get("TORCHINDUCTOR_DETERMINISTIC"),
+            ),
+            local_env_runner=False,
+        )
+        assert seeded == [("SingleAgentRunner", True, False, "1")] * 2, seeded
         if overlap:  # the replacement samples at the lowered priority too
             nice = trainer.algo.env_runner_group.foreach_env_runner(
                 lambda r: os.getpriority(os.PRIO_PROCESS, 0), local_env_runner=False
