@@ -1,7 +1,7 @@
 """Signals sampling speed on RESCO's maps: the signals env and the platform's sampler against
 a raw libsumo loop on the same network, per core.
 
-Three rates, each in simulated seconds per CPU second of the process that samples (a rate
+Four rates, each in simulated seconds per CPU second of the process that samples (a rate
 per core that other jobs on a shared machine do not distort; the runner's wall-clock rate
 is recorded beside):
 
@@ -10,9 +10,14 @@ is recorded beside):
 2. env: ``rlsuite/Signals-v0`` on the map (RESCO's protocol, state and reward, the tripinfo
    file RESCO's delay needs), in this process, random actions;
 3. runner: the same env in one RLlib env runner of the ``replay`` plan, sampling with the
-   plan's own (untrained, epsilon-greedy) policy, as training samples.
+   plan's own (untrained, epsilon-greedy) policy, as training samples (RLlib's multi-agent
+   runner, one agent per light);
+4. vector runner: the same, on ``rlsuite/SignalsShared-v0``: the lights as one vector env
+   (one sub-env per light, one simulation) in RLlib's single-agent runner, its
+   ``num_envs_per_env_runner`` the map's number of lights (the policy is shared either way).
 
-Pass criterion (the target): the runner's rate is at least 50% of the raw loop's.
+Pass criterion (the target): the vector runner's rate is at least 50% of the raw loop's
+(``runner_share_of_raw``; the multi-agent runner's is ``multi_agent_runner_share_of_raw``).
 
 Usage (under the heavy-job lock; ~2 minutes for cologne8):
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_signals_speed.py [--map cologne8] [--seconds 0]
@@ -34,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 ENV_ID = "rlsuite/Signals-v0"
+VECTOR_ID = "rlsuite/SignalsShared-v0"
 
 
 def _env_config(network: str, seconds: int) -> dict:
@@ -88,22 +94,27 @@ def env_loop(network: str, seconds: int, seed: int = 0) -> float:
         env.close()
 
 
-def runner_rate(network: str, seconds: int, episodes: int) -> dict:
+def runner_rate(network: str, seconds: int, episodes: int, env_id: str = ENV_ID) -> dict:
     """Simulated s/s of one remote RLlib env runner of the replay plan sampling whole
-    episodes with its own policy (the map's step length per env step; resets included)."""
+    episodes with its own policy (the map's step length per env step; resets included).
+    On the vector env every light's episode is one of RLlib's: ``episodes`` windows are
+    ``episodes`` x lights of them."""
     from rlsuite.platform import cluster, optimizers
 
     cluster.init(num_cpus=2)
     plan = optimizers.make_plan(
-        "replay", env=ENV_ID, env_config=_env_config(network, seconds), num_env_runners=1
+        "replay", env=env_id, env_config=_env_config(network, seconds), num_env_runners=1
     )
+    per_window = plan.envs_per_runner if env_id == VECTOR_ID else 1
     algo = optimizers.to_rllib(plan).build_algo()
     try:
         group = algo.env_runner_group
 
         def sample(r):
             t, c = time.perf_counter(), time.process_time()
-            eps = r.sample(num_episodes=episodes, random_actions=False, force_reset=True)
+            eps = r.sample(
+                num_episodes=episodes * per_window, random_actions=False, force_reset=True
+            )
             return time.perf_counter() - t, time.process_time() - c, sum(len(e) for e in eps)
 
         group.foreach_env_runner(lambda r: r.sample(num_timesteps=5), local_env_runner=False)
@@ -112,7 +123,8 @@ def runner_rate(network: str, seconds: int, episodes: int) -> dict:
         algo.stop()
         cluster.shutdown()
     sim_s = episodes * window(network, seconds)
-    return {"wall_s": wall, "cpu_s": cpu, "episodes": episodes, "agent_env_steps": steps,
+    return {"env": env_id, "num_envs_per_env_runner": plan.envs_per_runner,
+            "wall_s": wall, "cpu_s": cpu, "episodes": episodes, "agent_env_steps": steps,
             "sim_s_per_s": sim_s / cpu, "sim_s_per_wall_s": sim_s / wall}  # fmt: skip
 
 
@@ -139,8 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     env = env_loop(a.map, a.seconds)
     print(f"  env in-process:   {env:8.0f} sim s/s ({env / raw:.0%} of raw)", flush=True)
     run = runner_rate(a.map, a.seconds, a.episodes)
-    share = run["sim_s_per_s"] / raw
-    print(f"  env runner:       {run['sim_s_per_s']:8.0f} sim s/s ({share:.0%} of raw)")
+    ma_share = run["sim_s_per_s"] / raw
+    print(
+        f"  env runner:       {run['sim_s_per_s']:8.0f} sim s/s ({ma_share:.0%} of raw)", flush=True
+    )
+    vec = runner_rate(a.map, a.seconds, a.episodes, VECTOR_ID)
+    share = vec["sim_s_per_s"] / raw
+    print(f"  vector runner:    {vec['sim_s_per_s']:8.0f} sim s/s ({share:.0%} of raw)")
     out = {
         "map": a.map,
         "seconds_per_episode": window(a.map, a.seconds),
@@ -148,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         "raw_sim_s_per_s": raw,
         "env_sim_s_per_s": env,
         "runner": run,
+        "multi_agent_runner_share_of_raw": ma_share,
+        "vector_runner": vec,
         "runner_share_of_raw": share,
         "env_share_of_raw": env / raw,
         "target_share": 0.5,

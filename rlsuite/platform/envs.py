@@ -55,6 +55,10 @@ class EnvSpec:
     """``"module:attr"``; ``attr(num_envs=N, **config)`` builds a ``gymnasium.vector.VectorEnv``
     of N copies in one object (e.g. N SUMO rings in one simulation). When set, RLlib's env
     runners step it instead of N scalar envs (``gym_env_vectorize_mode="vector_entry_point"``)."""
+    vector_size: str | None = None
+    """``"module:attr"``; ``attr(**config)`` gives the one ``num_envs`` the vector env has for
+    that config (e.g. the traffic lights of a network, one sub-env each), which a plan's
+    ``num_envs_per_env_runner`` then must equal; ``None``: any number of copies."""
 
 
 _REGISTRY: dict[str, EnvSpec] = {}
@@ -70,6 +74,7 @@ def register(
     description: str = "",
     max_envs_per_process: int | None = None,
     vector_entry_point: str | None = None,
+    vector_size: str | None = None,
 ) -> EnvSpec:
     """Register an env under ``env_id``. Registering the same spec twice is a no-op."""
     if ":" not in entry_point:
@@ -85,6 +90,10 @@ def register(
                 f"{env_id!r}: vector_entry_point is for single-agent envs (RLlib's multi-agent "
                 "runners step one env each); drop it or register a single-agent env"
             )
+    if vector_size is not None and (vector_entry_point is None or ":" not in vector_size):
+        raise ValueError(
+            f"{env_id!r}: vector_size ('package.module:Attr') goes with a vector_entry_point"
+        )
     spec = EnvSpec(
         env_id,
         entry_point,
@@ -93,6 +102,7 @@ def register(
         description,
         max_envs_per_process,
         vector_entry_point,
+        vector_size,
     )
     old = _REGISTRY.get(env_id)
     if old is not None and old.entry_point != entry_point:
@@ -214,6 +224,35 @@ def build_vector(env_spec: EnvSpec, num_envs: int, config: Mapping[str, Any] | N
     return env
 
 
+_SIZES: dict[str, int] = {}
+
+
+def vector_size(env_spec: EnvSpec, config: Mapping[str, Any] | None = None) -> int | None:
+    """The ``num_envs`` the spec's vector env must have for ``config`` (see
+    :attr:`EnvSpec.vector_size`), or ``None`` where any number goes. Cached per config."""
+    if env_spec.vector_size is None:
+        return None
+    import json
+
+    kwargs = {**env_spec.default_config, **dict(config or {})}
+    key = json.dumps([env_spec.env_id, kwargs], sort_keys=True, default=str)
+    if key not in _SIZES:
+        _SIZES[key] = int(_resolve(env_spec.vector_size)(**kwargs))
+    return _SIZES[key]
+
+
+def check_num_envs(env_spec: EnvSpec, config: Mapping[str, Any] | None, num_envs: int) -> None:
+    """Raise ``ValueError`` when ``num_envs`` copies cannot be built for ``config``: the
+    spec's vector env has exactly :func:`vector_size` of them."""
+    n = vector_size(env_spec, config)
+    if n is not None and int(num_envs) != n:
+        raise ValueError(
+            f"env {env_spec.env_id!r} with this env_config is one vector env of exactly {n} "
+            f"sub-envs (e.g. a network's traffic lights, one each): num_envs_per_env_runner "
+            f"must be {n} or unset, got {num_envs}; run more copies with num_env_runners"
+        )
+
+
 # Keys RLlib adds to env_config (EnvContext); the env constructors never see them.
 _RLLIB_KEYS = ("num_envs",)
 
@@ -281,6 +320,14 @@ def spaces(env_id: str, config: Mapping[str, Any] | None = None) -> dict[Any, tu
 
     key = json.dumps([env_id, dict(config or {})], sort_keys=True, default=str)
     if key not in _SPACES:
+        s = spec(env_id)
+        if s.vector_size is not None:  # a vector env only: its copies' spaces
+            vec = build_vector(s, vector_size(s, config), config)
+            try:
+                _SPACES[key] = {None: (vec.single_observation_space, vec.single_action_space)}
+            finally:
+                vec.close()
+            return _SPACES[key]
         env = make(env_id, config)
         try:
             if spec(env_id).multi_agent:

@@ -68,7 +68,8 @@ class RLlibPlan(Plan):
     """Envs each runner steps as one batch; ``None``: 32, or fewer where the env
     allows fewer per process (libsumo: 1). An env registered with a
     ``vector_entry_point`` builds them as ONE vector env (e.g. N rings in one SUMO
-    simulation), which ``max_envs_per_process`` does not limit."""
+    simulation), which ``max_envs_per_process`` does not limit; one whose ``vector_size``
+    fixes the number (a network's traffic lights) gets that number, and no other."""
     rollout_fragment_length: int | str = "auto"
     """Steps per env per sample call; ``"auto"`` fits the train batch."""
     gamma: float = 0.99
@@ -129,6 +130,7 @@ class RLlibPlan(Plan):
                 )
             if s.multi_agent and self.num_envs_per_env_runner > 1:
                 raise ValueError("multi-agent envs run one env per runner (RLlib's limit)")
+            env_registry.check_num_envs(s, self.env_config, self.num_envs_per_env_runner)
         if isinstance(self.rollout_fragment_length, str):
             _check(self.rollout_fragment_length == "auto", "rollout_fragment_length: int or 'auto'")
         else:
@@ -157,7 +159,7 @@ class RLlibPlan(Plan):
         if s.multi_agent:
             return 1
         if s.vector_entry_point is not None:  # one vector env: max_envs_per_process is moot
-            return DEFAULT_ENVS_PER_RUNNER
+            return env_registry.vector_size(s, self.env_config) or DEFAULT_ENVS_PER_RUNNER
         return min(DEFAULT_ENVS_PER_RUNNER, s.max_envs_per_process or DEFAULT_ENVS_PER_RUNNER)
 
     @property

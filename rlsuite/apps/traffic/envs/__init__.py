@@ -34,6 +34,19 @@ _envs.register(
 )
 
 _envs.register(
+    "rlsuite/SignalsShared-v0",
+    "rlsuite.apps.traffic.envs.signals_vector:OneLightEnv",
+    default_config={},
+    max_envs_per_process=1,  # libsumo: one simulation per process
+    # ...each light of the network one sub-env of ONE vector env (one simulation), so a
+    # shared policy samples through RLlib's single-agent runner, not its multi-agent one.
+    vector_entry_point="rlsuite.apps.traffic.envs.signals_vector:SignalsVectorEnv",
+    vector_size="rlsuite.apps.traffic.envs.signals_vector:num_lights",
+    description="RESCO's signals under one shared policy: the lights of a network as one "
+    "vector env (num_envs_per_env_runner = its lights)",
+)
+
+_envs.register(
     "rlsuite/FigureEight-v0",
     "rlsuite.apps.traffic.envs.figure_eight:FigureEightEnv",
     default_config={},
