@@ -404,6 +404,7 @@ def main() -> int:
     duck = None
 
     def save() -> str:
+        payload["time"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         payload["queries"] = sorted(rows, key=lambda r: r["query"])
         payload["summary"] = summary(rows, args.cap_s)
         payload["wall_s"] = time.time() - t_start
