@@ -442,10 +442,11 @@ def main() -> int:
         for r in todo:
             n = r["query"]
             over = time.time() - t_search > args.search_budget_s
-            if over or not args.measure_above_s <= r["spark_s"] <= args.search_max_s:
-                r["measured"] = _kept(
-                    r, "search budget spent" if over else "outside --measure-above-s/--search-max-s"
-                )
+            if not args.measure_above_s <= r["spark_s"] <= args.search_max_s:
+                r["measured"] = _kept(r, "outside --measure-above-s/--search-max-s")
+                continue
+            if over:
+                r["measured"] = _kept(r, "search budget spent")
                 continue
             r["measured"] = search(eng, w, r, qs[n], own_rows.get(n), cap_ms)
             m = r["measured"]
