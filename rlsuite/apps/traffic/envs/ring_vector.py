@@ -210,9 +210,8 @@ class RingVectorEnv(gym.vector.VectorEnv):
         edges exactly L/4 long) of each AV and its leader only, which is all the
         observation needs (laps for the throughput come from all odometers, read at the
         start and end of the measured part)."""
-        conn = self.sim._need()
         sp, di = kernel.VAR_SPEED, kernel.VAR_DISTANCE
-        try:
+        with self.sim.reading("reading vehicle states") as conn:
             if not self._subscribed:
                 ids = conn.vehicle.getIDList()
                 if len(ids) != len(self.ids):
@@ -232,18 +231,14 @@ class RingVectorEnv(gym.vector.VectorEnv):
                     raise kernel.SimulationError("vehicles are missing from the ring simulation")
                 speeds = [res[v][sp] for v in self.ids]
                 dist = [res[v][di] for v in self._tracked]
-        except kernel.sumo_errors() as e:
-            raise self.sim._fail("reading vehicle states", e) from e
         self.v.flat[:] = speeds
         d = np.asarray(dist, dtype=float).reshape(self.num_envs, 2)
         self.x_av[:] = (self._x0[:, self._track_slots] + d) % self.lengths[:, None]
 
     def _odometers(self) -> np.ndarray:
-        try:
-            get = self.sim._need().vehicle.getDistance
+        with self.sim.reading("vehicle.getDistance") as conn:
+            get = conn.vehicle.getDistance
             d = [get(v) for v in self.ids]
-        except kernel.sumo_errors() as e:
-            raise self.sim._fail("vehicle.getDistance", e) from e
         return np.asarray(d, dtype=float).reshape(self.num_envs, -1)
 
     def _laps(self, odometers: np.ndarray) -> np.ndarray:

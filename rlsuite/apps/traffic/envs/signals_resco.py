@@ -343,16 +343,14 @@ class RescoSignalsEnv(ParallelEnv):
         waits; a vehicle's wait grows by one step once it has stopped near the light.
 
         The one hot loop of the env (~330 SUMO reads per 10 s step on cologne8): it reads
-        through the connection itself, not :meth:`kernel.Simulation.call`, whose per-call
-        lookup cost as much as the reads, and sums each lane's features in Python floats
-        (the same float64 additions in the same order as numpy's element updates); a failed
-        read is the same ``SimulationError``."""
-        sim = self._sim
-        conn = sim._need()
-        get_wait, get_speed = conn.vehicle.getWaitingTime, conn.vehicle.getSpeed
+        through the connection itself (:meth:`kernel.Simulation.reading`), not one
+        :meth:`kernel.Simulation.call` per read, whose lookup cost as much as the read, and
+        sums each lane's features in Python floats (the same float64 additions in the same
+        order as numpy's element updates); a failed read is the same ``SimulationError``."""
         step = self.step_length
         self._lane = {}
-        try:
+        with self._sim.reading("reading the lights' lanes") as conn:
+            get_wait, get_speed = conn.vehicle.getWaitingTime, conn.vehicle.getSpeed
             for x in self.lights:
                 waits, seen = self._waits[x.id], set()
                 feats = np.zeros((len(x.lanes), LANE_FEATURES + 1), np.float64)  # + 50 m wave
@@ -379,8 +377,6 @@ class RescoSignalsEnv(ParallelEnv):
                     waits.pop(v, None)
                 self._last[x.id] = seen
                 self._lane[x.id] = feats
-        except kernel.sumo_errors() as e:
-            raise sim._fail("reading the lights' lanes", e) from e
 
     def _detected(self, conn: Any, area: list[tuple[str, float]], distance: float):
         """(vehicle, metres to the stop line) of the vehicles in ``area`` within ``distance``."""

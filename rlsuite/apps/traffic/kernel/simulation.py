@@ -5,11 +5,12 @@ send, and failures turned into :class:`~rlsuite.apps.traffic.kernel.errors.Simul
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from rlsuite.apps.traffic.kernel.errors import SimulationError, import_libsumo, sumo_errors
@@ -426,6 +427,18 @@ class Simulation:
             conn.trafficlight.setProgramLogic(tls_id, logic)
         except self._errs as e:
             raise self._fail("trafficlight.setProgramLogic", e) from e
+
+    @contextlib.contextmanager
+    def reading(self, what: str) -> Iterator[Any]:
+        """The TraCI / libsumo connection itself, for a hot loop of many reads (each
+        :meth:`call` looks its method up again, which costs as much as a read); a SUMO
+        failure inside the block is the same :class:`SimulationError` as :meth:`call`'s,
+        naming ``what``."""
+        conn = self._need()
+        try:
+            yield conn
+        except self._errs as e:
+            raise self._fail(what, e) from e
 
     def call(self, domain: str, method: str, *args: Any) -> Any:
         """Any other TraCI call, e.g. ``call("trafficlight", "getPhase", tls_id)``."""
