@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,24 @@ def db(dsn):
         yield d
     finally:
         d.close()
+
+
+@pytest.fixture(scope="session")
+def reader_dsn(db, dsn) -> str:
+    """A user's own database, made as a DBA would; the app only reads it.
+
+    ``shop``: a copy of the joins tables; ``qopt_reader``: may only read it."""
+    from rlsuite.apps.queryopt.engines.postgres import admin_execute
+
+    admin_execute(
+        dsn,
+        "DROP SCHEMA IF EXISTS shop CASCADE; CREATE SCHEMA shop; "
+        "CREATE TABLE shop.r AS SELECT * FROM qopt_joins.r; "
+        "CREATE TABLE shop.s AS SELECT * FROM qopt_joins.s; "
+        "CREATE TABLE shop.t AS SELECT * FROM qopt_joins.t; ANALYZE shop.r, shop.s, shop.t; "
+        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'qopt_reader') "
+        "THEN CREATE ROLE qopt_reader LOGIN; END IF; END $$; "
+        "GRANT USAGE ON SCHEMA shop TO qopt_reader; "
+        "GRANT SELECT ON ALL TABLES IN SCHEMA shop TO qopt_reader",
+    )
+    return re.sub(r"user=\S+", "user=qopt_reader", dsn)

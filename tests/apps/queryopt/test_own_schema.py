@@ -8,7 +8,6 @@ user's DBA would; the app only reads them.
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -22,23 +21,6 @@ from rlsuite.apps.queryopt.workloads.own import read_queries_text
 # seed query's ~4 s, run several times per test by the row checks.
 QUERY = "SELECT R.c, count(1) FROM R, T WHERE R.c = T.c GROUP BY R.c"
 SLEEPY = "SELECT R.c, count(1) FROM R, T WHERE R.c = T.c AND (SELECT 1 FROM pg_sleep({s})) = 1 GROUP BY R.c"  # noqa: E501
-
-
-@pytest.fixture(scope="module")
-def reader_dsn(db, dsn) -> str:
-    """``shop``: a copy of the joins tables; ``qopt_reader``: may only read it."""
-    admin_execute(
-        dsn,
-        "DROP SCHEMA IF EXISTS shop CASCADE; CREATE SCHEMA shop; "
-        "CREATE TABLE shop.r AS SELECT * FROM qopt_joins.r; "
-        "CREATE TABLE shop.s AS SELECT * FROM qopt_joins.s; "
-        "CREATE TABLE shop.t AS SELECT * FROM qopt_joins.t; ANALYZE shop.r, shop.s, shop.t; "
-        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'qopt_reader') "
-        "THEN CREATE ROLE qopt_reader LOGIN; END IF; END $$; "
-        "GRANT USAGE ON SCHEMA shop TO qopt_reader; "
-        "GRANT SELECT ON ALL TABLES IN SCHEMA shop TO qopt_reader",
-    )
-    return re.sub(r"user=\S+", "user=qopt_reader", dsn)
 
 
 def test_the_reader_role_really_cannot_write(reader_dsn):
