@@ -14,15 +14,24 @@ Per query (DuckDB's ``tpcds_queries()``, unmodified):
   and a new fastest is rerun once (that second time is the one reported, so the
   choice is not scored on the run that chose it). It replaces the current
   choice only when at least 10% faster. Only queries whose original takes at
-  least ``--measure-above-s`` are searched. With ``--new-rules`` the candidates
-  also hold the TPC-DS rules (``decorrelate_exists_inequality``,
-  ``not_in_to_not_exists``, ``cte_not_materialized``, ``cte_materialized``,
-  ``pushdown_predicates``), each alone and after the greedy choice; without it
-  the candidate set is the one earlier results were measured with.
+  least ``--measure-above-s`` are searched. The candidates also hold the
+  TPC-DS rules (``decorrelate_exists_inequality``, ``not_in_to_not_exists``,
+  ``cte_not_materialized``, ``cte_materialized``, ``pushdown_predicates``),
+  each alone and after the greedy choice; ``--earlier-candidates`` leaves them
+  out (the set the first 77-query pass was measured with; the greedy chooser
+  always sees the whole rule registry).
 
 Every served rewrite's rows are compared with the original's; when the original
 hits the cap, on the SF 0.01 copy (``qopt_tpcds_sf0_01``), which must return
-rows (rlsuite.apps.queryopt.verify). A rewrite with other rows is not served.
+rows (rlsuite.apps.queryopt.verify). When it returns none (Q4, Q11, Q74) and
+``--answers`` is on, the rewrite's rows on the full data are compared with
+DuckDB's answer to the original on the same data (``checked_on``:
+``duckdb_same_data``). A rewrite with other rows is not served.
+
+``--long-cap-s 300`` reruns, instead, the originals that hit the cap in the
+results file under the longer cap (the published setups' 300 s), and where one
+finishes compares its rows with DuckDB's and with each served rewrite's on the
+full data: ``<out-name>_long_cap.json``.
 
 ``--answers`` also checks PostgreSQL's rows against DuckDB's on the same data
 (rlsuite.apps.queryopt.tpcds_answers) and names the queries that differ.
@@ -33,17 +42,21 @@ cap after rewriting, total time >= 3x lower, >= 20 queries >= 2x faster, none
 
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/queryopt_tpcds.py \
-        [--scale 1] [--cap-s 30] [--queries 1,4,11] [--answers] [--new-rules] [--dsn DSN]
+        [--scale 1] [--cap-s 30] [--queries 1,4,11] [--resume] [--answers] [--dsn DSN]
 
 Writes benchmarks/results/queryopt_tpcds.json and queryopt_tpcds.png
-(``--new-rules``: queryopt_tpcds_new_rules.json and .png, unless ``--out-name`` says).
+(``--earlier-candidates``: queryopt_tpcds_earlier.json and .png, unless ``--out-name``
+says). ``--resume`` keeps every query already in the results file and runs the
+others of ``--queries``, so a run can be split into chunks.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
+import sys
 import time
 
 import queryopt_common as common
@@ -59,7 +72,7 @@ NEW_RULES = (
     "cte_materialized",
     "pushdown_predicates",
 )
-"""The rules written for TPC-DS, added to the candidates by ``--new-rules``."""
+"""The rules written for TPC-DS, in the candidates unless ``--earlier-candidates``."""
 
 
 def _run(db, schema, sql, settings, cap_ms):
@@ -77,9 +90,15 @@ def _try(db, schema, sql, settings, cap_ms):
         return cap_ms / 1000.0, True, None
 
 
-def _rows_ok(db, w, sql, new_sql, new_settings, pg_rows, new_rows, cap_ms):
-    """True/False (rows compared on the full data, or on the SF 0.01 copy), None (cannot)."""
-    from rlsuite.apps.queryopt.verify import has_order_by, same_rows
+REFERENCE = "duckdb_same_data"
+"""``checked_on`` of a rewrite whose full-data rows were compared with DuckDB's answer."""
+
+
+def _rows_ok(db, w, sql, new_sql, new_settings, pg_rows, new_rows, cap_ms, d_rows=None):
+    """True/False (rows compared on the full data, or on the SF 0.01 copy, or, when the
+    copy cannot decide, the rewrite's full-data rows against DuckDB's answer ``d_rows`` to
+    the original on the same data), None (cannot)."""
+    from rlsuite.apps.queryopt.verify import has_order_by, reference_rows_match, same_rows
 
     ordered = has_order_by(sql)
     if pg_rows is not None and new_rows is not None:
@@ -87,6 +106,10 @@ def _rows_ok(db, w, sql, new_sql, new_settings, pg_rows, new_rows, cap_ms):
     a = db.run(sql, w.check_schema, cap_ms)
     b = db.run(new_sql, w.check_schema, cap_ms, new_settings)
     if a.timed_out or b.timed_out or not a.rows:
+        if d_rows is not None and new_rows is not None:
+            ok = reference_rows_match(new_rows, d_rows, ordered)
+            if ok is not None:
+                return ok, REFERENCE
         return None, w.check_schema
     return same_rows(a.rows, b.rows or [], ordered=ordered), w.check_schema
 
@@ -119,6 +142,7 @@ def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=F
 
     pg_s, pg_to, pg_rows = _run(db, w.schema, sql, {}, cap_ms)
     row = {"query": n, "postgres_s": pg_s, "postgres_capped": pg_to}
+    d_rows = None
     if duck is not None:
         d_rows = duck.execute(sql).fetchall()
         if pg_rows is None:
@@ -137,7 +161,7 @@ def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=F
         q, _ = apply_rules(q0, names)
         if q.applied:
             s, to, rows = _try(db, w.schema, q.sql(), q.settings_dict, cap_ms)
-            ok, on = _rows_ok(db, w, sql, q.sql(), q.settings_dict, pg_rows, rows, cap_ms)
+            ok, on = _rows_ok(db, w, sql, q.sql(), q.settings_dict, pg_rows, rows, cap_ms, d_rows)
             g.update(s=s, capped=to, rows=ok, checked_on=on, served=ok is not False)
             if ok is False:  # never serve other rows
                 g.update(s=pg_s, capped=pg_to)
@@ -160,13 +184,51 @@ def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=F
         if best is not None and best_s < m["s"] / 1.10:
             seq, q = best
             s, to, rows = _try(db, w.schema, q.sql(), q.settings_dict, cap_ms)
-            ok, on = _rows_ok(db, w, sql, q.sql(), q.settings_dict, pg_rows, rows, cap_ms)
+            ok, on = _rows_ok(db, w, sql, q.sql(), q.settings_dict, pg_rows, rows, cap_ms, d_rows)
             if ok is not False and not to and s < m["s"]:
                 m.update(rules=list(seq), s=s, capped=False, rows=ok, checked_on=on)
             else:
                 m["note"] = f"{','.join(seq)}: rows {ok}, rerun {s:.3f} s; kept the original"
     row["measured"] = m
     return row
+
+
+def recheck_capped(db, w, rows, qs, nums, long_cap_ms, cap_ms, duck, console):
+    """The originals that hit the cap in ``rows`` (those of ``nums``), rerun once under
+    ``long_cap_ms``; when one finishes, its rows against DuckDB's and against each served
+    rewrite's rows on the full data (the rewrite rerun under ``cap_ms``)."""
+    from rlsuite.apps.queryopt import rules as R
+    from rlsuite.apps.queryopt.rewriter import apply_rules, catalog
+    from rlsuite.apps.queryopt.tpcds_answers import classify
+    from rlsuite.apps.queryopt.verify import has_order_by, same_rows
+
+    out = []
+    for r in sorted(rows, key=lambda r: nums.index(r["query"]) if r["query"] in nums else 999):
+        if not r["postgres_capped"] or r["query"] not in nums:
+            continue
+        n, sql = r["query"], qs[r["query"]]
+        ordered = has_order_by(sql)
+        s, to, pg_rows = _run(db, w.schema, sql, {}, long_cap_ms)
+        e = {"query": n, "postgres_s": s, "postgres_capped": to, "long_cap_s": long_cap_ms / 1e3}
+        if not to:
+            e["rows"] = len(pg_rows)
+            if duck is not None:
+                e["duckdb"] = classify(pg_rows, duck.execute(sql).fetchall(), ordered)[0]
+            q0 = R.Query.parse(sql, catalog(db, w.schema))
+            for key in ("greedy", "measured"):
+                rules = r[key]["rules"]
+                if not rules or not r[key].get("served", True):
+                    continue
+                q, _ = apply_rules(q0, rules)
+                s2, to2, rows2 = _try(db, w.schema, q.sql(), q.settings_dict, cap_ms)
+                e[key] = {
+                    "rules": rules,
+                    "s": s2,
+                    "same_rows": None if to2 else same_rows(pg_rows, rows2, ordered=ordered),
+                }
+        out.append(e)
+        console.print(f"[dim]Q{n:<3d} {e}[/]")
+    return out
 
 
 def summary(rows, key, cap_s):
@@ -220,6 +282,45 @@ def plot(rows, path, title):
     plt.close(fig)
 
 
+def long_cap(args, w, qs, nums, console) -> int:
+    """``--long-cap-s``: see :func:`recheck_capped`."""
+    import json
+
+    from rlsuite.apps.queryopt.workloads.tpcds import duckdb_tpcds
+
+    prev = json.load(open(os.path.join(common.RESULTS, f"{args.out_name}.json")))
+    name = f"{args.out_name}_long_cap"
+    path = os.path.join(common.RESULTS, f"{name}.json")
+    done = json.load(open(path))["queries"] if args.resume and os.path.exists(path) else []
+    todo = [n for n in nums if n not in {e["query"] for e in done}]
+    payload = {
+        "scale": args.scale,
+        "cap_s": prev["cap_s"],
+        "long_cap_s": args.long_cap_s,
+        "results_of": f"{args.out_name}.json ({prev.get('time')})",
+    }
+
+    answers = duckdb_tpcds(args.scale) if args.answers else contextlib.nullcontext()
+    with common.database(args.dsn) as db, answers as duck:
+        w.ensure(db)
+        payload["queries"] = list(done)
+        for n in todo:  # written after every query: a long run cut short keeps its rows
+            payload["queries"] += recheck_capped(
+                db,
+                w,
+                prev["queries"],
+                qs,
+                [n],
+                int(args.long_cap_s * 1000),
+                int(prev["cap_s"] * 1000),
+                duck,
+                console,
+            )
+            common.write_json(name, payload)
+    console.print(f"wrote {common.write_json(name, payload)}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--scale", type=float, default=1.0)
@@ -229,19 +330,28 @@ def main() -> int:
     ap.add_argument("--answers", action="store_true", help="check the rows against DuckDB's")
     ap.add_argument("--dsn", default=None)
     ap.add_argument(
-        "--new-rules",
+        "--earlier-candidates",
         action="store_true",
-        help="the runtime chooser also tries the TPC-DS rules (default: the earlier candidates)",
+        help="the runtime chooser leaves out the TPC-DS rules (the first pass's candidates)",
     )
     ap.add_argument(
-        "--out-name", default=None, help="results name (default queryopt_tpcds[_new_rules])"
+        "--out-name", default=None, help="results name (default queryopt_tpcds[_earlier])"
     )
     ap.add_argument(
         "--resume", action="store_true", help="keep the queries already in the results file"
     )
+    ap.add_argument(
+        "--long-cap-s",
+        type=float,
+        default=None,
+        help="instead of the table: rerun under this cap the originals that hit --cap-s in "
+        "the results file (those of --queries, in that order), and compare their rows with "
+        "the served rewrites' on the full data; writes <out-name>_long_cap.json (--resume adds)",
+    )
     args = ap.parse_args()
+    args.new_rules = not args.earlier_candidates
     if args.out_name is None:
-        args.out_name = "queryopt_tpcds_new_rules" if args.new_rules else "queryopt_tpcds"
+        args.out_name = "queryopt_tpcds" if args.new_rules else "queryopt_tpcds_earlier"
 
     from rlsuite.apps.queryopt.workloads.tpcds import TpcdsWorkload, duckdb_tpcds, queries
 
@@ -258,6 +368,8 @@ def main() -> int:
         "new_rules": args.new_rules,
         "candidates": list(ARMS) + (list(NEW_RULES) if args.new_rules else []),
     }
+    if args.long_cap_s is not None:
+        return long_cap(args, w, qs, nums, console)
     with common.database(args.dsn) as db:
         t = time.time()
         w.ensure(db)
@@ -278,10 +390,17 @@ def main() -> int:
                     f"{old} was measured with new_rules={bool(prev.get('new_rules'))}; "
                     "resume it with the same candidates, or give another --out-name"
                 )
-            rows = [r for r in prev["queries"] if r["query"] in nums]
+            for k in ("scale", "cap_s", "measure_above_s"):
+                if prev.get(k) != payload[k]:
+                    raise SystemExit(f"{old} has {k}={prev.get(k)}, this run {payload[k]}")
+            rows = list(prev["queries"])  # all of them: --queries names what is still to run
             if duck is not None:
-                payload["answers"] = [a for a in prev.get("answers", []) if a["query"] in nums]
+                payload["answers"] = list(prev.get("answers", []))
             payload["resumed_from"] = prev.get("time")
+            payload["runs"] = list(prev.get("runs", []))
+        payload.setdefault("runs", []).append(
+            {"argv": sys.argv[1:], "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+        )
         done = {r["query"] for r in rows}
         try:
             for n in [n for n in nums if n not in done]:
@@ -304,6 +423,10 @@ def main() -> int:
                 }
                 payload["queries"] = rows
                 path = common.write_json(args.out_name, payload)
+            payload["summary"] = {k: summary(rows, k, args.cap_s) for k in ("greedy", "measured")}
+            payload["queries"] = rows
+            payload["missing"] = sorted(set(qs) - {r["query"] for r in rows})
+            path = common.write_json(args.out_name, payload)
         finally:
             if duck is not None:
                 duck_ctx.__exit__(None, None, None)
@@ -343,7 +466,7 @@ def main() -> int:
         payload["answers_differ"] = {a["query"]: a["verdict"] for a in bad}
         path = common.write_json(args.out_name, payload)
         console.print(
-            f"answers: {len(payload['answers']) - len(bad)} of {len(nums)} same as DuckDB's"
+            f"answers: {len(payload['answers']) - len(bad)} of {len(payload['answers'])} same as DuckDB's"
         )
         for a in bad:
             console.print(f"  Q{a['query']}: {a['verdict']} {a['example'][:150]}")

@@ -16,7 +16,15 @@ matters most for), the rows cannot be compared on the full data. Then:
    user's schema, a copy or sample the user names with ``--check-schema``),
    and their rows must be the same;
 3. the original must return at least one row there: equal empty results would
-   prove nothing, so such a rewrite is not kept.
+   prove nothing, so such a rewrite is not kept;
+4. when the copy cannot decide (the original returns no rows there, or runs
+   past the timeout there too, or there is no copy) and a ``reference`` is
+   given, the rewrite's rows **on the full data** are compared with the
+   reference's rows of the original query: the original's answer computed
+   another way on the same data (for ``tpcds`` DuckDB running the query on the
+   data of the same ``dsdgen`` at the same scale,
+   :func:`~rlsuite.apps.queryopt.workloads.tpcds.duckdb_reference`). The
+   reference must return at least one row, for the same reason as in 3.
 
 What this guarantees: the rewritten SQL returns exactly the original's rows on
 the small copy (a real execution of both on data of the same schema), it plans
@@ -25,7 +33,12 @@ timeout. What it does not guarantee: equality on the full data. A rule whose
 result differs only for data the copy lacks (a NULL key, duplicates, ties at
 a ``LIMIT`` boundary that only large data has) passes this check. The rules
 are written to be equivalences; the copy check catches rules that are wrong
-on the data the copy holds, not every possible input.
+on the data the copy holds, not every possible input. A reference check (4)
+does compare on the full data, but against another engine's answer to the
+original query, so it is as good as that engine's agreement with this one
+(for TPC-DS, PostgreSQL's and DuckDB's answers agree wherever PostgreSQL
+finishes, see :mod:`rlsuite.apps.queryopt.tpcds_answers`); the verdict's
+``checked_on`` names it.
 
 Example::
 
@@ -40,7 +53,7 @@ from __future__ import annotations
 import decimal
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -110,8 +123,14 @@ def check_rewrite(
     new_settings: Mapping[str, str],
     timeout_ms: int,
     check_schema: str | None = None,
+    reference: Callable[[str], Sequence[tuple]] | None = None,
+    reference_label: str = "reference",
 ) -> Verdict:
-    """Run both queries and decide whether ``new_sql`` may replace ``sql`` (see module doc)."""
+    """Run both queries and decide whether ``new_sql`` may replace ``sql`` (see module doc).
+
+    ``reference(sql)``: the original's rows on the same data as ``schema``, computed
+    elsewhere (step 4), used only when the original runs past ``timeout_ms`` and the
+    small copy cannot decide; ``reference_label`` is the verdict's ``checked_on`` then."""
 
     ordered = has_order_by(sql)
     a = db.run(sql, schema, timeout_ms, settings)
@@ -137,23 +156,26 @@ def check_rewrite(
         return Verdict(True, "", True, schema, a.runtime_s, b.runtime_s)
     # the original cannot finish here: compare the rows on the small copy
     if not check_schema or check_schema == schema:
-        return Verdict(
+        undecided = Verdict(
             False,
             f"cannot check rows: the original ran past {timeout_ms} ms (give a small copy of "
             "the schema to check on: --check-schema)",
         )
+        return _against_reference(undecided, b, sql, ordered, reference, reference_label)
     ca = db.run(sql, check_schema, timeout_ms, settings)
     cb = db.run(new_sql, check_schema, timeout_ms, new_settings)
     if ca.timed_out or cb.timed_out:
-        return Verdict(
+        undecided = Verdict(
             False, f"cannot check rows: a query ran past {timeout_ms} ms on {check_schema} too"
         )
+        return _against_reference(undecided, b, sql, ordered, reference, reference_label)
     if not ca.rows:
-        return Verdict(
+        undecided = Verdict(
             False,
             f"cannot check rows: the original ran past {timeout_ms} ms, and on {check_schema} "
             "it returns no rows, so equal rows there would prove nothing",
         )
+        return _against_reference(undecided, b, sql, ordered, reference, reference_label)
     if not same_rows(ca.rows, cb.rows or [], ordered=ordered):
         return Verdict(
             False,
@@ -162,3 +184,43 @@ def check_rewrite(
             check_schema,
         )
     return Verdict(True, "", True, check_schema, None, b.runtime_s)
+
+
+def reference_rows_match(
+    new_rows: Sequence[tuple], reference_rows: Sequence[tuple], ordered: bool
+) -> bool | None:
+    """The rewrite's rows against the reference's rows of the original on the same data:
+    True/False, or None when the reference returns no rows (equal empty results prove
+    nothing)."""
+    if not reference_rows:
+        return None
+    return same_rows(reference_rows, new_rows, ordered=ordered)
+
+
+def _against_reference(
+    undecided: Verdict,
+    b: Any,
+    sql: str,
+    ordered: bool,
+    reference: Callable[[str], Sequence[tuple]] | None,
+    label: str,
+) -> Verdict:
+    """Step 4 of the module doc: ``undecided`` unless a reference decides."""
+    if reference is None:
+        return undecided
+    match = reference_rows_match(b.rows or [], reference(sql), ordered)
+    if match is None:
+        return Verdict(
+            False,
+            f"{undecided.reason}; the reference ({label}) returns no rows either, so equal rows "
+            "would prove nothing",
+        )
+    if not match:
+        return Verdict(
+            False,
+            f"the rewrite's rows differ from the original's by the reference ({label}); "
+            "kept the original",
+            False,
+            label,
+        )
+    return Verdict(True, "", True, label, None, b.runtime_s)

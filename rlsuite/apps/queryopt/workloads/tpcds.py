@@ -59,6 +59,16 @@ def duckdb_tpcds(scale: float | None = None) -> Iterator[Any]:
         yield con
 
 
+@contextlib.contextmanager
+def duckdb_reference(scale: float) -> Iterator[Any]:
+    """``reference(sql) -> rows``: DuckDB's answer to ``sql`` on the data of the same
+    ``dsdgen`` at ``scale`` (the reference of
+    :func:`~rlsuite.apps.queryopt.verify.check_rewrite` for a query too slow to finish on
+    PostgreSQL)."""
+    with duckdb_tpcds(scale) as con:
+        yield lambda sql: con.execute(sql).fetchall()
+
+
 @functools.cache
 def _queries() -> tuple[tuple[int, str], ...]:
     with duckdb_tpcds() as con:
