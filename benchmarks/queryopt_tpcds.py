@@ -3,8 +3,11 @@ measured runtime (Bao's lesson), at one scale with a per-query cap.
 
 Per query (DuckDB's ``tpcds_queries()``, unmodified):
 
-- **PostgreSQL**: the query as it is, once, under the cap (a capped query counts
-  as the cap, so its speed-up is a lower bound);
+- **PostgreSQL**: the query as it is under the cap, run twice when it finishes
+  and the second time reported (a capped query counts as the cap, so its
+  speed-up is a lower bound); before the first query every table and index is
+  read once into the OS page cache (``pg_prewarm``), so no query pays for the
+  first read from disk of a table the later ones find cached;
 - **greedy**: ``GreedyByCost`` (each step the rule PostgreSQL's cost model finds
   cheapest, at most 3), the rewrite run once under the cap;
 - **measured**: starts from the greedy choice (when it was measured faster than
@@ -134,6 +137,27 @@ def _candidates(q0, greedy_names, new_rules=False):
     return out
 
 
+def prewarm(db, schemas) -> dict:
+    """Read every table and index of ``schemas`` once (``pg_prewarm``, mode ``read``: into
+    the OS page cache), so that no query pays for the first read of a table from disk
+    while the queries after it find the table cached. Returns the seconds and pages."""
+    from rlsuite.apps.queryopt.engines.postgres import admin_execute
+
+    t = time.time()
+    admin_execute(db.dsn, "CREATE EXTENSION IF NOT EXISTS pg_prewarm", autocommit=True)
+    pages = 0
+    for schema in dict.fromkeys(schemas):
+        r = db.run(
+            "SELECT sum(pg_prewarm(c.oid::regclass, 'read')) FROM pg_class c "
+            f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '{schema}' "
+            "AND c.relkind IN ('r', 'i')",
+            schema,
+            600_000,
+        )
+        pages += int(r.rows[0][0] or 0)
+    return {"s": round(time.time() - t, 1), "pages": pages}
+
+
 def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=False):
     from rlsuite.apps.queryopt import rules as R
     from rlsuite.apps.queryopt.rewriter import GreedyByCost, apply_rules, catalog
@@ -142,6 +166,10 @@ def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=F
 
     pg_s, pg_to, pg_rows = _run(db, w.schema, sql, {}, cap_ms)
     row = {"query": n, "postgres_s": pg_s, "postgres_capped": pg_to}
+    if not pg_to:  # the rerun is the time reported, as for the chosen rewrite below
+        row["postgres_first_s"] = pg_s
+        pg_s, pg_to, pg_rows = _run(db, w.schema, sql, {}, cap_ms)
+        row.update(postgres_s=pg_s, postgres_capped=pg_to)
     d_rows = None
     if duck is not None:
         d_rows = duck.execute(sql).fetchall()
@@ -374,6 +402,7 @@ def main() -> int:
         t = time.time()
         w.ensure(db)
         payload["ensure_s"] = round(time.time() - t, 1)
+        warm = prewarm(db, (w.schema, w.check_schema))
         duck = None
         if args.answers:
             duck_ctx = duckdb_tpcds(args.scale)
@@ -399,7 +428,11 @@ def main() -> int:
             payload["resumed_from"] = prev.get("time")
             payload["runs"] = list(prev.get("runs", []))
         payload.setdefault("runs", []).append(
-            {"argv": sys.argv[1:], "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+            {
+                "argv": sys.argv[1:],
+                "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                "prewarm": warm,
+            }
         )
         done = {r["query"] for r in rows}
         try:
