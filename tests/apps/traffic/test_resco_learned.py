@@ -1,0 +1,81 @@
+"""benchmarks/traffic_resco_learned.py's own logic: each plan writes its own results file,
+the controllers its held-out evaluation scores, the snapshots validation chooses from, and
+the sampled PPO policy (seeded, following the softmax of the logits). Nothing is trained."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # its `from traffic_common import ...`
+SPEC = importlib.util.spec_from_file_location(
+    "rlsuite_bench_resco_learned", ROOT / "benchmarks" / "traffic_resco_learned.py"
+)
+bench = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(bench)
+
+
+class Logits:
+    """A controller stand-in whose every light prefers action 2 (p = 0.8 of 3)."""
+
+    name = "fake@1"
+
+    def __init__(self) -> None:
+        self.resets: list[int | None] = []
+
+    def reset(self, seed: int | None = None) -> None:
+        self.resets.append(seed)
+
+    def action_values(self, obs, agent_id=None) -> np.ndarray:
+        return np.log(np.array([0.1, 0.1, 0.8]))
+
+
+def test_each_plan_writes_its_own_results_file() -> None:
+    replay = bench.parse_args(["--plan", "replay"])
+    sync = bench.parse_args(["--plan", "sync"])
+    assert os.path.basename(replay.json) == "traffic_resco_learned.json"
+    assert os.path.basename(sync.json) == "traffic_resco_learned_sync.json"
+    assert bench.parse_args(["--plan", "sync", "--json", "x.json"]).json == "x.json"
+
+
+def test_held_out_controllers_per_plan() -> None:
+    args = bench.parse_args(["--plan", "sync"])
+    assert bench.eval_labels(args, {"plan_name": "sync"}) == [
+        "learned", "learned_sampled", "fixed", "greedy", "maxpressure"
+    ]  # fmt: skip
+    chosen = {"plan_name": "replay", "validation": {"chosen": "/x/iter_000010"}}
+    args = bench.parse_args(["--no-baselines"])
+    assert bench.eval_labels(args, chosen) == ["learned", "learned_valsel"]
+    # a validation that chose nothing (every snapshot crashed SUMO) adds no controller
+    assert bench.eval_labels(args, {"plan_name": "replay", "validation": {"chosen": None}}) == [
+        "learned"
+    ]
+
+
+def test_validation_takes_the_newest_snapshots(tmp_path) -> None:
+    for it in (5, 10, 15, 20):
+        (tmp_path / "snapshots" / f"iter_{it:06d}").mkdir(parents=True)
+    (tmp_path / "snapshots" / "iter_000025.tmp").mkdir()  # a copy cut short: never chosen
+    args = bench.parse_args(["--val-snapshots", "2"])
+    got = [os.path.basename(p) for p in bench.snapshots_to_validate(args, str(tmp_path))]
+    assert got == ["iter_000015", "iter_000020"]
+    assert bench.snapshots_to_validate(args, str(tmp_path / "none")) == []
+
+
+def test_sampled_policy_is_seeded_and_follows_the_softmax() -> None:
+    ctrl = Logits()
+    pol = bench.SampledPolicy(ctrl)
+    obs = {f"tl{i}": np.zeros(3) for i in range(500)}
+    pol.reset(7)
+    first = pol.act(obs)
+    pol.reset(7)
+    assert pol.act(obs) == first  # the episode's seed fixes its actions
+    assert ctrl.resets == [7, 7]  # and the wrapped controller is reset too
+    share = np.mean([a == 2 for a in first.values()])
+    assert 0.7 < share < 0.9, share
+    assert set(first.values()) == {0, 1, 2}
