@@ -18,8 +18,10 @@ For each task row, on the same machine and the same seeds:
 ``ours_overlap``
     (sync rows) the same plan with ``overlap=true``.
 ``ours_32envs``
-    (sync rows) the same plan with the platform's default 32 envs per runner instead
-    of the example's one (the learning settings unchanged).
+    the same plan with the platform's default 32 envs per runner instead of the
+    example's (the learning settings unchanged). On the DQN row also the default 2
+    remote runners and fragments of 4, with ``training_intensity`` keeping the example's
+    updates per env step (the row's comment in ``platform_learning_tasks.py``).
 
 ``imitation-cartpole`` (BC) is offline: both sides learn from the same recorded
 demonstrations (RLlib's dataset is not in the wheel; ``platform_learning_tasks.py`` records
@@ -28,6 +30,9 @@ transitions (5 per iteration, both sides) and the stop metric is the evaluation 
 (``evaluation/env_runners/episode_return_mean``, 5 episodes), >= 350 within 350
 iterations, as ``cartpole_bc.py`` stops. Its example needs 4 logical CPUs in Ray (see the
 row), so that row gives Ray 4 on the same 2 cores, both sides.
+``async-cartpole`` (APPO) gives Ray 3: RLlib 2.60's APPO runs its learner in a 1-CPU
+actor even with ``num_learners=0``, and with 2 logical CPUs held by the example's 2
+runners it is never scheduled (see the row).
 
 ``ppo-halfcheetah`` is held to a published number instead of RLlib's wall time: cleanrl's
 ``ppo_continuous_action.py`` on HalfCheetah-v4, 1442.64 +- 46.03 after 1M steps (the mean
@@ -575,7 +580,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--impls",
         type=_csv(str),
         default=None,
-        help="rllib, ours, ours_overlap (default: each row's all)",
+        help="rllib, ours, ours_overlap, ours_32envs (default: each row's all; "
+        "a row without the impl skips it)",
     )
     ap.add_argument(
         "--seeds", type=_csv(int), default=[0, 1, 2], help="seeds, e.g. 0,1,2 (default)"
