@@ -10,8 +10,9 @@
   running ``procedures.executor.Executor`` (no executor of its own);
 - :mod:`.expert`: the scripted expert; :mod:`.recording`: its demonstrations, recorded on
   Ray, saved and loaded;
-- :mod:`.model`: the learned ``procedures.model.ProcedureModel`` (strong; weak by hard EM,
-  on ``procedures.segmentation``), flat cloning, and their files;
+- :mod:`.model`: the learned ``procedures.model.ProcedureModel`` (strong; weak through
+  :mod:`.weak`, hard EM on ``procedures.segmentation``), flat cloning, and their files;
+  :mod:`.train_config`: ``TrainConfig``;
 - :mod:`.experiment`: train-and-evaluate runs, demonstration sweeps, skill reuse;
 - :mod:`.cli`: the ``robot-demos`` and ``robot`` subcommands of ``hier-train``;
 - :mod:`.demo`: the ``make demo`` section.
