@@ -106,12 +106,13 @@ def test_trials_with_remote_runners_and_es_workers_get_their_actors_placed(ray_l
         noise_table_size=200_000,
         max_episode_steps=100,
     )
+    # one ES trial: the sync trials above already show a trial's bundles freed for the next
     res = tuning.tune(
         es,
-        {"sigma": rt.grid_search([0.05, 0.1])},
+        {"sigma": rt.grid_search([0.05])},
         scheduler="fifo",
         num_samples=1,
         iterations=2,
         run_dir=str(tmp_path / "es"),
     )
-    assert [t["iterations"] for t in res.trials] == [2, 2] and res.best_checkpoint
+    assert [t["iterations"] for t in res.trials] == [2] and res.best_checkpoint
