@@ -20,6 +20,7 @@ whether the score depends on acting deterministically; with ``--val-seeds N``, t
 checkpoint chosen among the newest ``--val-snapshots`` snapshots (one per 5 iterations) by
 its delay on N validation seeds from ``--val-seed`` (default 900, apart from the training
 and held-out seeds: the run checks), scored on the held-out seeds as ``learned_valsel``.
+The snapshots, the validation and the held-out scoring live in ``traffic_resco_scoring.py``.
 
 Pass criterion (the issue's target, per map): the held-out delay is at or below RESCO's best
 published learner (min of IDQN, IPPO, MPLight, FMA2C) and below fixed-time and max-pressure
@@ -49,10 +50,18 @@ import sys
 import time
 
 from traffic_common import MACHINE, RESULTS
+from traffic_resco_scoring import (  # noqa: F401  (SampledPolicy, eval_labels: the tests' API)
+    BASELINES,
+    ENV_ID,
+    SampledPolicy,
+    eval_labels,
+    evaluate,
+    snapshot,
+    snapshots_to_validate,
+    validate,
+)
 
-ENV_ID = "rlsuite/Signals-v0"
 LEARNERS = ("IDQN", "IPPO", "MPLight", "FMA2C")
-BASELINES = ("fixed", "greedy", "maxpressure")
 SEED_STRIDE = 100
 """Chunk k of a run seeds its env runner at seed + SEED_STRIDE * k (and + 1 per episode)."""
 
@@ -197,22 +206,6 @@ def drop_lost_episodes(rd: str, kept: int) -> None:
           "episodes_lost.jsonl", flush=True)  # fmt: skip
 
 
-def snapshot(rd: str) -> None:
-    """Copy the run's newest checkpoint to ``rd/snapshots/`` (the trainer keeps only two),
-    so a checkpoint can be chosen afterwards on validation seeds."""
-    import shutil
-
-    from rlsuite.platform.checkpoints.layout import latest_checkpoint
-
-    ckpt = latest_checkpoint(rd)
-    if ckpt is None:
-        return
-    dst = os.path.join(rd, "snapshots", os.path.basename(ckpt))
-    if not os.path.exists(dst):
-        shutil.copytree(ckpt, dst + ".tmp", dirs_exist_ok=True)
-        os.replace(dst + ".tmp", dst)
-
-
 def train_chunk(args: argparse.Namespace, name: str, rd: str, state: dict, t_start: float) -> None:
     """One call's training: resume the run's newest checkpoint and train as many iterations
     as fit in what is left of ``--minutes`` (at the last chunk's seconds per iteration; a
@@ -268,139 +261,6 @@ def train_chunk(args: argparse.Namespace, name: str, rd: str, state: dict, t_sta
     state.update(iterations=res.iterations, env_steps=res.env_steps, checkpoint=res.checkpoint,
                  done_training=res.env_steps >= budget)  # fmt: skip
     save_state(rd, state)
-
-
-class SampledPolicy:
-    """A PPO checkpoint's policy acting as it trained: each light's action drawn from the
-    softmax of its logits (the benchmark's main score takes their argmax), with a generator
-    seeded by the episode's seed, so the episode is reproducible."""
-
-    def __init__(self, ctrl):
-        self.ctrl, self.name, self.rng = ctrl, f"{ctrl.name} sampled", None
-
-    def reset(self, seed: int | None = None) -> None:
-        import numpy as np
-
-        self.ctrl.reset(seed)
-        self.rng = np.random.default_rng(seed)
-
-    def act(self, observation: dict) -> dict:
-        import numpy as np
-
-        out = {}
-        for a, o in observation.items():
-            z = self.ctrl.action_values(o, a)
-            p = np.exp(z - z.max())
-            out[a] = int(self.rng.choice(len(p), p=p / p.sum()))
-        return out
-
-
-EVAL_KEYS = ("delay", "trip_time", "waiting_time", "queue", "never_inserted")
-
-
-def run_seeds(ctrl, label: str, seeds: list[int], cfg: dict, what: str) -> dict:
-    """``ctrl`` on each seed, one at a time: a seed on which SUMO itself crashes (SUMO
-    1.9.2 can segfault deep in a gridlock) is listed under ``sumo_crashed`` and left out
-    of the mean, instead of losing the rest."""
-    import numpy as np
-
-    from rlsuite.apps.traffic.kernel import SimulationError
-    from rlsuite.platform import evaluation
-
-    t0 = time.time()
-    row: dict = {k: [] for k in EVAL_KEYS}
-    row.update(seeds_done=[], sumo_crashed=[])
-    for sd in seeds:
-        try:
-            ev = evaluation.evaluate(ctrl, evaluation.scenarios(ENV_ID, [sd], cfg),
-                                     num_workers=0, name=label)  # fmt: skip
-        except SimulationError as e:
-            print(f"{what} {label} seed {sd}: SUMO crashed ({e})", flush=True)
-            row["sumo_crashed"].append(sd)
-            continue
-        row["seeds_done"].append(sd)
-        for k in EVAL_KEYS:
-            row[k].append(float(ev.episodes[0][k]))
-    d = np.array(row["delay"])
-    row.update(delay_mean=float(d.mean()) if d.size else float("nan"),
-               delay_std=float(d.std()) if d.size else float("nan"),
-               wall_s=time.time() - t0)  # fmt: skip
-    crashed = f" ({len(row['sumo_crashed'])} seeds: SUMO crashed)" if row["sumo_crashed"] else ""
-    print(f"{what} {label:14s} delay {row['delay_mean']:7.2f} ± {row['delay_std']:.2f}{crashed}",
-          flush=True)  # fmt: skip
-    return row
-
-
-def snapshots_to_validate(args: argparse.Namespace, rd: str) -> list[str]:
-    """The run's newest ``--val-snapshots`` snapshots (paths, oldest first)."""
-    root = os.path.join(rd, "snapshots")
-    names = (
-        sorted(d for d in os.listdir(root) if d.startswith("iter_") and "." not in d)
-        if os.path.isdir(root)
-        else []
-    )
-    return [os.path.join(root, d) for d in names[-args.val_snapshots :]]
-
-
-def validate(args: argparse.Namespace, name: str, rd: str, state: dict) -> dict:
-    """Checkpoint selection inside RESCO's protocol: each of the newest snapshots acts
-    deterministically on ``--val-seeds`` validation seeds (never trained on, apart from the
-    held-out ones); the lowest mean delay is chosen (a SUMO crash counts as a jam)."""
-    from rlsuite.platform.checkpoints.loading import load_controller
-
-    seeds = list(range(args.val_seed, args.val_seed + args.val_seeds))
-    cfg = {k: v for k, v in state["env_config"].items() if k != "episode_log"}
-    out: dict = {"seeds": seeds, "snapshots": {}}
-    best, best_d = None, float("inf")
-    for path in snapshots_to_validate(args, rd):
-        row = run_seeds(load_controller(path), os.path.basename(path), seeds, cfg,
-                        f"{name} validation")  # fmt: skip
-        score = float("inf") if row["sumo_crashed"] or not row["delay"] else row["delay_mean"]
-        out["snapshots"][os.path.basename(path)] = {"delay": row["delay"], "delay_mean": score,
-                                                    "sumo_crashed": row["sumo_crashed"]}  # fmt: skip
-        if score < best_d:
-            best, best_d = path, score
-    out["chosen"] = best
-    print(f"{name} validation: chose {best and os.path.basename(best)} ({best_d:.2f})", flush=True)
-    return out
-
-
-def eval_labels(args: argparse.Namespace, state: dict) -> list[str]:
-    """The controllers the held-out evaluation scores, in order."""
-    labels = ["learned"]
-    if state["plan_name"] == "sync":  # does the score hang on acting deterministically?
-        labels.append("learned_sampled")
-    if (state.get("validation") or {}).get("chosen"):
-        labels.append("learned_valsel")
-    return labels + ([] if args.no_baselines else list(BASELINES))
-
-
-def evaluate(args: argparse.Namespace, name: str, state: dict) -> dict:
-    """The deterministic policy (the final checkpoint; with ``--val-seeds`` also the one
-    chosen on the validation seeds, ``learned_valsel``), for PPO also its sampled policy
-    (``learned_sampled``), and the baselines on the held-out seeds. A controller already
-    scored on the same seeds (an earlier call's) is kept, not rerun."""
-    from rlsuite.apps.traffic.controllers import SignalProgram
-    from rlsuite.platform.checkpoints.loading import load_controller
-
-    seeds = list(range(args.eval_seed, args.eval_seed + args.eval_seeds))
-    cfg = {k: v for k, v in state["env_config"].items() if k != "episode_log"}
-    prev = state.get("evaluation") or {}
-    out = dict(prev) if prev.get("seeds") == seeds else {"seeds": seeds}
-    for label in eval_labels(args, state):
-        if label in out:
-            continue
-        extra: dict = {}
-        if label == "learned":
-            ctrl = load_controller(state["checkpoint"])
-        elif label == "learned_sampled":
-            ctrl = SampledPolicy(load_controller(state["checkpoint"]))
-        elif label == "learned_valsel":
-            ctrl = load_controller(state["validation"]["chosen"])
-        else:
-            ctrl, extra = SignalProgram(label), {"program": label}
-        out[label] = run_seeds(ctrl, label, seeds, {**cfg, **extra}, f"{name} held-out")
-    return out
 
 
 def load_state(rd: str) -> dict | None:
