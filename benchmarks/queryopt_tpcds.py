@@ -23,6 +23,9 @@ Per query (DuckDB's ``tpcds_queries()``, unmodified):
   each alone and after the greedy choice; ``--earlier-candidates`` leaves them
   out (the set the first 77-query pass was measured with; the greedy chooser
   always sees the whole rule registry).
+  ``--pair-candidates`` adds each query-shape rule (``cte_not_materialized``,
+  ``cte_materialized``, ``unnest_subqueries``) followed by each planner arm
+  (e.g. ``cte_not_materialized,arm_no_nestloop``).
 
 Every served rewrite's rows are compared with the original's; when the original
 hits the cap, on the SF 0.01 copy (``qopt_tpcds_sf0_01``), which must return
@@ -76,6 +79,9 @@ NEW_RULES = (
     "pushdown_predicates",
 )
 """The rules written for TPC-DS, in the candidates unless ``--earlier-candidates``."""
+SHAPE_RULES = ("cte_not_materialized", "cte_materialized", "unnest_subqueries")
+"""Query-shape rules that ``--pair-candidates`` pairs with each planner arm."""
+PLANNER_ARMS = ("arm_no_nestloop", "arm_no_hashjoin", "arm_no_mergejoin")
 
 
 def _run(db, schema, sql, settings, cap_ms):
@@ -117,8 +123,9 @@ def _rows_ok(db, w, sql, new_sql, new_settings, pg_rows, new_rows, cap_ms, d_row
     return same_rows(a.rows, b.rows or [], ordered=ordered), w.check_schema
 
 
-def _candidates(q0, greedy_names, new_rules=False):
-    """The rule sequences the runtime chooser tries, in order (those that apply in full)."""
+def _candidates(q0, greedy_names, new_rules=False, pairs=False):
+    """The rule sequences the runtime chooser tries, in order (those that apply in full);
+    ``pairs`` adds each of :data:`SHAPE_RULES` followed by each of :data:`PLANNER_ARMS`."""
     from rlsuite.apps.queryopt.rewriter import apply_rules
 
     seqs = [tuple(greedy_names)] if greedy_names else []
@@ -129,6 +136,8 @@ def _candidates(q0, greedy_names, new_rules=False):
         seqs += [(r,) for r in NEW_RULES]
         if greedy_names:
             seqs += [(*greedy_names, r) for r in NEW_RULES if r not in greedy_names]
+    if pairs:
+        seqs += [(r, a) for r in SHAPE_RULES for a in PLANNER_ARMS]
     out = {}
     for seq in dict.fromkeys(seqs):
         q, reasons = apply_rules(q0, seq)
@@ -158,7 +167,7 @@ def prewarm(db, schemas) -> dict:
     return {"s": round(time.time() - t, 1), "pages": pages}
 
 
-def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=False):
+def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=False, pairs=False):
     from rlsuite.apps.queryopt import rules as R
     from rlsuite.apps.queryopt.rewriter import GreedyByCost, apply_rules, catalog
     from rlsuite.apps.queryopt.tpcds_answers import classify
@@ -201,7 +210,7 @@ def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=F
         m["checked_on"] = g.get("checked_on")
     if pg_s >= measure_above_s:
         best_s, best = m["s"], None
-        for seq, q in _candidates(q0, names, new_rules).items():
+        for seq, q in _candidates(q0, names, new_rules, pairs).items():
             if list(seq) == m["rules"]:
                 continue
             bound = int(min(cap_ms, best_s * 1000 * 1.05 + 50))
@@ -376,6 +385,12 @@ def main() -> int:
         "the results file (those of --queries, in that order), and compare their rows with "
         "the served rewrites' on the full data; writes <out-name>_long_cap.json (--resume adds)",
     )
+    ap.add_argument(
+        "--pair-candidates",
+        action="store_true",
+        help="the runtime chooser also tries each query-shape rule followed by each planner "
+        "arm (e.g. cte_not_materialized,arm_no_nestloop)",
+    )
     args = ap.parse_args()
     args.new_rules = not args.earlier_candidates
     if args.out_name is None:
@@ -395,6 +410,7 @@ def main() -> int:
         "measure_above_s": args.measure_above_s,
         "new_rules": args.new_rules,
         "candidates": list(ARMS) + (list(NEW_RULES) if args.new_rules else []),
+        "pair_candidates": args.pair_candidates,
     }
     if args.long_cap_s is not None:
         return long_cap(args, w, qs, nums, console)
@@ -419,8 +435,8 @@ def main() -> int:
                     f"{old} was measured with new_rules={bool(prev.get('new_rules'))}; "
                     "resume it with the same candidates, or give another --out-name"
                 )
-            for k in ("scale", "cap_s", "measure_above_s"):
-                if prev.get(k) != payload[k]:
+            for k in ("scale", "cap_s", "measure_above_s", "pair_candidates"):
+                if prev.get(k, False) != payload[k]:
                     raise SystemExit(f"{old} has {k}={prev.get(k)}, this run {payload[k]}")
             rows = list(prev["queries"])  # all of them: --queries names what is still to run
             if duck is not None:
@@ -438,7 +454,15 @@ def main() -> int:
         try:
             for n in [n for n in nums if n not in done]:
                 r = measure_query(
-                    db, w, n, qs[n], cap_ms, args.measure_above_s, duck, args.new_rules
+                    db,
+                    w,
+                    n,
+                    qs[n],
+                    cap_ms,
+                    args.measure_above_s,
+                    duck,
+                    args.new_rules,
+                    args.pair_candidates,
                 )
                 if duck is not None:
                     payload["answers"].append({"query": n, **r.pop("answer")})
