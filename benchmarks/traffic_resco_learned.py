@@ -20,6 +20,8 @@ whether the score depends on acting deterministically; with ``--val-seeds N``, t
 checkpoint chosen among the newest ``--val-snapshots`` snapshots (one per 5 iterations) by
 its delay on N validation seeds from ``--val-seed`` (default 900, apart from the training
 and held-out seeds: the run checks), scored on the held-out seeds as ``learned_valsel``.
+With a validation, the chosen checkpoint is the map's policy: the checks, the plot's
+held-out point and ``--ship`` use it (the final checkpoint stays beside it as ``learned``).
 The snapshots, the validation and the held-out scoring live in ``traffic_resco_scoring.py``.
 
 Pass criterion (the issue's target, per map): the held-out delay is at or below RESCO's best
@@ -276,6 +278,18 @@ def save_state(rd: str, state: dict) -> None:
     os.replace(tmp, os.path.join(rd, "benchmark_state.json"))
 
 
+def policy_label(ev: dict) -> str:
+    """The held-out row of the map's policy: the checkpoint chosen on the validation seeds
+    when there is one (chosen before the held-out seeds are seen), else the final one."""
+    return "learned_valsel" if "learned_valsel" in ev else "learned"
+
+
+def policy_checkpoint(state: dict) -> str:
+    """The checkpoint behind :func:`policy_label`."""
+    ev = state.get("evaluation") or {}
+    return state["validation"]["chosen"] if "learned_valsel" in ev else state["checkpoint"]
+
+
 def summarise(rd: str, state: dict) -> dict:
     """A map's result row from its run directory."""
     from rlsuite.apps.traffic import resco
@@ -301,7 +315,8 @@ def summarise(rd: str, state: dict) -> dict:
     ev = state.get("evaluation")
     if ev:
         row["heldout"] = ev
-        ours = ev["learned"]["delay_mean"]
+        row["policy"] = {"label": policy_label(ev), "checkpoint": policy_checkpoint(state)}
+        ours = ev[row["policy"]["label"]]["delay_mean"]
         row["checks"] = {
             "held-out seeds never trained on": not set(ev["seeds"]) & set(row["training_seeds"]),
             f"held-out <= RESCO's best learner ({best_pub})": ours <= best_pub,
@@ -346,11 +361,12 @@ def plot(rows: list[dict], path: str) -> None:
         ev = r.get("heldout")
         if ev:
             x = len(d) + 2
-            ax.errorbar([x], [ev["learned"]["delay_mean"]], yerr=[ev["learned"]["delay_std"]],
+            pol = ev[policy_label(ev)]
+            ax.errorbar([x], [pol["delay_mean"]], yerr=[pol["delay_std"]],
                         fmt="o", color="tab:green", label="ours, held-out seeds (mean)")  # fmt: skip
-            ax.plot([x + 1] * len(ev["learned"]["delay"]), ev["learned"]["delay"], "x",
+            ax.plot([x + 1] * len(pol["delay"]), pol["delay"], "x",
                     color="tab:green", label="ours, each held-out seed")  # fmt: skip
-            ax.annotate(f"{ev['learned']['delay_mean']:.1f}", (x, 0),
+            ax.annotate(f"{pol['delay_mean']:.1f}", (x, 0),
                         textcoords="offset points", xytext=(-10, 4), fontsize=7)  # fmt: skip
             for b, c in (("greedy", "tab:orange"), ("maxpressure", "tab:gray")):
                 if b in ev:
@@ -393,15 +409,16 @@ def write_results(args: argparse.Namespace) -> list[dict]:
 
 
 def ship(row: dict) -> None:
-    """Export the row's policy to ``benchmarks/policies/resco_<map>_<plan>`` when its
-    held-out delay beats one of RESCO's published learners on the map and is at or below
-    the best static controller on the same held-out seeds (not twice)."""
+    """Export the row's policy (:func:`policy_checkpoint`) to
+    ``benchmarks/policies/resco_<map>_<plan>`` when its held-out delay beats one of RESCO's
+    published learners on the map and is at or below the best static controller on the same
+    held-out seeds (not twice)."""
     from rlsuite.platform.checkpoints.export import export_policy
 
     ev = row.get("heldout")
     if not ev:
         return
-    ours = ev["learned"]["delay_mean"]
+    ours = ev[row["policy"]["label"]]["delay_mean"]
     beaten = [k for k in LEARNERS if row["published"].get(k) and ours <= row["published"][k]]
     static = [ev[b]["delay_mean"] for b in BASELINES if b in ev]
     out = os.path.join(os.path.dirname(RESULTS), "policies", f"resco_{row['map']}_{row['plan']}")
@@ -410,15 +427,16 @@ def ship(row: dict) -> None:
             print(f"not shipped: {row['map']} held-out {ours:.2f} (RESCO learners beaten: "
                   f"{', '.join(beaten) or 'none'}; best static {min(static, default=float('nan')):.2f})")  # fmt: skip
         return
-    state = load_state(row["run_dir"])
+    pol = row["policy"]
+    chosen = " chosen on validation seeds" if pol["label"] == "learned_valsel" else ""
     note = (
-        f"{row['command']} (held-out seeds {ev['seeds'][0]}-{ev['seeds'][-1]} on SUMO "
-        f"{row['sumo']}: delay {ours:.2f} s/veh, at or below RESCO's {', '.join(beaten)}). "
+        f"{row['command']} (checkpoint {os.path.basename(pol['checkpoint'])}{chosen}; "
+        f"held-out seeds {ev['seeds'][0]}-{ev['seeds'][-1]} on SUMO {row['sumo']}: delay {ours:.2f} s/veh, at or below RESCO's {', '.join(beaten)}). "
         f"Evaluate: traffic-train evaluate --scenario signals --network {row['map']} "
         f"--env-set sumo_version={row['sumo']} --controller {os.path.relpath(out)} --episodes "
         f"{len(ev['seeds'])} --seed {ev['seeds'][0]} --workers 0"
     )
-    export_policy(state["checkpoint"], out, note=note)
+    export_policy(pol["checkpoint"], out, note=note)
     print(f"shipped: {out}")
 
 

@@ -79,3 +79,25 @@ def test_sampled_policy_is_seeded_and_follows_the_softmax() -> None:
     share = np.mean([a == 2 for a in first.values()])
     assert 0.7 < share < 0.9, share
     assert set(first.values()) == {0, 1, 2}
+
+
+def test_the_validation_choice_is_the_maps_policy(tmp_path) -> None:
+    """With a validation, the checks, the plot and --ship use the chosen checkpoint's
+    held-out row; without one, the final checkpoint's."""
+    ev = {"seeds": [1000], "learned": {"delay_mean": 600.0}, "fixed": {"delay_mean": 50.0},
+          "maxpressure": {"delay_mean": 34.0}}  # fmt: skip
+    state = {"map": "cologne3", "plan_name": "sync", "sumo": "1.9.2", "command": "c",
+             "env_config": {}, "chunks": [], "checkpoint": "/r/checkpoints/iter_000070",
+             "evaluation": ev}  # fmt: skip
+    assert bench.policy_label(ev) == "learned"
+    assert bench.policy_checkpoint(state) == "/r/checkpoints/iter_000070"
+    row = bench.summarise(str(tmp_path), state)
+    assert not row["checks"]["held-out < fixed (same seeds)"]
+    ev["learned_valsel"] = {"delay_mean": 23.0}
+    state["validation"] = {"seeds": [900], "chosen": "/r/snapshots/iter_000060"}
+    assert bench.policy_label(ev) == "learned_valsel"
+    assert bench.policy_checkpoint(state) == "/r/snapshots/iter_000060"
+    row = bench.summarise(str(tmp_path), state)
+    assert row["policy"] == {"label": "learned_valsel", "checkpoint": "/r/snapshots/iter_000060"}
+    assert row["checks"]["held-out < fixed (same seeds)"]
+    assert row["checks"]["held-out <= RESCO's best learner (23.99)"]
