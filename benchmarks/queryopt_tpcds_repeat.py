@@ -256,7 +256,9 @@ def main(argv=None) -> int:
         action="store_true",
         help="also warm up originals past the cap in the results file",
     )
-    ap.add_argument("--queries", default=None, help="comma-separated subset of the wins")
+    ap.add_argument(
+        "--queries", default=None, help="comma-separated subset of the wins, run in this order"
+    )
     ap.add_argument("--pair", action="append", help="Q:RULE,RULE, a third plan for Q")
     ap.add_argument(
         "--from",
@@ -287,8 +289,10 @@ def main(argv=None) -> int:
         raise SystemExit(f"{src} is at scale {prev['scale']}, this run {args.scale}")
     todo = wins(prev["queries"])
     if args.queries:
-        keep = {int(x) for x in args.queries.split(",")}
-        todo = [r for r in todo if r["query"] in keep]
+        order = [int(x) for x in args.queries.split(",")]  # run in this order
+        todo = sorted(
+            (r for r in todo if r["query"] in order), key=lambda r: order.index(r["query"])
+        )
     out_path = os.path.join(args.results_dir, f"{args.out_name}.json")
     entries = []
     if args.resume and os.path.exists(out_path):
