@@ -121,7 +121,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="override a plan field (JSON value), e.g. --plan-set n_step=3",
     )
-    p.add_argument("--tag", default="", help="suffix of the run directory (a variant)")
+    p.add_argument("--tag", default="",
+                   help="suffix of the run directory (a variant, reported apart: give it its "
+                   "own --json)")  # fmt: skip
     p.add_argument("--ship", action="store_true",
                    help="export an evaluated policy that beats a RESCO learner held-out and is at "
                    "or below the best static controller on the same seeds to "
@@ -383,12 +385,14 @@ def plot(rows: list[dict], path: str) -> None:
 
 
 def write_results(args: argparse.Namespace) -> list[dict]:
-    """Every run directory of ``--plan`` under ``--run-root`` into the JSON and PNG."""
+    """Every run directory of ``--plan`` and ``--tag`` under ``--run-root`` into the JSON and
+    PNG (a variant's runs stay out of the untagged results, and the reverse)."""
     rows = []
     if os.path.isdir(args.run_root):
         for d in sorted(os.listdir(args.run_root)):
             state = load_state(os.path.join(args.run_root, d))
-            if state and state["plan_name"] == args.plan:
+            tag = (state or {}).get("args", {}).get("tag", "")
+            if state and state["plan_name"] == args.plan and tag == args.tag:
                 rows.append(summarise(os.path.join(args.run_root, d), state))
     out = {
         "benchmark": "traffic_resco_learned",

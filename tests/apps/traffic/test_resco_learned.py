@@ -101,3 +101,17 @@ def test_the_validation_choice_is_the_maps_policy(tmp_path) -> None:
     assert row["policy"] == {"label": "learned_valsel", "checkpoint": "/r/snapshots/iter_000060"}
     assert row["checks"]["held-out < fixed (same seeds)"]
     assert row["checks"]["held-out <= RESCO's best learner (23.99)"]
+
+
+def test_a_tagged_variant_is_reported_apart(tmp_path) -> None:
+    for d, tag in (("cologne3_replay_1.9.2_s0", ""), ("cologne3_replay_1.9.2_s0_valsel", "valsel")):
+        bench.save_state(str(tmp_path / d), {
+            "map": "cologne3", "plan_name": "replay", "sumo": "1.9.2", "command": "c",
+            "env_config": {}, "chunks": [], "args": {"tag": tag}})  # fmt: skip
+    for tag, want in (
+        ("", "cologne3_replay_1.9.2_s0"),
+        ("valsel", "cologne3_replay_1.9.2_s0_valsel"),
+    ):
+        argv = ["--report", "--run-root", str(tmp_path), "--json", str(tmp_path / f"{tag}.json")]
+        rows = bench.write_results(bench.parse_args(argv + (["--tag", tag] if tag else [])))
+        assert [os.path.basename(r["run_dir"]) for r in rows] == [want]
