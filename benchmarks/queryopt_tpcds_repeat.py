@@ -235,6 +235,14 @@ def plot(entries, path, title):
     plt.close(fig)
 
 
+def estimate_s(prev, repeat, warmup, warmup_capped, pair):
+    """Seconds a query's alternating runs should take, from the results file's times (a
+    pair counted as the rewrite)."""
+    o_runs = repeat + (warmup if warmup_capped or not prev["postgres_capped"] else 0)
+    r_runs = (repeat + warmup) * (2 if pair else 1)
+    return o_runs * prev["postgres_s"] + r_runs * prev["measured"]["s"] + 1.0
+
+
 def parse_pairs(items):
     """``["4:a,b", ...]`` -> ``{4: ("a", "b")}``."""
     out = {}
@@ -269,6 +277,13 @@ def main(argv=None) -> int:
     ap.add_argument("--out-name", default="queryopt_tpcds_repeat")
     ap.add_argument("--results-dir", default=common.RESULTS)
     ap.add_argument("--resume", action="store_true", help="keep the queries already measured")
+    ap.add_argument(
+        "--stop-at",
+        type=float,
+        default=None,
+        help="a Unix time: skip a query whose estimated runs (from the results file's times) "
+        "would end after it; the skipped are listed in the JSON",
+    )
     ap.add_argument("--dsn", default=None)
     args = ap.parse_args(argv)
     if args.repeat < 1 or args.warmup < 0:
@@ -327,8 +342,13 @@ def main(argv=None) -> int:
     with common.database(args.dsn) as db:
         w.ensure(db)
         payload["prewarm"] = T.prewarm(db, (w.schema,))
+        payload["skipped_stop_at"] = []
         for r in todo:
             if r["query"] in done:
+                continue
+            est = estimate_s(r, args.repeat, args.warmup, args.warmup_capped, r["query"] in pairs)
+            if args.stop_at is not None and time.time() + est > args.stop_at:
+                payload["skipped_stop_at"].append(r["query"])
                 continue
             e = measure(
                 db,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,20 @@ def test_pair_candidates_add_a_shape_rule_with_a_planner_arm(tpcds):
     assert "MATERIALIZED" in paired[pair].sql().upper()
     assert ("unnest_subqueries", "arm_no_nestloop") not in paired  # Q4 has no subquery to unnest
     assert set(plain) < set(paired)
+
+
+def test_stop_at_skips_the_queries_that_would_end_after_it(tpcds, dsn, tmp_path):
+    m = {"rules": ["arm_no_nestloop"], "s": 0.1, "capped": False, "rows": True}
+    prev = [
+        {"query": 7, "postgres_s": 0.2, "postgres_capped": False, "measured": m},
+        {"query": 1, "postgres_s": 10.0, "postgres_capped": True, "measured": m},
+    ]
+    # 3 rounds and 1 warm-up: Q7 runs 4 x (0.2 + 0.1); Q1's capped original has no warm-up
+    assert rep.estimate_s(prev[0], 3, 1, False, False) == pytest.approx(2.2)
+    assert rep.estimate_s(prev[1], 3, 1, False, True) == pytest.approx(30 + 0.8 + 1)
+    src = tmp_path / "prev.json"
+    src.write_text(json.dumps({"scale": 0.01, "cap_s": 10.0, "time": "t", "queries": prev}))
+    argv = ["--scale", "0.01", "--from", str(src), "--dsn", dsn, "--results-dir", str(tmp_path)]
+    assert rep.main([*argv, "--stop-at", str(time.time() + 20)]) == 0
+    out = json.loads((tmp_path / "queryopt_tpcds_repeat.json").read_text())
+    assert [e["query"] for e in out["queries"]] == [7] and out["skipped_stop_at"] == [1]
