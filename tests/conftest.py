@@ -11,9 +11,6 @@ import pytest
 
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 os.environ.setdefault("RLSUITE_TORCH_THREADS", "1")
-# Spark's JVM without the C2 compiler: the tests' queries are short, and on two cores C2's
-# start-up work slows them (see SparkEngine's java_options)
-os.environ.setdefault("RLSUITE_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 RAY_CPUS = 2
 

@@ -128,18 +128,8 @@ class SparkEngine:
         home: str | os.PathLike | None = None,
         shuffle_partitions: int = 4,
         driver_memory: str = "2g",
-        java_options: str | None = None,
     ):
         self.master = master
-        # Extra JVM options for the driver, from RLSUITE_SPARK_JAVA_OPTIONS by default. The
-        # tests set `-XX:TieredStopAtLevel=1`: on two cores the C2 compiler's start-up work
-        # competes with short queries (a session's first query: ~12 s instead of ~17).
-        # Benchmarks leave it unset, since long queries gain from C2.
-        self.java_options = (
-            os.environ.get("RLSUITE_SPARK_JAVA_OPTIONS", "")
-            if java_options is None
-            else java_options
-        )
         self.home = Path(home) if home else default_home()
         self.shuffle_partitions = int(shuffle_partitions)
         self.driver_memory = driver_memory
@@ -203,7 +193,7 @@ class SparkEngine:
                 .config(
                     "spark.driver.extraJavaOptions",
                     f"-Djava.io.tmpdir={self._scratch} -Dderby.system.home={self._scratch} "
-                    f"-Dlog4j2.configurationFile=file:{log4j} {self.java_options}".strip(),
+                    f"-Dlog4j2.configurationFile=file:{log4j}",
                 )
             )
             try:
