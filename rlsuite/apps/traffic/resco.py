@@ -111,7 +111,9 @@ def scheduled_departures(route_file: str) -> dict[str, float]:
     return out
 
 
-def trip_metrics(tripinfo_file: str, route_file: str, begin: float, end: float) -> dict[str, float]:
+def trip_metrics(
+    tripinfo_file: str, route_file: str, begin: float, end: float, pending: list[str] | None = None
+) -> dict[str, float]:
     """RESCO's trip metrics of one episode from SUMO's tripinfo (written with unfinished
     trips) and the route file.
 
@@ -126,6 +128,12 @@ def trip_metrics(tripinfo_file: str, route_file: str, begin: float, end: float) 
     RESCO's ``readXML.py`` counts as never inserted the vehicles scheduled after the
     last-inserted one; here they are found by id, which gives the same set when SUMO
     inserts in schedule order and the right one when it does not.
+
+    ``pending``: the ids SUMO still held uninserted at the end (TraCI's
+    ``simulation.getPendingVehicles``), which are then the never-inserted ones instead of
+    the route file's missing ids. Under a demand scale (SUMO's ``--scale``) the route file
+    is not the demand: below 1 SUMO drops vehicles, above 1 it adds copies ``<id>.<k>``
+    with their original's depart.
     """
     total_delay, durations, waits, seen, arrived = 0.0, [], [], set(), 0
     for _, el in ET.iterparse(tripinfo_file):
@@ -141,10 +149,12 @@ def trip_metrics(tripinfo_file: str, route_file: str, begin: float, end: float) 
         waits.append(float(el.get("waitingTime", 0)))
         arrived += float(el.get("arrival", "-1")) >= 0
         el.clear()
-    missing = [
-        d for vid, d in scheduled_departures(route_file).items()
-        if begin <= d < end and vid not in seen
-    ]  # fmt: skip
+    sched = scheduled_departures(route_file)
+    if pending is None:
+        missing = [d for vid, d in sched.items() if begin <= d < end and vid not in seen]
+    else:
+        departs = (sched.get(v, sched.get(v.rsplit(".", 1)[0], float("nan"))) for v in pending)
+        missing = [d for d in departs if begin <= d < end]
     total_delay += float(np.sum(end - np.asarray(missing))) if missing else 0.0
     n = len(seen) + len(missing)
     return {

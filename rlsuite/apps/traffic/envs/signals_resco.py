@@ -76,7 +76,9 @@ class RescoSignalsConfig(EnvConfig):
     """Actions per light (0: the most green phases of any light); an action beyond a
     light's own phases keeps its current phase, and the observation carries the mask."""
     demand_scale: float = 1.0
-    """Scale of the demand (SUMO's ``--scale``)."""
+    """Scale of the demand (SUMO's ``--scale``): below 1 SUMO drops that share of the route
+    file's vehicles, above 1 it adds copies; the never-inserted vehicles of the delay are
+    then the ones SUMO still holds at the window's end."""
     episode_log: str = ""
     """A file to which every finished episode appends one JSON line: its SUMO seed and
     RESCO's metrics (how a training run records its per-episode delay)."""
@@ -103,7 +105,7 @@ class RescoSignalsConfig(EnvConfig):
             raise ValueError(f"program must be one of {PROGRAMS}, got {self.program!r}")
         if self.reward_fn not in REWARDS:
             raise ValueError(f"reward_fn must be one of {REWARDS}, got {self.reward_fn!r}")
-        if self.demand_scale <= 0:
+        if not 0 < self.demand_scale < float("inf"):  # NaN too
             raise ValueError(f"demand_scale must be > 0, got {self.demand_scale}")
         step, yellow = self.protocol()[2:]
         if not 0 <= yellow < step:
@@ -485,8 +487,11 @@ class RescoSignalsEnv(ParallelEnv):
         """Close SUMO (writing the unfinished trips) and read the episode's metrics."""
         if not self._sim.running:
             return
+        pending = None
+        if self.cfg.demand_scale != 1.0:  # the route file is not the demand: ask SUMO
+            pending = list(self._sim.call("simulation", "getPendingVehicles"))
         self._sim.close()
-        m = resco.trip_metrics(self._tripinfo, self.route_file, self.begin, self.end)
+        m = resco.trip_metrics(self._tripinfo, self.route_file, self.begin, self.end, pending)
         os.remove(self._tripinfo)  # one per episode: training would fill the disk
         m["queue"] = self._queue_sum / max(self._n_steps, 1) / len(self.lights)
         self._metrics = m
