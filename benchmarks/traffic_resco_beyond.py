@@ -51,7 +51,8 @@ BASELINES = ("fixed", "greedy", "maxpressure", "actuated")
 
 def generate_routes(net_file: str, out: str, vehicles: int, seed: int, begin: int = 0,
                     end: int = 3600) -> str:  # fmt: skip
-    """A route file of ``vehicles`` trips from fringe edges to fringe edges of
+    """A route file of about ``vehicles`` trips (randomTrips' period ``(end - begin) /
+    vehicles``, whose rounding can add one) from fringe edges to fringe edges of
     ``net_file`` (SUMO's ``randomTrips.py`` with ``--fringe-factor max``, departures drawn
     uniformly in ``[begin, end)``, routed by duarouter), all drawn from ``seed``: the same
     arguments give the same file. Vehicle ids are ``gen<seed>_<k>``. Returns ``out``."""
@@ -129,21 +130,25 @@ def route_file(args: argparse.Namespace, label: str, info: dict) -> str:
     from rlsuite.apps.traffic import resco
 
     net, rou = resco.MAPS["grid4x4_resco"].files()
+    n = len(resco.scheduled_departures(rou))
     if label == "resco":
         path = rou
     else:
         seed = int(label[3:])
-        n = len(resco.scheduled_departures(rou))
         path = os.path.abspath(os.path.join(args.route_dir, f"grid4x4_{label}.rou.xml"))
         if not os.path.exists(path):
             os.makedirs(args.route_dir, exist_ok=True)
             generate_routes(net, path, n, seed, 0, 3600)
-    if label not in info:
-        d = resco.scheduled_departures(path)
-        info[label] = {"file": path, "vehicles": len(d), "sha256_16": _sha(path),
-                       "generator": "" if label == "resco" else
-                       f"randomTrips.py --fringe-factor max --random-depart --seed {label[3:]} "
-                       f"-b 0 -e 3600 -p 3600/{len(d)}"}  # fmt: skip
+    d = resco.scheduled_departures(path)
+    gen = (
+        ""
+        if label == "resco"
+        else (
+            f"randomTrips.py --fringe-factor max --random-depart --seed {label[3:]} "
+            f"-b 0 -e 3600 -p 3600/{n}"
+        )
+    )
+    info[label] = {"file": path, "vehicles": len(d), "sha256_16": _sha(path), "generator": gen}
     return path
 
 
@@ -167,7 +172,7 @@ def run_cell(args: argparse.Namespace, c: dict, info: dict) -> dict:
         cfg["route_file"] = route_file(args, c["routes"], info)
     label = f"{c['map']} {c['routes']} x{c['scale']:g}"
     row = run_seeds(ctrl, c["controller"], seeds, cfg, label)
-    return {**c, "seeds": seeds, "env_config": cfg, **row}
+    return {**c, "seeds": seeds, "env_config": cfg, "command": " ".join(sys.argv), **row}
 
 
 def table(rows: dict) -> str:
@@ -185,16 +190,21 @@ def table(rows: dict) -> str:
             out.append(f"| {c} | " + " | ".join(cols) + " |")
     rt = [r for r in rows.values() if r["part"] == "routes"]
     if rt:
-        labels = list(dict.fromkeys(r["routes"] for r in rt))
+        labels = list(dict.fromkeys(_col(r) for r in rt))
         ctrls = list(dict.fromkeys(r["controller"] for r in rt))
         out.append("")
-        out.append("| controller | " + " | ".join(f"{x} routes" for x in labels) + " |")
+        out.append("| controller | " + " | ".join(labels) + " |")
         out.append("|---|" + "---:|" * len(labels))
         for c in ctrls:
-            cols = [_cell(next((r for r in rt if r["controller"] == c and r["routes"] == x), None))
+            cols = [_cell(next((r for r in rt if r["controller"] == c and _col(r) == x), None))
                     for x in labels]  # fmt: skip
             out.append(f"| {c} | " + " | ".join(cols) + " |")
     return "\n".join(out)
+
+
+def _col(r: dict) -> str:
+    """A grid column: the route file, the SUMO release and the seeds."""
+    return f"{r['routes']} routes, SUMO {r['sumo'] or '1.28'}, {len(r['seeds'])} seeds"
 
 
 def _cell(r: dict | None) -> str:
@@ -215,11 +225,11 @@ def checks(rows: dict) -> dict:
     out: dict = {}
     groups: dict = {}
     for r in rows.values():
-        groups.setdefault((r["part"], r["routes"], r["scale"]), []).append(r)
-    for (part, routes, scale), rs in sorted(groups.items()):
+        groups.setdefault((r["part"], r["routes"], r["scale"], r["sumo"]), []).append(r)
+    for (part, routes, scale, sumo), rs in sorted(groups.items()):
         base = [r for r in rs if r["controller"] != "learned" and r["delay"]]
         best = min(base, key=lambda r: r["delay_mean"]) if base else None
-        name = f"{part} {routes} x{scale:g}"
+        name = f"{part} {routes} x{scale:g} SUMO {sumo}"
         c: dict = {"order": [r["controller"] for r in sorted(base, key=lambda r: r["delay_mean"])]}
         learned = next((r for r in rs if r["controller"] == "learned"), None)
         if learned and best:
@@ -249,21 +259,18 @@ def plot(rows: dict, path: str) -> None:
     if sc:
         a1.legend(fontsize=8)
     rt = [r for r in rows.values() if r["part"] == "routes"]
-    labels = list(dict.fromkeys(r["routes"] for r in rt))
+    labels = list(dict.fromkeys(_col(r) for r in rt))
     ctrls = list(dict.fromkeys(r["controller"] for r in rt))
     w = 0.8 / max(len(labels), 1)
     for i, x in enumerate(labels):
-        vals = [
-            next((r for r in rt if r["controller"] == c and r["routes"] == x), None) for c in ctrls
-        ]
+        vals = [next((r for r in rt if r["controller"] == c and _col(r) == x), None) for c in ctrls]
         means = [v["delay_mean"] if v else 0 for v in vals]
         stds = [v["delay_std"] if v else 0 for v in vals]
         xs = [k + i * w for k in range(len(ctrls))]
-        a2.bar(xs, means, w, yerr=stds, capsize=3, label=f"{x} routes")
+        a2.bar(xs, means, w, yerr=stds, capsize=3, label=x)
     a2.set_xticks([k + w * (len(labels) - 1) / 2 for k in range(len(ctrls))], ctrls)
     a2.set_ylabel("delay (s/veh)")
-    sumo = rt[0]["sumo"] if rt else ""
-    a2.set_title(f"grid4x4_resco, SUMO {sumo or '1.28'}, RESCO's and unseen routes")
+    a2.set_title("grid4x4_resco, held-out seeds: RESCO's and unseen routes")
     if rt:
         a2.legend(fontsize=8)
     fig.tight_layout()
