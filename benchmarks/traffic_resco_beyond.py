@@ -250,8 +250,9 @@ def plot(rows: dict, path: str) -> None:
     sc = [r for r in rows.values() if r["part"] == "scales"]
     for c in dict.fromkeys(r["controller"] for r in sc):
         rs = sorted((r for r in sc if r["controller"] == c), key=lambda r: r["scale"])
+        style = dict(color="black", ls="--", zorder=5) if c == "learned" else {}  # on top
         a1.errorbar([r["scale"] for r in rs], [r["delay_mean"] for r in rs],
-                    yerr=[r["delay_std"] for r in rs], marker="o", capsize=3,
+                    yerr=[r["delay_std"] for r in rs], marker="o", capsize=3, **style,
                     label="DQN (trained at 1.0x)" if c == "learned" else c)  # fmt: skip
     a1.set_xlabel("demand scale")
     a1.set_ylabel("delay (s/veh)")
