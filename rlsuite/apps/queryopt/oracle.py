@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -88,6 +89,10 @@ class RuntimeCache:
                 s, cens = (bound_ms / 1000.0, True) if r.timed_out else (r.runtime_s, False)
                 self.rows[k] = None if r.timed_out else r.rows
             except DatabaseError:  # a rewrite PostgreSQL rejects never finishes
+                s, cens = bound_ms / 1000.0, True
+            except Exception:  # noqa: BLE001 - a cancel racing the rollback: at the bound
+                with contextlib.suppress(Exception):
+                    db.conn.rollback()
                 s, cens = bound_ms / 1000.0, True
             self.timings += 1
             self.timed_s += s
