@@ -350,17 +350,19 @@ TASKS: dict[str, Task] = {
         ),
         # ours_32envs: the platform's default sampling layout (2 remote runners x 32 envs,
         # fragments of 4: 256 env steps per sample call) with the example's learning
-        # settings, updates per env step included: 8 updates of 32 per call, as the
-        # example does one per 32 steps (RLlib's native ratio counts the driver's runner
-        # too, 32 / (4 x 32 x 3), so training_intensity 2/3 gives 8). Measured: 0/3 seeds
-        # learned (best 20-49 in 200k steps, 0.61 s per iteration); the cause is not
-        # known yet
+        # settings, updates per env step included. RLlib's DQN samples n_step steps per
+        # call under rollout_fragment_length="auto" and learns one batch of 32 per call:
+        # with n_step=3 that is 32 transitions replayed per 3 sampled, training_intensity
+        # 32/3 (85 updates per call of 256). An earlier run of this row asked for one update
+        # per 32 steps (training_intensity 2/3 of RLlib's count, 8 updates per call), a
+        # tenth of the example's updates, with the target synced every 16 updates instead
+        # of ~170: 0/3 seeds learned (best 20-49 in 200k steps).
         variants={
             "ours_32envs": {
                 "num_env_runners": 2,
                 "num_envs_per_env_runner": 32,
                 "rollout_fragment_length": 4,
-                "training_intensity": 2 / 3,
+                "training_intensity": 32 / 3,
             },
         },
     ),

@@ -214,7 +214,7 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
                 target_network_update_freq=plan.target_update_freq,
                 num_steps_sampled_before_learning_starts=plan.learning_starts,
                 epsilon=[(0, 1.0), (plan.epsilon_timesteps, plan.final_epsilon)],
-                training_intensity=plan.training_intensity,
+                training_intensity=rllib_training_intensity(plan),
             )
             .reporting(min_sample_timesteps_per_iteration=plan.env_steps_per_iteration)
         )
@@ -301,6 +301,20 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
     else:
         config = config.rl_module(model_config=model)
     return config
+
+
+def rllib_training_intensity(plan: ReplayPlan) -> float | None:
+    """RLlib's ``training_intensity`` that gives the plan's replayed / sampled ratio.
+
+    RLlib 2.60's DQN sizes its updates per sample call from a "native ratio" that counts
+    ``num_env_runners + 1`` runners (the old stack's local runner sampled too); on the new
+    stack only the remote runners sample, so with ``n`` of them it replays ``(n + 1) / n``
+    times the asked ratio (1.5x with 2). The value is scaled by ``n / (n + 1)`` to undo
+    that; without remote runners RLlib's count is already right."""
+    if plan.training_intensity is None:
+        return None
+    n = plan.num_env_runners
+    return plan.training_intensity * n / (n + 1) if n >= 1 else plan.training_intensity
 
 
 def describe(plan: Any) -> str:

@@ -395,7 +395,11 @@ class ReplayPlan(RLlibPlan):
     final_epsilon: float = 0.02
     """Exploration rate after the decay."""
     training_intensity: float | None = None
-    """Replayed / sampled transitions ratio; ``None``: RLlib's natural value."""
+    """Replayed / sampled transitions ratio (transitions learned from per env step
+    sampled; ``train_batch_size`` per update); ``None``: RLlib's natural value, one
+    update per sample call (``num_env_runners x num_envs_per_env_runner x
+    rollout_fragment_length`` env steps; with ``rollout_fragment_length="auto"`` RLlib's
+    DQN samples ``n_step`` steps per env per call)."""
     env_steps_per_iteration: int = 1000
     """Env steps sampled (at least) per ``train()`` iteration, i.e. per metrics row and
     checkpoint; RLlib's DQN default is 1000. Envs with slow steps (a query run on a
