@@ -186,7 +186,10 @@ def experience_rows(
 
     out = []
     for seq, (s, _cens) in sorted(res.times.items(), key=lambda kv: len(kv[0])):
-        states = env.observe(sql, seq)
+        try:
+            states = env.observe(sql, seq)
+        except Exception:  # noqa: BLE001 - a sequence the engine cannot plan is not logged
+            continue
         if len(states) != len(seq) + 1:
             continue
         out.append(
