@@ -53,8 +53,8 @@ def test_demand_scale_scales_the_inserted_vehicles(version):
     if version:
         try:
             sumo_versions.sumo_home_for(version)
-        except ValueError:
-            pytest.skip(f"SUMO {version} is not installed")
+        except ValueError as e:  # an optional second SUMO; its error gives the install line
+            pytest.skip(f"SUMO {version} is not installed here, so only 1.28 is checked: {e}")
     base = _vehicles(1.0, version)
     n = _demand(base)
     assert n > 150  # cologne1 schedules ~190 vehicles in its first 300 s
