@@ -6,6 +6,7 @@ import ast
 import os
 from pathlib import Path
 
+import psycopg2
 import pytest
 
 from rlsuite.apps.queryopt.engines.base import DatabaseError
@@ -65,6 +66,39 @@ def test_statement_timeout_is_honoured(db):
     assert res.timed_out and res.rows is None and res.runtime_s == pytest.approx(0.1)
     res = db.run("SELECT pg_sleep(2)", "qopt_joins", timeout_ms=150)
     assert res.timed_out
+
+
+class _CancelOnRollback:
+    """The real connection, except that its next ``fails`` rollbacks raise the cancel that a
+    statement timeout delivers when it fires just as a statement ends."""
+
+    def __init__(self, conn, fails: int):
+        self._conn, self.fails = conn, fails
+
+    def rollback(self):
+        if self.fails:
+            self.fails -= 1
+            raise psycopg2.errors.QueryCanceled("canceling statement due to statement timeout")
+        self._conn.rollback()
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+@pytest.mark.parametrize("fails", [1, 2])
+def test_a_cancel_landing_on_the_rollback_does_not_fail_a_finished_query(dsn, fails):
+    d = Database(dsn)
+    try:
+        real = d.conn
+        d._conn = _CancelOnRollback(real, fails)
+        res = d.run("SELECT 41 + 1", "public")
+        assert res.rows == [(42,)] and not res.timed_out
+        # one failed rollback is retried on the same connection; two drop it, and the
+        # next call reconnects
+        assert real.closed == (fails == 2)
+        assert d.run("SELECT 7", "public").rows == [(7,)]
+    finally:
+        d.close()
 
 
 def test_measured_queries_are_read_only_and_schemas_are_guarded(db):

@@ -175,9 +175,26 @@ class Database:
             conn.rollback()
             raise self._translate(e, sql) from e
         finally:
+            self._end(conn, cur)
+
+    @staticmethod
+    def _end(conn: Any, cur: Any) -> None:
+        """Roll back and close ``cur``. A statement-timeout cancel that lands just as a
+        statement ends is delivered to the next command, the rollback; it must not turn a
+        finished query into an error, so the rollback is retried once and, failing that,
+        the connection is dropped (the next call reconnects)."""
+        try:
             if not conn.closed:
-                conn.rollback()
-            cur.close()
+                try:
+                    conn.rollback()
+                except psycopg2.Error:
+                    try:
+                        conn.rollback()
+                    except psycopg2.Error:
+                        conn.close()
+        finally:
+            if not cur.closed:
+                cur.close()
 
     def run(
         self,
