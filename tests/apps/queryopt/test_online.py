@@ -360,6 +360,17 @@ def _wait(cond, seconds: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def _learnable(path, schema: str) -> bool:
+    """Whether the store holds a shape a retrain can learn from (the retrainer's own test)."""
+    from rlsuite.apps.queryopt.envs.replay import summarise
+    from rlsuite.apps.queryopt.featurizer import Featurizer
+    from rlsuite.apps.queryopt.plugin.experience import read_only
+
+    rows = [e for e in read_only(path) if e.schema == schema]
+    shapes = summarise(rows, schema, size=Featurizer(max_steps=2).size)
+    return any(() in s.states and s.ms.get(()) for s in shapes.values())
+
+
 def _retrain_until_swapped(learner, tries: int = 4) -> dict:
     """Retrains as the schedule would, until one passes the guard. A tiny retrain (3 x 400
     replayed steps over 14 rules) sometimes leaves an untried rule's Q-value on top; the
@@ -522,10 +533,18 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
     seen: set[int] = set()
     try:
         srv.start()
-        _run(session, sql, 12)
-        session.close()  # the session's last reward is sent when it ends
-        session = Database(plugin_dsn(dsn, sock_dir / "crash.sock", timeout_ms=20_000))
-        _wait(lambda: store.count() >= 12 - srv.stats.not_ready)
+        # the kill must land mid-retrain, so the store must first hold what a retrain
+        # learns from (a shape with its standard plan measured); a slow machine answers the
+        # first executions "deciding" and records nothing, so run until it does
+        deadline = time.time() + 60
+        while True:
+            _run(session, sql, 12)
+            session.close()  # the session's last reward is sent when it ends
+            session = Database(plugin_dsn(dsn, sock_dir / "crash.sock", timeout_ms=20_000))
+            _wait(lambda: store.count() >= 12 - srv.stats.not_ready)
+            if _learnable(tmp_path / "exp.sqlite", decider.schema):
+                break
+            assert time.time() < deadline, [(e.kind, e.applied) for e in store.recent()]
         done: list[dict] = []
         t = threading.Thread(target=lambda: done.append(srv.learner.retrain()))
         t.start()

@@ -50,7 +50,7 @@ def test_dqn_learns_eager_aggregation(ray_local, db, dsn, tmp_path):
             for i, q in enumerate(QUERIES):
                 check = load == 1 and i == 0
                 d = lr.rewrite(q, check=check)
-                assert d.applied == ("eager_aggregation",)
+                assert d.applied == ("eager_aggregation",), (load, i, d.reasons)
                 if check:
                     assert d.rows_match is True
                 if load == 1:
