@@ -239,6 +239,7 @@ def run_cell(
         "reached": reached,
         "best_return": best if best > -math.inf else None,
         "stopped_by": stop,
+        "max_wall_s": max_wall_s,  # the cap on computing seconds (None: none)
         "steps": curve[-1][0] if curve else 0,
         "step_unit": task.step_unit,
         "wall_s": round(time.perf_counter() - t0 - heavy.waited_s, 2),
