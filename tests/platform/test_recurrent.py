@@ -47,9 +47,12 @@ def test_lstm_solves_the_memory_task_a_feed_forward_policy_cannot(ray_local, tmp
     # The checkpoint's controller carries the LSTM state step to step, in parallel workers.
     assert _cue_return(res.checkpoint, num_workers=2) == 1.0
 
-    # the control samples in the driver: where it samples cannot help a policy that is blind
+    # the control samples in the driver (where it samples cannot help a policy that is
+    # blind) and gets as many iterations as the LSTM needed
     ff = optimizers.make_plan("sync", **{**CUE_PLAN, "num_env_runners": 0})
-    res_ff = training.train(ff, iterations=12, run_dir=str(tmp_path / "ff"), progress=False)
+    res_ff = training.train(
+        ff, iterations=res.iterations, run_dir=str(tmp_path / "ff"), progress=False
+    )
     # Blind at the answer, the feed-forward policy is at chance (return 0) at best.
     assert max(m["episode_return_mean"] for m in res_ff.metrics) < 0.5
     assert _cue_return(res_ff.checkpoint) < 0.5

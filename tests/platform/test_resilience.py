@@ -114,7 +114,7 @@ def test_killed_run_resumes_from_its_checkpoint(ray_local, tmp_path):
     try:
         deadline = time.time() + 180
         while time.time() < deadline and proc.poll() is None:
-            if latest.exists() and latest.read_text().strip() >= "iter_000004":
+            if latest.exists() and latest.read_text().strip() >= "iter_000002":
                 break
             time.sleep(0.5)
         assert proc.poll() is None, "the run ended before it could be killed"
@@ -125,7 +125,7 @@ def test_killed_run_resumes_from_its_checkpoint(ray_local, tmp_path):
     ckpt = checkpoints.latest_checkpoint(str(run))
     with open(os.path.join(ckpt, checkpoints.META)) as f:
         k = json.load(f)["iteration"]
-    assert k >= 4
+    assert k >= 2
     plan = optimizers.make_plan(
         "sync",
         env="CartPole-v1",
