@@ -68,9 +68,28 @@ def parse_args(argv=None):
     ap.add_argument("--depth", type=int, default=3, help="longest rewrite sequence")
     ap.add_argument("--beam", type=int, default=2, help="0: exhaustive; k: extend the k fastest")
     ap.add_argument("--splits", default="odd,even", help="odd (train odd, test even), even")
-    ap.add_argument("--iterations", type=int, default=8, help="DQN iterations (1000 steps)")
+    ap.add_argument("--iterations", type=int, default=8, help="DQN iterations")
+    ap.add_argument("--steps-per-iteration", type=int, default=1000, help="env steps each")
+    ap.add_argument(
+        "--epsilon-steps", type=int, default=0, help="exploration decay (0: 60%% of all steps)"
+    )
+    ap.add_argument(
+        "--log-reward",
+        action="store_true",
+        help="replay reward -log(runtime ratio) instead of -ratio",
+    )
+    ap.add_argument(
+        "--keep-censored",
+        action="store_true",
+        help="train on censored times as runtimes (a lower bound; default: left out)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--search-only", action="store_true", help="stop after the searches")
+    ap.add_argument(
+        "--ship",
+        action="store_true",
+        help="export each split's model to benchmarks/policies/ when both splits pass",
+    )
     ap.add_argument("--resume", action="store_true", help="keep searched queries and the cache")
     ap.add_argument("--out-name", default="queryopt_tpcds_learn")
     ap.add_argument("--run-dir", default="runs/bench/queryopt_tpcds_learn")
@@ -186,7 +205,7 @@ def train_split(db, args, split, searched, qs, w, console):
         r = searched[n]
         res = SearchResult(orig_s=r["orig_s"], best=tuple(r["best"]), best_s=r["best_s"])
         res.times = {tuple(k.split(",")) if k else (): tuple(v) for k, v in r["times"].items()}
-        for e in experience_rows(env, f"tpcds_q{n}", qs[n], res):
+        for e in experience_rows(env, f"tpcds_q{n}", qs[n], res, censored=args.keep_censored):
             store.add(e)
     env.close()
     store.close()
@@ -198,15 +217,65 @@ def train_split(db, args, split, searched, qs, w, console):
         max_steps=args.depth,
         iterations=args.iterations,
         num_env_runners=0,
-        env_steps_per_iteration=1000,
-        epsilon_timesteps=max(1000, 600 * args.iterations),
+        env_steps_per_iteration=args.steps_per_iteration,
+        epsilon_timesteps=args.epsilon_steps
+        or max(1000, int(0.6 * args.steps_per_iteration * args.iterations)),
         seed=args.seed,
+        log_reward=args.log_reward,
     )
     t = time.time()
     with cluster.local_cluster(num_cpus=2):
         res = T.train(cfg, run_dir, progress=True)
     console.print(f"[dim]{split}: trained on {train_q} in {time.time() - t:.0f} s[/]")
-    return run_dir, train_q, {"train_s": round(time.time() - t, 1), "env_steps": res.env_steps}
+    return (
+        run_dir,
+        train_q,
+        {
+            "train_s": round(time.time() - t, 1),
+            "env_steps": res.env_steps,
+            "epsilon_timesteps": cfg.epsilon_timesteps,
+            "censored_rows": args.keep_censored,
+            "log_reward": args.log_reward,
+            "featurizer_version": _featurizer_version(),
+        },
+    )
+
+
+def _featurizer_version() -> int:
+    from rlsuite.apps.queryopt.featurizer import VERSION
+
+    return VERSION
+
+
+def ship(payload) -> list[str]:
+    """Export each split's DQN (policy only, with its ``queryopt.json``) to
+    ``benchmarks/policies/queryopt_tpcds_<split>_dqn`` when every split passed."""
+    from rlsuite.apps.queryopt.train import SIDECAR
+    from rlsuite.platform.checkpoints.export import export_policy
+    from rlsuite.platform.checkpoints.layout import resolve
+
+    splits = payload["splits"]
+    if not splits or not all(sp["summary"]["passed"] for sp in splits.values()):
+        return []
+    out = []
+    for name, sp in splits.items():
+        dst = os.path.join(
+            os.path.dirname(common.RESULTS), "policies", f"queryopt_tpcds_{name}_dqn"
+        )
+        shutil.rmtree(dst, ignore_errors=True)
+        s = sp["summary"]
+        note = (
+            f"benchmarks/queryopt_tpcds_learn.py {' '.join(sp['train']['argv'])}: trained on the "
+            f"{name} TPC-DS templates {sp['trained_on']}; on the {s['queries']} held-out ones "
+            f"{s['postgres_s']} -> {s['dqn_s']} s, {100 * s['dqn_over_oracle']:.0f}% of the "
+            f"oracle's gain. Use: LearnedRewriter('{os.path.relpath(dst)}', dsn, workload="
+            "'tpcds', workload_config={'scale': 1.0})"
+        )
+        ckpt = resolve(sp["run_dir"])
+        export_policy(ckpt, dst, note=note)
+        shutil.copy2(os.path.join(ckpt, SIDECAR), os.path.join(dst, SIDECAR))
+        out.append(dst)
+    return out
 
 
 def plot(payload, path):
@@ -386,10 +455,21 @@ def main(argv=None) -> int:
                     for k in ("dqn", "oracle")
                 )
                 summ["passed"] = summ["dqn_over_oracle"] >= 0.8 and not summ["served_slower"]
+                if split in payload["splits"]:  # every run stays on record, failed ones too
+                    old = payload["splits"][split]
+                    payload.setdefault("history", []).append(
+                        {"split": split, "train": old["train"], "summary": old["summary"]}
+                    )
                 payload["splits"][split] = {
                     "trained_on": train_q,
                     "run_dir": run_dir,
-                    "train": {**tinfo, "iterations": args.iterations, "seed": args.seed},
+                    "train": {
+                        **tinfo,
+                        "argv": sys.argv[1:],
+                        "iterations": args.iterations,
+                        "steps_per_iteration": args.steps_per_iteration,
+                        "seed": args.seed,
+                    },
                     "held_out": held,
                     "summary": summ,
                 }
@@ -398,6 +478,9 @@ def main(argv=None) -> int:
         finally:
             check.close()
     plot(payload, os.path.join(common.RESULTS, f"{args.out_name}.png"))
+    if args.ship:
+        for d in ship(payload):
+            console.print(f"shipped {d}")
     t = Table(title=f"TPC-DS SF {args.scale:g}, held-out templates ({args.cap_s:g} s cap)")
     for c in (
         "trained on",

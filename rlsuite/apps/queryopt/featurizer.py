@@ -4,6 +4,11 @@
 ``EXPLAIN (FORMAT JSON)`` plan into a float vector. Its layout is versioned and
 fully described by :meth:`Featurizer.describe` (a JSON-able dict), which the
 trained model's checkpoint carries, so inference rebuilds the same features.
+
+Version 2 adds the plan's structure (:data:`STRUCT_KEYS`): correlated subplans (a
+subquery PostgreSQL re-runs per outer row, what ``unnest_subqueries`` removes), init
+plans (uncorrelated subqueries run once), the most scans of one CTE (a self-joined CTE,
+TPC-DS's ``year_total`` shape) and the CTEs scanned.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 from rlsuite.apps.queryopt import rules as R
 from rlsuite.apps.queryopt.rewriter import query_features
 
-VERSION = 1
+VERSION = 2
 QUERY_KEYS = (
     "tables",
     "join_preds",
@@ -49,6 +54,9 @@ NODE_TYPES = (
     "CTE Scan",
 )
 PLAN_KEYS = ("log_total_cost", "log_plan_rows", "log_max_node_rows", "log_max_join_rows")
+STRUCT_KEYS = ("subplans", "initplans", "max_cte_scans", "ctes")
+"""Plan structure counts (log1p): correlated subplans, init plans, the most scans of one
+CTE, distinct CTEs scanned."""
 
 
 def _walk(node: Mapping[str, Any]):
@@ -62,10 +70,20 @@ def plan_features(plan: Mapping[str, Any]) -> dict[str, float]:
     top = plan["Plan"] if "Plan" in plan else plan
     counts = dict.fromkeys(NODE_TYPES, 0.0)
     max_rows, max_join = 0.0, 0.0
+    subplans, initplans = 0.0, 0.0
+    cte_scans: dict[str, int] = {}
     for n in _walk(top):
         t = n.get("Node Type", "")
         if t in counts:
             counts[t] += 1
+        name = str(n.get("Subplan Name", ""))
+        if name.startswith("SubPlan"):
+            subplans += 1
+        elif name.startswith("InitPlan"):
+            initplans += 1
+        if t == "CTE Scan":
+            c = str(n.get("CTE Name", ""))
+            cte_scans[c] = cte_scans.get(c, 0) + 1
         rows = float(n.get("Plan Rows", 0.0))
         max_rows = max(max_rows, rows)
         if t in ("Hash Join", "Merge Join", "Nested Loop"):
@@ -77,12 +95,19 @@ def plan_features(plan: Mapping[str, Any]) -> dict[str, float]:
         "log_max_join_rows": math.log1p(max_join),
     }
     out.update({f"n_{k}": v for k, v in counts.items()})
+    out.update(
+        subplans=subplans,
+        initplans=initplans,
+        max_cte_scans=float(max(cte_scans.values(), default=0)),
+        ctes=float(len(cte_scans)),
+    )
     return out
 
 
 @dataclass(frozen=True)
 class Featurizer:
-    """Query shape + plan + rule applicability + rules applied + step + workload knob."""
+    """Query shape + plan + plan structure + rule applicability + rules applied + step +
+    workload knob."""
 
     max_steps: int = 3
     """Rewrite steps per episode (the step counter is a feature)."""
@@ -91,7 +116,14 @@ class Featurizer:
 
     @property
     def size(self) -> int:
-        return len(QUERY_KEYS) + len(PLAN_KEYS) + len(NODE_TYPES) + 2 * len(R.RULES) + 2
+        return (
+            len(QUERY_KEYS)
+            + len(PLAN_KEYS)
+            + len(NODE_TYPES)
+            + len(STRUCT_KEYS)
+            + 2 * len(R.RULES)
+            + 2
+        )
 
     def describe(self) -> dict[str, Any]:
         """Everything needed to rebuild this featurizer (goes into checkpoints)."""
@@ -102,6 +134,7 @@ class Featurizer:
             "query_keys": list(QUERY_KEYS),
             "plan_keys": list(PLAN_KEYS),
             "node_types": list(NODE_TYPES),
+            "struct_keys": list(STRUCT_KEYS),
             "size": self.size,
         }
 
@@ -127,6 +160,7 @@ class Featurizer:
         v: list[float] = [math.log1p(float(qf[k])) for k in QUERY_KEYS]
         v += [pf[k] / 20.0 for k in PLAN_KEYS]
         v += [math.log1p(pf[f"n_{k}"]) for k in NODE_TYPES]
+        v += [math.log1p(pf[k]) for k in STRUCT_KEYS]
         v += [1.0 if isinstance(applicable.get(n), R.Query) else 0.0 for n in R.RULE_NAMES]
         v += [1.0 if n in query.applied else 0.0 for n in R.RULE_NAMES]
         v.append(step / max(1, self.max_steps))

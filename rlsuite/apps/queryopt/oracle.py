@@ -11,8 +11,9 @@ of the step before. Each plan runs under the bound ``1.05 x`` the fastest time s
 far (``+ 50 ms``), so a slower plan costs no more than the best one; its time is then a
 lower bound (``censored``). With a beam the result is a lower bound on the true oracle's
 gain. :func:`experience_rows` turns the search into rows of the model server's
-experience store, so the platform's DQN (``rlsuite/QueryRewriteReplay-v0``) trains on
-the measured runtimes without running a query.
+experience store (censored times left out: a lower bound is not a runtime), so the
+platform's DQN (``rlsuite/QueryRewriteReplay-v0``) trains on the measured runtimes
+without running a query.
 
 Example::
 
@@ -178,14 +179,26 @@ def search(
 
 
 def experience_rows(
-    env, shape: str, sql: str, res: SearchResult, schema: str = "qopt_tpcds"
+    env,
+    shape: str,
+    sql: str,
+    res: SearchResult,
+    schema: str = "qopt_tpcds",
+    censored: bool = False,
 ) -> list[Any]:
     """The search as experience rows (``kind`` ``explore``; the original ``standard``)
-    with the env's observations along each sequence (``env.observe``: plans only)."""
+    with the env's observations along each sequence (``env.observe``: plans only).
+
+    A censored time is only a lower bound (the plan was stopped at 1.05x the fastest time
+    seen so far), not its runtime: such a sequence is left out unless ``censored``, so the
+    replay env scores it as never measured (a little worse than the original) instead of
+    as nearly as fast as the best plan."""
     from rlsuite.apps.queryopt.plugin.experience import Experience
 
     out = []
-    for seq, (s, _cens) in sorted(res.times.items(), key=lambda kv: len(kv[0])):
+    for seq, (s, cens) in sorted(res.times.items(), key=lambda kv: len(kv[0])):
+        if cens and seq and not censored:
+            continue
         try:
             states = env.observe(sql, seq)
         except Exception:  # noqa: BLE001 - a sequence the engine cannot plan is not logged

@@ -100,6 +100,9 @@ class TrainConfig:
     query runs) instead of running the workload's queries."""
     env_steps_per_iteration: int | None = None
     """Env steps sampled per training iteration (1000 / 100)."""
+    log_reward: bool = False
+    """With ``experience``: score the replay env's ratios as ``-log(ratio)`` instead of
+    ``-ratio`` (what the plugin's guard reads as a predicted ratio; so offline use only)."""
 
     def __post_init__(self) -> None:
         defaults = space_of(self.engine).defaults
@@ -154,6 +157,7 @@ class TrainConfig:
                 workload=self.workload,
                 workload_config=dict(self.workload_config),
                 max_steps=self.max_steps,
+                **({"log_reward": True} if self.log_reward else {}),
             )
         options = {"dsn": self.dsn, "master": self.master, "spark_dir": self.spark_dir}
         cfg: dict[str, Any] = dict(

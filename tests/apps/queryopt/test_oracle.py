@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from rlsuite.apps.queryopt import rules as R
@@ -63,8 +65,11 @@ def test_search_rows_train_the_replay_env_toward_the_fastest_sequence(tpcds_smal
         dsn=db.dsn, workload="tpcds", workload_config={"scale": 0.01}, max_steps=2
     )
     rows = experience_rows(env, "q1", q1, res)
+    kept = experience_rows(env, "q1", q1, res, censored=True)
     env.close()
-    assert [r.applied for r in rows][0] == () and len(rows) == 3
+    # the censored time (a lower bound) is left out unless asked for
+    assert [r.applied for r in rows] == [(), ("arm_no_nestloop",)]
+    assert [r.applied for r in kept][2] == ("arm_no_hashjoin",) and len(kept) == 3
     assert all(len(r.features) == len(r.applied) + 1 for r in rows)
     path = str(tmp_path / "x.sqlite")
     store = ExperienceStore(path, "qopt_tpcds")
@@ -81,6 +86,44 @@ def test_search_rows_train_the_replay_env_toward_the_fastest_sequence(tpcds_smal
     renv.reset(seed=0)
     _, r, done, _, _ = renv.step(R.RULE_NAMES.index("cte_materialized"))  # never measured
     assert done and r == pytest.approx(-1.1)
+    renv.reset(seed=0)  # censored: scored as never measured, not as its 3 s lower bound
+    _, r, done, _, _ = renv.step(R.RULE_NAMES.index("arm_no_hashjoin"))
+    assert done and r == pytest.approx(-1.1)
+    lenv = ReplayRewriteEnv(experience=path, workload="tpcds", max_steps=2, log_reward=True)
+    lenv.reset(seed=0)
+    lenv.step(nl)
+    assert lenv.step(R.STOP)[1] == pytest.approx(math.log(4.0))  # 4x faster: -log(0.25)
+    lenv.reset(seed=0)
+    assert lenv.step(R.RULE_NAMES.index("arm_no_hashjoin"))[1] == pytest.approx(-math.log(1.1))
+
+
+def test_plan_structure_features_see_correlated_subplans_and_self_joined_ctes(tpcds_small):
+    from rlsuite.apps.queryopt.featurizer import STRUCT_KEYS, Featurizer, plan_features
+    from rlsuite.apps.queryopt.rewriter import apply_rules
+    from rlsuite.apps.queryopt.workloads.tpcds import queries
+
+    db, qs = tpcds_small, queries()
+
+    def struct(sql, seq=()):
+        q, _ = apply_rules(R.Query.parse(sql, _catalog(db)), seq)
+        pf = plan_features(db.explain(q.sql(), TPCDS, settings=q.settings_dict))
+        return {k: pf[k] for k in STRUCT_KEYS}
+
+    q1 = struct(qs[1])  # a correlated scalar subquery over a CTE scanned twice
+    assert q1["subplans"] >= 1 and q1["max_cte_scans"] == 2
+    assert struct(qs[1], ("unnest_subqueries",))["subplans"] == 0  # decorrelated
+    q9 = struct(qs[9])  # 15 uncorrelated scalar subqueries: init plans, no subplan
+    assert q9["subplans"] == 0 and q9["initplans"] >= 5
+    assert struct(qs[4])["max_cte_scans"] >= 4  # year_total self-joined
+    f = Featurizer(max_steps=2)
+    assert f.describe()["struct_keys"] == list(STRUCT_KEYS)
+    assert f.describe()["size"] == f.size
+
+
+def _catalog(db):
+    from rlsuite.apps.queryopt.rewriter import catalog
+
+    return catalog(db, TPCDS)
 
 
 def _key(db, sql, seq):
