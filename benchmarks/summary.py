@@ -319,18 +319,15 @@ ROWS: tuple[Row, ...] = (
         f"{PY}queryopt_tpcds_repeat.py --scale 1 --repeat 3 --queries 7,27,21,39,16,38,87,10,70,78,"
         "29,31,25,54,60,17,14,30,95,74,11,4,1,6,81",
         "-", fmt="{:.0f}"),
-    Row("queryopt", "TPC-DS SF 1, PostgreSQL 15, DQN on held-out templates (trained on odd, 17 even held out)",
-        "share of the oracle's total-time gain, 30 s cap, 0 wrong",
-        "queryopt_tpcds_learn.json", Value(("splits", "odd", "summary", "dqn_over_oracle")),
-        _pub("target: >= 80% of the oracle's gain", 0.8),
-        f"{PY}queryopt_tpcds_learn.py --depth 3 --beam 1 --iterations 20 --log-reward --splits odd,even --resume --ship",
-        "`queryopt_tpcds_odd_dqn`", fmt="{:.0%}"),
-    Row("queryopt", "TPC-DS SF 1, PostgreSQL 15, DQN on held-out templates (trained on even, 22 odd held out)",
-        "share of the oracle's total-time gain, 30 s cap, 0 wrong",
-        "queryopt_tpcds_learn.json", Value(("splits", "even", "summary", "dqn_over_oracle")),
-        _pub("target: >= 80% of the oracle's gain", 0.8),
-        f"{PY}queryopt_tpcds_learn.py --depth 3 --beam 1 --iterations 20 --log-reward --splits odd,even --resume --ship",
-        "`queryopt_tpcds_even_dqn`", fmt="{:.0%}"),
+    *[
+        Row("queryopt", f"TPC-DS SF 1, PostgreSQL 15, DQN on held-out templates (trained on {split}, {held})",
+            "share of the oracle's total-time gain, 30 s cap, 0 wrong",
+            "queryopt_tpcds_learn.json", Value(("splits", split, "summary", "dqn_over_oracle")),
+            _pub("target: >= 80% of the oracle's gain", 0.8),
+            f"{PY}queryopt_tpcds_learn.py --depth 3 --beam 1 --iterations 20 --log-reward --splits odd,even "
+            "--resume --ship", f"`queryopt_tpcds_{split}_dqn`", fmt="{:.0%}")
+        for split, held in (("odd", "17 even held out"), ("even", "22 odd held out"))
+    ],
     Row("queryopt", "joins, Spark 4.3", "geo-mean speed-up, 8 held-out queries", "queryopt_spark.json",
         Value(("workloads", "joins", "summary", "geomean_speedup")),
         _here("eager aggregation on every query", "workloads", "joins", "hand_rewrite", "geomean_speedup"),
