@@ -361,14 +361,14 @@ def _wait(cond, seconds: float = 30.0) -> None:
 
 
 def _learnable(path, schema: str) -> bool:
-    """Whether the store holds a shape a retrain can learn from (the retrainer's own test)."""
-    from rlsuite.apps.queryopt.envs.replay import summarise
-    from rlsuite.apps.queryopt.featurizer import Featurizer
-    from rlsuite.apps.queryopt.plugin.experience import read_only
+    """Whether the store holds a shape a retrain can learn from: the replay env's shapes
+    (one with its standard plan measured), the test the retrain itself makes."""
+    from rlsuite.apps.queryopt.envs.replay import ReplayRewriteEnv
 
-    rows = [e for e in read_only(path) if e.schema == schema]
-    shapes = summarise(rows, schema, size=Featurizer(max_steps=2).size)
-    return any(() in s.states and s.ms.get(()) for s in shapes.values())
+    try:
+        return bool(ReplayRewriteEnv(experience=str(path), schema=schema, max_steps=2).shapes)
+    except ValueError:  # "holds no shape ... with a measured standard plan"
+        return False
 
 
 def _retrain_until_swapped(learner, tries: int = 4) -> dict:
