@@ -5,8 +5,8 @@ checks every rewrite's rows on Spark.
 The actions, in order (an action's index is its number in the Spark MDP; STOP is last):
 
 - the logical rules of :mod:`rlsuite.apps.queryopt.rules`, translated:
-  ``eager_aggregation`` and ``unnest_subqueries`` as they are; the join orders with
-  Catalyst's cost-based join reordering off (``spark.sql.cbo.joinReorder.enabled =
+  ``eager_aggregation``, ``unnest_subqueries`` and ``or_to_union_all`` as they are; the
+  join orders with Catalyst's cost-based join reordering off (``spark.sql.cbo.joinReorder.enabled =
   false``, Spark's default), which keeps the written order of inner joins, in place of
   PostgreSQL's ``join_collapse_limit = 1``; ``filter_after_aggregation`` without the
   ``OFFSET 0`` fence, which means nothing to Spark (its optimizer drops ``OFFSET 0``

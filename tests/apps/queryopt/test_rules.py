@@ -168,6 +168,17 @@ FIXTURES = [
         "WHERE s.d > 500) AS y JOIN r AS r ON r.b = y.b GROUP BY y.b",
         {},
     ),
+    (
+        "or_to_union_all",
+        "qopt_joins",
+        "SELECT R.a, count(*) FROM R, S WHERE R.b = S.b AND (R.c < 5 OR S.d < 100) "
+        "GROUP BY R.a ORDER BY R.a",
+        "SELECT qopt_or.r_a AS a, COUNT(*) AS _col_1 FROM (SELECT r.a AS r_a FROM r AS r, s AS s "
+        "WHERE r.b = s.b AND r.c < 5 UNION ALL SELECT r.a AS r_a FROM r AS r, s AS s "
+        "WHERE r.b = s.b AND s.d < 100 AND NOT COALESCE(r.c < 5, FALSE)) AS qopt_or "
+        "GROUP BY qopt_or.r_a ORDER BY a",
+        {},
+    ),
 ]
 
 
@@ -286,6 +297,24 @@ def result_types(db, schema: str, sql: str) -> list[int]:
             "SELECT R.a FROM R, S WHERE R.b = S.b AND S.d < 3",
             "no predicate can be pushed into a derived table or CTE",
         ),
+        ("or_to_union_all", "SELECT R.a FROM R WHERE R.a < 3", "no OR among its conjuncts"),
+        ("or_to_union_all", "SELECT R.a FROM R WHERE R.a < 3 OR R.c > 7", "one table's columns"),
+        (
+            "or_to_union_all",
+            "SELECT R.a FROM R, S WHERE R.b = S.b AND (R.c < random() OR S.d < 3)",
+            "may differ per evaluation",
+        ),
+        (
+            "or_to_union_all",
+            "SELECT R.a, (SELECT max(T.c) FROM T WHERE T.c = R.c) FROM R, S "
+            "WHERE R.b = S.b AND (R.c < 5 OR S.d < 3)",
+            "outside the WHERE clause",
+        ),
+        (
+            "or_to_union_all",
+            "SELECT R.a FROM R, S WHERE R.b = S.b AND (R.c < 5 OR S.d < 3) UNION SELECT S.b FROM S",
+            "needs a SELECT at the top",
+        ),
     ],
 )
 def test_rule_not_applicable_says_why(db, rule, sql, reason):
@@ -362,7 +391,14 @@ def test_not_in_on_a_nullable_column_is_refused_because_not_exists_differs(tpcds
 
 
 @pytest.mark.parametrize(
-    "n,rule", [(94, "decorrelate_exists_inequality"), (95, "cte_not_materialized")]
+    "n,rule",
+    [
+        (94, "decorrelate_exists_inequality"),
+        (95, "cte_not_materialized"),
+        (13, "or_to_union_all"),
+        (35, "or_to_union_all"),
+        (45, "or_to_union_all"),
+    ],
 )
 def test_new_rules_keep_the_rows_of_the_tpcds_queries_they_target(tpcds_small, n, rule):
     from rlsuite.apps.queryopt.workloads.tpcds import queries
@@ -387,3 +423,28 @@ def test_greedy_by_cost_skips_a_rewrite_postgres_rejects(db, monkeypatch):
         R.applicable(R.Query.parse(sql, catalog(db, "qopt_joins")))["arm_no_mergejoin"], R.Query
     )
     assert "arm_no_mergejoin" not in GreedyByCost(db, "qopt_joins").choose(sql)
+
+
+def test_or_to_union_all_counts_a_row_once_when_an_earlier_branch_is_null(tpcds_small):
+    """``c_birth_year`` is NULL for some customers: there ``c_birth_year < 1950`` is NULL, and
+    the row must come through the second branch exactly once. Without the ``NOT COALESCE``
+    guard the rows where both branches hold would come twice."""
+    sql = (
+        "SELECT count(*) FROM customer, customer_address WHERE c_current_addr_sk = "
+        "ca_address_sk AND (c_birth_year < 1950 OR ca_gmt_offset < -6)"
+    )
+    out = R.apply("or_to_union_all", R.Query.parse(sql, catalog(tpcds_small, TPCDS)))
+    both = (
+        "SELECT count(*) FROM customer, customer_address WHERE c_current_addr_sk = "
+        "ca_address_sk AND ca_gmt_offset < -6 AND {}"
+    )
+    null_first = tpcds_small.run(both.format("c_birth_year IS NULL"), TPCDS, 30_000)
+    true_both = tpcds_small.run(both.format("c_birth_year < 1950"), TPCDS, 30_000)
+    assert null_first.rows[0][0] > 0 and true_both.rows[0][0] > 0  # both cases occur
+    a = tpcds_small.run(sql, TPCDS, 30_000)
+    b = tpcds_small.run(out.sql(), TPCDS, 30_000)
+    assert a.rows == b.rows
+    unguarded = out.sql().replace(" AND NOT COALESCE(customer.c_birth_year < 1950, FALSE)", "")
+    assert unguarded != out.sql()
+    doubled = tpcds_small.run(unguarded, TPCDS, 30_000)
+    assert doubled.rows[0][0] == a.rows[0][0] + true_both.rows[0][0]

@@ -8,7 +8,8 @@ their output.
 
 The registry ``RULES`` is ordered; a rule's index is its action number in the
 MDP (STOP comes after the last rule). The rules live in one module per family:
-:mod:`.aggregation`, :mod:`.joins`, :mod:`.subqueries`, :mod:`.ctes`, :mod:`.arms`; their shared
+:mod:`.aggregation`, :mod:`.joins`, :mod:`.subqueries`, :mod:`.ctes`,
+:mod:`.disjunctions`, :mod:`.arms`; their shared
 vocabulary (:class:`Query`, :class:`Catalog`, :class:`Rule`) in :mod:`.base`.
 
 Example::
@@ -41,6 +42,7 @@ from rlsuite.apps.queryopt.rules.ctes import (
     cte_not_materialized,
     pushdown_predicates,
 )
+from rlsuite.apps.queryopt.rules.disjunctions import or_to_union_all
 from rlsuite.apps.queryopt.rules.joins import join_order_large_first, join_order_small_first
 from rlsuite.apps.queryopt.rules.subqueries import (
     decorrelate_exists_inequality,
@@ -103,6 +105,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cte_not_materialized", cte_not_materialized, cte_not_materialized.__doc__),
     Rule("cte_materialized", cte_materialized, cte_materialized.__doc__),
     Rule("pushdown_predicates", pushdown_predicates, pushdown_predicates.__doc__),
+    Rule("or_to_union_all", or_to_union_all, or_to_union_all.__doc__.splitlines()[0]),
 )
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in RULES)
 STOP = len(RULES)

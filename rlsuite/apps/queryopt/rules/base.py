@@ -189,6 +189,19 @@ def set_from(
 
 AGGS = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
 
+_VOLATILE = ("random", "clock_timestamp", "nextval", "setseed", "gen_random_uuid")
+
+
+def volatile_call(e: exp.Expression) -> str | None:
+    """A function call in ``e`` that may give another value per evaluation (or a user
+    function, which may), as SQL; None when there is none. A rule that evaluates an
+    expression more or fewer times than the original refuses such a call."""
+    for f in e.find_all(exp.Func):
+        name = (f.sql_name() if not isinstance(f, exp.Anonymous) else f.name).lower()
+        if isinstance(f, exp.Anonymous | exp.Rand) or name in _VOLATILE:
+            return f.sql(dialect=DIALECT)
+    return None
+
 
 def explicit_cross_joins(sel: exp.Select) -> None:
     """``FROM a, b`` as ``FROM a CROSS JOIN b``, before a LEFT JOIN is appended.

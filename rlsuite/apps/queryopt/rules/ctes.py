@@ -27,9 +27,13 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.optimizer.pushdown_predicates import pushdown_predicates as _sqlglot_pushdown
 
-from rlsuite.apps.queryopt.rules.base import DIALECT, Catalog, NotApplicable, explicit_cross_joins
-
-_VOLATILE = ("random", "clock_timestamp", "nextval", "setseed", "gen_random_uuid")
+from rlsuite.apps.queryopt.rules.base import (
+    DIALECT,
+    Catalog,
+    NotApplicable,
+    explicit_cross_joins,
+    volatile_call,
+)
 
 
 def cte_references(e: exp.Expression) -> dict[str, int]:
@@ -54,15 +58,6 @@ def _ctes(e: exp.Expression, what: str) -> list[exp.CTE]:
     return [c for w in withs for c in w.expressions]
 
 
-def _volatile(cte: exp.CTE) -> str | None:
-    """A function call that may give another value per evaluation (or a user function)."""
-    for f in cte.this.find_all(exp.Func):
-        name = (f.sql_name() if not isinstance(f, exp.Anonymous) else f.name).lower()
-        if isinstance(f, exp.Anonymous | exp.Rand) or name in _VOLATILE:
-            return f.sql(dialect=DIALECT)
-    return None
-
-
 def cte_not_materialized(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     """Mark each CTE read more than once NOT MATERIALIZED: each reference planned on its own."""
     ctes = _ctes(e, "CTE inlining")
@@ -71,7 +66,7 @@ def cte_not_materialized(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     for cte in ctes:
         if refs.get(cte.alias_or_name.lower(), 0) < 2 or cte.args.get("materialized") is not None:
             continue
-        if (f := _volatile(cte)) is not None:
+        if (f := volatile_call(cte.this)) is not None:
             raise NotApplicable(
                 f"CTE {cte.alias_or_name} calls {f}, which may differ per evaluation; "
                 "inlining it could change the rows"
