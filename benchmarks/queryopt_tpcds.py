@@ -54,7 +54,9 @@ Usage:
 Writes benchmarks/results/queryopt_tpcds.json and queryopt_tpcds.png
 (``--earlier-candidates``: queryopt_tpcds_earlier.json and .png, unless ``--out-name``
 says). ``--resume`` keeps every query already in the results file and runs the
-others of ``--queries``, so a run can be split into chunks.
+others of ``--queries``, so a run can be split into chunks. With a lower
+``--measure-above-s`` than the file's, it also reruns the queries between the two bars,
+which the earlier run did not search (``lowered_from`` in the JSON names them).
 """
 
 from __future__ import annotations
@@ -437,10 +439,28 @@ def main() -> int:
                     f"{old} was measured with new_rules={bool(prev.get('new_rules'))}; "
                     "resume it with the same candidates, or give another --out-name"
                 )
-            for k in ("scale", "cap_s", "measure_above_s", "pair_candidates"):
+            for k in ("scale", "cap_s", "pair_candidates"):
                 if prev.get(k, False) != payload[k]:
                     raise SystemExit(f"{old} has {k}={prev.get(k)}, this run {payload[k]}")
             rows = list(prev["queries"])  # all of them: --queries names what is still to run
+            before = prev["measure_above_s"]
+            if args.measure_above_s > before:
+                raise SystemExit(
+                    f"{old} searched queries of >= {before} s; resume it with that "
+                    "--measure-above-s or a lower one, or give another --out-name"
+                )
+            if args.measure_above_s < before:  # search what the higher bar left out
+                lowered = [r for r in rows if args.measure_above_s <= r["postgres_s"] < before]
+                rows = [r for r in rows if r not in lowered]
+                redo = {r["query"] for r in lowered}
+                payload["lowered_from"] = {"measure_above_s": before, "rerun": sorted(redo)}
+                if duck is not None:
+                    prev["answers"] = [a for a in prev.get("answers", []) if a["query"] not in redo]
+                nums = sorted(set(nums) | redo)
+                console.print(
+                    f"--measure-above-s {before} -> {args.measure_above_s}: "
+                    f"rerunning {len(redo)} queries"
+                )
             if duck is not None:
                 payload["answers"] = list(prev.get("answers", []))
             payload["resumed_from"] = prev.get("time")
