@@ -306,25 +306,27 @@ ROWS: tuple[Row, ...] = (
         "queryopt_tpch.json", Value(("summary", "total_speedup")),
         _pub("R-Bot, TPC-H SF 10 on PostgreSQL 14, 104.9 -> 57.6 s; another scale", 104.86 / 57.60),
         f"{PY}queryopt_tpch.py", "`runs/bench/queryopt_tpch`", fmt="{:.1f}x"),
-    Row("queryopt", "TPC-DS SF 1, PostgreSQL 15, 99 queries, 30 s cap",
-        "total time speed-up, rewrites chosen by measured runtime, 0 wrong",
-        "queryopt_tpcds.json", Value(("summary", "measured", "total_speedup")),
+    Row("queryopt", "TPC-DS SF 1, PostgreSQL 15, 99 queries, 300 s cap",
+        "total time speed-up, rewrites chosen by measured runtime, 0 at the cap, 0 wrong",
+        "queryopt_tpcds_cap300.json", Value(("summary", "measured", "total_speedup")),
         _pub("target: >= 3x against PostgreSQL's own plans", 3.0),
-        f"{PY}queryopt_tpcds.py --scale 1 --cap-s 30 --measure-above-s 1.0 --answers",
+        f"{PY}queryopt_tpcds.py --scale 1 --cap-s 300 --measure-above-s 0.5 --answers "
+        "--pair-candidates --out-name queryopt_tpcds_cap300",
         "-", fmt="{:.1f}x"),
     Row("queryopt", "TPC-DS SF 1, PostgreSQL 15, the runtime chooser's wins, 3 alternating runs each",
-        "queries >= 2x faster under the medians, 30 s cap, 0 wrong",
-        "queryopt_tpcds_repeat.json", Value(("summary", "at_least_2x")),
+        "queries >= 2x faster under the medians (Q4, Q11: single runs), 300 s cap, 0 wrong",
+        "queryopt_tpcds_cap300_repeat.json", Value(("summary", "workload_at_least_2x")),
         _pub("target: >= 20 of the 99", 20),
-        f"{PY}queryopt_tpcds_repeat.py --scale 1 --repeat 3 --queries 7,27,21,39,16,38,87,10,70,78,"
-        "29,31,25,54,60,17,14,30,95,74,11,4,1,6,81",
+        f"{PY}queryopt_tpcds_repeat.py --scale 1 --repeat 3 --from queryopt_tpcds_cap300 "
+        "--out-name queryopt_tpcds_cap300_repeat --queries 27,10,16,60,29,87,38,39,54,78,17,25,31,30,"
+        "14,95,81,6,74,1,7,21",
         "-", fmt="{:.0f}"),
     *[
         Row("queryopt", f"TPC-DS SF 1, PostgreSQL 15, DQN on held-out templates (trained on {split}, {held})",
             "share of the oracle's total-time gain, 30 s cap, 0 wrong",
             "queryopt_tpcds_learn.json", Value(("splits", split, "summary", "dqn_over_oracle")),
             _pub("target: >= 80% of the oracle's gain", 0.8),
-            f"{PY}queryopt_tpcds_learn.py --depth 3 --beam 1 --iterations 20 --log-reward --splits odd,even "
+            f"{PY}queryopt_tpcds_learn.py --depth 3 --beam 1 --iterations 40 --log-reward --splits odd,even "
             "--resume --ship", f"`queryopt_tpcds_{split}_dqn`", fmt="{:.0%}")
         for split, held in (("odd", "17 even held out"), ("even", "22 odd held out"))
     ],
