@@ -315,6 +315,11 @@ def result_types(db, schema: str, sql: str) -> list[int]:
             "SELECT R.a FROM R, S WHERE R.b = S.b AND (R.c < 5 OR S.d < 3) UNION SELECT S.b FROM S",
             "needs a SELECT at the top",
         ),
+        (
+            "or_to_union_all",
+            "SELECT R.a FROM R, S WHERE R.b = S.b AND (R.c < 5 OR S.d < 3) FOR UPDATE",
+            "does not handle FOR UPDATE",
+        ),
     ],
 )
 def test_rule_not_applicable_says_why(db, rule, sql, reason):

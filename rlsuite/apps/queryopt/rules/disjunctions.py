@@ -26,7 +26,15 @@ UNION_ALIAS = "qopt_or"
 MAX_BRANCHES = 8
 """More branches than this are left alone: each one repeats the whole join."""
 _OUTER_PARTS = ("expressions", "group", "having", "order", "qualify", "windows", "distinct")
-_REFUSED_PARTS = ("laterals", "pivots", "connect", "match", "prewhere", "into")
+_REFUSED_PARTS = {
+    "laterals": "LATERAL",
+    "pivots": "PIVOT",
+    "connect": "CONNECT BY",
+    "match": "MATCH_RECOGNIZE",
+    "prewhere": "PREWHERE",
+    "into": "SELECT INTO",
+    "locks": "FOR UPDATE / FOR SHARE",
+}
 
 
 def disjuncts(cond: exp.Expression) -> list[exp.Expression]:
@@ -84,9 +92,9 @@ def or_to_union_all(e: exp.Expression, catalog: Catalog) -> exp.Expression:
         raise NotApplicable(f"OR expansion needs a SELECT at the top, got {e.key.upper()}")
     if e.args.get("from_") is None or e.args.get("where") is None:
         raise NotApplicable("the query has no FROM ... WHERE to split")
-    for part in _REFUSED_PARTS:
+    for part, what in _REFUSED_PARTS.items():
         if e.args.get(part):
-            raise NotApplicable(f"OR expansion does not handle {part.upper()}")
+            raise NotApplicable(f"OR expansion does not handle {what}")
     conds = conjuncts(e.args["where"].this)
     ors = [c for c in conds if isinstance(c, exp.Or)]
     if not ors:
