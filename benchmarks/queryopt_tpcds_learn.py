@@ -38,9 +38,7 @@ Usage:
         [--beam 2] [--iterations 8] [--resume]
 
 Writes benchmarks/results/queryopt_tpcds_learn.json, .png and the runtime cache
-queryopt_tpcds_learn_cache.json (``--resume`` keeps the searched queries and the cache;
-``--re-search 10,35`` searches those queries again, so a new rule joins their oracle, while
-every plan already timed comes from the cache).
+queryopt_tpcds_learn_cache.json (``--resume`` keeps the searched queries and the cache).
 """
 
 from __future__ import annotations
@@ -93,12 +91,6 @@ def parse_args(argv=None):
         help="export each split's model to benchmarks/policies/ when both splits pass",
     )
     ap.add_argument("--resume", action="store_true", help="keep searched queries and the cache")
-    ap.add_argument(
-        "--re-search",
-        default="",
-        help="with --resume: search these queries again (comma-separated), e.g. after a new "
-        "rule; the cache still answers every plan already timed",
-    )
     ap.add_argument("--out-name", default="queryopt_tpcds_learn")
     ap.add_argument("--run-dir", default="runs/bench/queryopt_tpcds_learn")
     ap.add_argument("--dsn", default=None)
@@ -106,14 +98,6 @@ def parse_args(argv=None):
     for s in args.splits.split(","):
         if s not in SPLITS:
             raise SystemExit(f"--splits: unknown split {s!r} (odd, even)")
-    if args.re_search and not args.resume:
-        raise SystemExit("--re-search needs --resume (without it every query is searched)")
-    try:
-        [int(x) for x in args.re_search.split(",") if x.strip()]
-    except ValueError:
-        raise SystemExit(
-            f"--re-search: query numbers, comma-separated, got {args.re_search!r}"
-        ) from None
     return args
 
 
@@ -378,8 +362,6 @@ def main(argv=None) -> int:
         payload["searches"] = old.get("searches", {})
         payload["splits"] = old.get("splits", {})
         payload["runs"] = old.get("runs", [])
-    for n in (x for x in args.re_search.split(",") if x.strip()):
-        payload["searches"].pop(str(int(n)), None)
     payload["runs"].append(
         {"argv": sys.argv[1:], "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     )
