@@ -88,6 +88,14 @@ SHAPE_RULES = ("cte_not_materialized", "cte_materialized", "unnest_subqueries")
 PLANNER_ARMS = ("arm_no_nestloop", "arm_no_hashjoin", "arm_no_mergejoin")
 
 
+def between_bars(rows: list[dict], low: float, high: float) -> tuple[list[dict], set[int]]:
+    """The rows to keep and the queries to rerun when the search bar goes from ``high`` down
+    to ``low``: those whose original took at least ``low`` but less than ``high`` seconds,
+    which the earlier run measured without searching."""
+    redo = {r["query"] for r in rows if low <= r["postgres_s"] < high}
+    return [r for r in rows if r["query"] not in redo], redo
+
+
 def _run(db, schema, sql, settings, cap_ms):
     r = db.run(sql, schema, cap_ms, settings)
     return (cap_ms / 1000.0 if r.timed_out else r.runtime_s), r.timed_out, r.rows
@@ -450,9 +458,7 @@ def main() -> int:
                     "--measure-above-s or a lower one, or give another --out-name"
                 )
             if args.measure_above_s < before:  # search what the higher bar left out
-                lowered = [r for r in rows if args.measure_above_s <= r["postgres_s"] < before]
-                rows = [r for r in rows if r not in lowered]
-                redo = {r["query"] for r in lowered}
+                rows, redo = between_bars(rows, args.measure_above_s, before)
                 payload["lowered_from"] = {"measure_above_s": before, "rerun": sorted(redo)}
                 if duck is not None:
                     prev["answers"] = [a for a in prev.get("answers", []) if a["query"] not in redo]

@@ -127,3 +127,12 @@ def test_stop_at_skips_the_queries_that_would_end_after_it(tpcds, dsn, tmp_path)
     assert rep.main([*argv, "--stop-at", str(time.time() + 20)]) == 0
     out = json.loads((tmp_path / "queryopt_tpcds_repeat.json").read_text())
     assert [e["query"] for e in out["queries"]] == [7] and out["skipped_stop_at"] == [1]
+
+
+def test_a_lower_search_bar_reruns_only_the_queries_between_the_bars():
+    import queryopt_tpcds as T
+
+    rows = [{"query": n, "postgres_s": s} for n, s in ((1, 0.3), (2, 0.5), (3, 0.9), (4, 1.0))]
+    kept, redo = T.between_bars(rows, 0.5, 1.0)
+    assert redo == {2, 3}
+    assert [r["query"] for r in kept] == [1, 4]  # under both bars, or searched already
