@@ -170,6 +170,14 @@ def flatten_from(sel: exp.Select, what: str) -> tuple[list[exp.Table], list[exp.
     return items, conds
 
 
+def sources(sel: exp.Select) -> list[exp.Expression]:
+    """The relations of ``sel``'s FROM and JOINs, in order (empty without FROM)."""
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    if from_ is None:
+        return []
+    return [from_.this] + [j.this for j in sel.args.get("joins") or []]
+
+
 def has_subquery(e: exp.Expression) -> bool:
     return any(True for _ in e.find_all(exp.Subquery, exp.Exists)) or any(
         isinstance(s, exp.Select) for s in e.find_all(exp.Select) if s is not e

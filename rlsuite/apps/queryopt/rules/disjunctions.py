@@ -17,6 +17,7 @@ from rlsuite.apps.queryopt.rules.base import (
     and_all,
     conjuncts,
     has_subquery,
+    sources,
     tables_of,
     volatile_call,
 )
@@ -65,9 +66,13 @@ def _worth_splitting(cond: exp.Expression) -> str | None:
     return None
 
 
-def _sources(sel: exp.Select) -> list[exp.Expression]:
-    from_ = sel.args.get("from_")
-    return [from_.this] + [j.this for j in sel.args.get("joins") or []]
+def _outer_nodes(e: exp.Select) -> list[exp.Expression]:
+    """The parts of ``e`` outside FROM and WHERE that read its columns."""
+    out = []
+    for part in _OUTER_PARTS:
+        v = e.args.get(part)
+        out += v if isinstance(v, list) else [v] if v is not None else []
+    return out
 
 
 def or_to_union_all(e: exp.Expression, catalog: Catalog) -> exp.Expression:
@@ -99,36 +104,28 @@ def or_to_union_all(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     ors = [c for c in conds if isinstance(c, exp.Or)]
     if not ors:
         raise NotApplicable("the WHERE clause has no OR among its conjuncts")
-    reasons = [r for c in ors if (r := _worth_splitting(c))]
-    target = next((c for c in ors if _worth_splitting(c) is None), None)
-    if target is None:
+    reasons = [_worth_splitting(c) for c in ors]
+    if all(reasons):
         raise NotApplicable(f"no OR to split: {reasons[0]}")
-    for part in _OUTER_PARTS:
-        v = e.args.get(part)
-        for node in v if isinstance(v, list) else [v] if v is not None else []:
-            if has_subquery(node) or node.find(exp.Subquery, exp.Exists):
-                raise NotApplicable(
-                    "a subquery outside the WHERE clause would read columns that move into "
-                    "the branches"
-                )
-    aliases = {s.alias_or_name for s in _sources(e)}
+    target = ors[reasons.index(None)]
+    outer = _outer_nodes(e)
+    if any(has_subquery(n) or n.find(exp.Subquery, exp.Exists) for n in outer):
+        raise NotApplicable(
+            "a subquery outside the WHERE clause would read columns that move into the branches"
+        )
+    aliases = {s.alias_or_name for s in sources(e)}
     moved: dict[tuple[str, str], str] = {}  # (table, column) -> its name in qopt_or
-    outer_columns: list[exp.Column] = []
-    for part in _OUTER_PARTS:
-        v = e.args.get(part)
-        for node in v if isinstance(v, list) else [v] if v is not None else []:
-            for c in node.find_all(exp.Column):
-                if c.table in aliases:
-                    outer_columns.append(c)
-                    key = (c.table, c.name)
-                    if key not in moved:
-                        name, i = f"{c.table}_{c.name}".lower(), 2
-                        while name in moved.values():
-                            name, i = f"{c.table}_{c.name}_{i}".lower(), i + 1
-                        moved[key] = name
+    outer_columns = [c for n in outer for c in n.find_all(exp.Column) if c.table in aliases]
+    for c in outer_columns:
+        key = (c.table, c.name)
+        if key not in moved:
+            name, i = f"{c.table}_{c.name}".lower(), 2
+            while name in moved.values():
+                name, i = f"{c.table}_{c.name}_{i}".lower(), i + 1
+            moved[key] = name
     if not moved:  # e.g. SELECT count(*): one column keeps each branch a valid query
-        first = _sources(e)[0].alias_or_name
-        col = next(iter(catalog.columns.get(_sources(e)[0].name.lower(), {})), None)
+        first = sources(e)[0].alias_or_name
+        col = next(iter(catalog.columns.get(sources(e)[0].name.lower(), {})), None)
         if col is None:
             raise NotApplicable(f"no column of {first} is known to carry the rows")
         moved[(first, col)] = f"{first}_{col}".lower()

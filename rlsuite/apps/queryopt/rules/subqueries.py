@@ -34,6 +34,7 @@ from rlsuite.apps.queryopt.rules.base import (
     conjuncts,
     explicit_cross_joins,
     has_subquery,
+    sources,
 )
 
 
@@ -91,15 +92,8 @@ def _check_correlation(e: exp.Expression) -> None:
 
 
 # ------------------------------------------------- EXISTS with one inequality
-def _sources(sel: exp.Select) -> list[exp.Expression]:
-    from_ = sel.args.get("from_") or sel.args.get("from")
-    if from_ is None:
-        return []
-    return [from_.this] + [j.this for j in sel.args.get("joins") or []]
-
-
 def _aliases(sel: exp.Select) -> set[str]:
-    return {s.alias_or_name for s in _sources(sel) if s.alias_or_name}
+    return {s.alias_or_name for s in sources(sel) if s.alias_or_name}
 
 
 def _fresh_alias(e: exp.Expression, stem: str) -> str:
@@ -246,7 +240,7 @@ def _not_null(col: exp.Expression, sel: exp.Select, catalog: Catalog) -> bool:
         return False
     if any(j.args.get("side") for j in sel.args.get("joins") or []):
         return False
-    for s in _sources(sel):
+    for s in sources(sel):
         if isinstance(s, exp.Table) and s.alias_or_name == col.table:
             return col.name.lower() in catalog.not_null.get(s.name.lower(), frozenset())
     return False
