@@ -9,18 +9,31 @@
 #     bash benchmarks/platform_device.sh sampling     # ~7 min
 #     bash benchmarks/platform_device.sh learner      # ~5 min
 #     bash benchmarks/platform_device.sh es           # ~3 min
+#     bash benchmarks/platform_device.sh halfcheetah  # ~6 min: RLlib's own mujoco_ppo.py,
+#                                                    # seeds 0-2 side by side (needs MuJoCo)
 # or all three in one call, each part cut at its own limit (seconds; defaults 200, 230, 90) so the
 # call ends inside the tool's limit; a part cut off keeps what it wrote and its JSON lists what it
 # had not finished (``unfinished``), and parts.txt says which parts ran to the end
 # (ES_GENERATIONS, default 10, shortens the es part):
 #     bash benchmarks/platform_device.sh all [LEARNER_S SAMPLING_S ES_S]
 # JSON and PNGs go to $OUT (the tool's folder that comes back), else benchmarks/results/device.
+# The halfcheetah part also needs mujoco (mujoco, mujoco-core 4.0.0, glfw for gymnasium's
+# renderer import). With them the wheels pass the tool's 64 MiB, so carry instead
+# .devcarry2/: site.tar.xz, the same wheels (without ray's jars and dashboard client, and
+# without mujoco-studio) unpacked and packed with xz -9 (36 MB), and the glfw wheel.
 # Run on a machine without .devcarry, the script uses the Python it finds (PYTHON, default
 # .venv/bin/python, else python3) and the installed packages.
 set -euo pipefail
-part=${1:?"say which part: sampling, learner, es or all"}
+part=${1:?"say which part: sampling, learner, es, halfcheetah or all"}
 cd "$(dirname "$0")/.."
-if [ -d .devcarry/whl ]; then
+if [ -f .devcarry2/site.tar.xz ]; then
+  if [ ! -d /tmp/site/ray ]; then
+    mkdir -p /tmp/site && tar -C /tmp/site -xJf .devcarry2/site.tar.xz
+    for w in .devcarry2/*.whl; do [ -f "$w" ] && python3 -m zipfile -e "$w" /tmp/site; done
+  fi
+  export PYTHONPATH=/tmp/site:$PWD
+  py=python3
+elif [ -d .devcarry/whl ]; then
   [ -d /tmp/site/ray ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .devcarry/whl/*.whl
   export PYTHONPATH=/tmp/site:$PWD
@@ -64,8 +77,21 @@ case "$part" in
       --generations "${ES_GENERATIONS:-10}" \
       --out "$out/platform_es_device.json"
     ;;
+  halfcheetah)
+    # RLlib's mujoco_ppo.py on HalfCheetah-v5 to 1M steps (its 4 runners x 16 envs and one
+    # remote learner: 5 logical CPUs each), three seeds at once, each cut at HC_MAX_S.
+    for seed in 0 1 2; do
+      $py benchmarks/platform_learning.py --tasks ppo-halfcheetah --impls rllib --seeds "$seed" \
+        --num-cpus 5 --max-wall-s "${HC_MAX_S:-400}" \
+        --out "$out/platform_learning_halfcheetah_rllib_s$seed.json" >"/tmp/hc_s$seed.log" 2>&1 &
+    done
+    rc=0; for job in $(jobs -p); do wait "$job" || rc=1; done
+    tail -n 40 /tmp/hc_s*.log >"$out/halfcheetah.log"
+    rm -f "$out"/platform_learning_halfcheetah_rllib_s*.png  # drawn here, keeps the tool's 8 files
+    exit $rc
+    ;;
   *)
-    echo "unknown part '$part': say sampling, learner, es or all" >&2
+    echo "unknown part '$part': say sampling, learner, es, halfcheetah or all" >&2
     exit 2
     ;;
 esac

@@ -167,12 +167,15 @@ def run_cell(
     lock: str | None = None,
     segment_s: float = 420.0,
     max_wall_s: float | None = None,
+    num_cpus: int | None = None,
 ) -> dict[str, Any]:
     """Train one (task, impl, seed) to the threshold (rows with ``run_to_budget``: past
-    it), the budget, the row's iteration limit or ``max_wall_s`` of computing."""
+    it), the budget, the row's iteration limit or ``max_wall_s`` of computing. Ray gets
+    ``num_cpus`` logical CPUs (default: the row's)."""
     import ray
 
     task = TASKS[key]
+    num_cpus = num_cpus or task.num_cpus
     heavy = _HeavyLock(lock, segment_s)
     heavy.take()
     heavy.waited_s = 0.0  # the cell's clock starts once it holds the lock
@@ -181,14 +184,14 @@ def run_cell(
         # remote env runners get this module's functions by value (it is not importable
         # there: benchmarks/ is not a package on their path)
         ray.cloudpickle.register_pickle_by_value(platform_learning_tasks)
-        ray.init(num_cpus=task.num_cpus, include_dashboard=False, logging_level="ERROR")
+        ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="ERROR")
         config = task.rllib_config().learners(num_gpus_per_learner=0).debugging(seed=seed)
         described = {"example": task.source}
     else:
         from rlsuite.platform import cluster, resources
         from rlsuite.platform.optimizers import to_rllib
 
-        cluster.init(num_cpus=task.num_cpus)
+        cluster.init(num_cpus=num_cpus)
         plan = _our_plan(task, impl, seed)
         config = to_rllib(plan, resources.resolve(plan, log=False))
         config = config.reporting(metrics_num_episodes_for_smoothing=SMOOTHING)
@@ -244,6 +247,8 @@ def run_cell(
         "step_unit": task.step_unit,
         "wall_s": round(time.perf_counter() - t0 - heavy.waited_s, 2),
         "lock_segments": heavy.segments,
+        "ray_num_cpus": num_cpus,
+        "machine_cpus": os.cpu_count(),
         # the 1-min load average at the end: > 2 means other processes shared the 2 cores
         "loadavg_1min_at_end": round(os.getloadavg()[0], 2),
         "build_s": round(build_s, 2),
@@ -391,6 +396,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="stop a cell after this many seconds of computing (waits for the lock not "
         "counted); it is saved as stopped_by=max_wall_s at the steps it reached",
     )
+    ap.add_argument(
+        "--num-cpus",
+        type=int,
+        default=None,
+        help="Ray's logical CPUs for every cell (default: each row's, sized for 2 cores; "
+        "RLlib's mujoco_ppo.py needs 6 on a larger machine)",
+    )
     ap.add_argument("--cell", nargs=3, metavar=("TASK", "IMPL", "SEED"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     bad = [t for t in args.tasks if t not in TASKS]
@@ -402,6 +414,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ap.error(f"unknown impl {bad[0]!r}; choose from {', '.join(sorted(known))}")
     if any(s < 0 for s in args.seeds):
         ap.error("seeds must be >= 0")
+    if args.num_cpus is not None and args.num_cpus < 1:
+        ap.error("--num-cpus must be >= 1")
     return args
 
 
@@ -409,7 +423,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.cell:  # child process: one cell, printed as JSON on the last line
         key, impl, seed = args.cell
-        cell = run_cell(key, impl, int(seed), args.lock, args.segment_s, args.max_wall_s)
+        cell = run_cell(
+            key, impl, int(seed), args.lock, args.segment_s, args.max_wall_s, args.num_cpus
+        )
         print("CELL " + json.dumps(cell), flush=True)
         return 0
     from rich.console import Console
@@ -442,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
                         if args.lock
                         else []
                     )
-                    + (["--max-wall-s", str(args.max_wall_s)] if args.max_wall_s else []),
+                    + (["--max-wall-s", str(args.max_wall_s)] if args.max_wall_s else [])
+                    + (["--num-cpus", str(args.num_cpus)] if args.num_cpus else []),
                     capture_output=True,
                     text=True,
                     cwd=ROOT,

@@ -215,7 +215,10 @@ def table(results: dict[str, Any]) -> Any:
                     "" if impl == "rllib" else _fmt(s.get(f"{r}_ratio_vs_rllib"), "{:.2f}x", "-")
                     for r in ("steps", "wall_s", "iteration_s")
                 ),
-                ", ".join(f"s{k}: {v:.0f}" for k, v in s["best_return_not_reached"].items())
+                ", ".join(
+                    f"s{k}: " + _fmt(v, "{:.0f}", "no episode ended")
+                    for k, v in s["best_return_not_reached"].items()
+                )
                 + _final_text(task, s),
             )
     for key, why in results.get("skipped", {}).items():
