@@ -98,7 +98,9 @@ import platform_learning_tasks  # noqa: E402
 from platform_learning_report import (  # noqa: E402, F401  (_median, WALL_TARGET: re-exported)
     WALL_TARGET,
     _median,
+    at_common_steps,
     impls_of,
+    last_episodes_mean,
     overlap_vs_default,
     plot,
     reached_steps,
@@ -258,21 +260,6 @@ def run_cell(
         **extra,
         **described,
     }
-
-
-def last_episodes_mean(curve: list[list[float]], n: int) -> dict[str, Any]:
-    """The mean return of the last ``n`` training episodes, from the curve's per-iteration
-    means and counts (the oldest iteration counted gives its mean for its share of the
-    ``n``: exact when the ``n`` episodes end on an iteration's boundary)."""
-    total, count = 0.0, 0
-    for point in reversed(curve):
-        if len(point) < 4 or not point[3] or math.isnan(point[2]):
-            continue
-        take = min(point[3], n - count)
-        total, count = total + take * point[2], count + take
-        if count == n:
-            break
-    return {"mean": round(total / count, 2) if count else None, "episodes": count}
 
 
 HELD_OUT_SEEDS = 1_000_000_000
@@ -532,6 +519,7 @@ def _finish(results: dict[str, Any], path: str) -> None:
     results["skipped"] = SKIPPED
     results["summary"] = summarise(results)
     results["overlap_vs_default"] = overlap_vs_default(results["summary"], results["cells"])
+    results["at_common_steps"] = at_common_steps(results)
     results["criterion"] = (
         "every seed of ours reaches RLlib's threshold within RLlib's budget, and ours' "
         f"median wall time to it is <= {WALL_TARGET}x RLlib's"

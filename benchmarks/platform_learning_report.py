@@ -46,6 +46,44 @@ def _iterations_to(cell: dict[str, Any]) -> int:
     return cell["reached"].get("iterations", len(cell["curve"]))
 
 
+def last_episodes_mean(curve: list[list[float]], n: int) -> dict[str, Any]:
+    """The mean return of the last ``n`` training episodes, from the curve's per-iteration
+    means and counts (the oldest iteration counted gives its mean for its share of the
+    ``n``: exact when the ``n`` episodes end on an iteration's boundary)."""
+    total, count = 0.0, 0
+    for point in reversed(curve):
+        if len(point) < 4 or not point[3] or math.isnan(point[2]):
+            continue
+        take = min(point[3], n - count)
+        total, count = total + take * point[2], count + take
+        if count == n:
+            break
+    return {"mean": round(total / count, 2) if count else None, "episodes": count}
+
+
+def at_common_steps(results: dict[str, Any]) -> dict[str, Any]:
+    """Rows run to their budget (``run_to_budget``) where some cell stopped short of it (a
+    cap on the wall time): each impl's median return of the last ``final_episodes``
+    episodes at the fewest steps any cell of the row reached, so that both sides are
+    compared at the same step count."""
+    out: dict[str, Any] = {}
+    for key, task in TASKS.items():
+        cells = [c for c in results.get("cells", {}).values() if c["task"] == key]
+        if not task.final_episodes or len({c["steps"] for c in cells}) < 2:
+            continue
+        common = min(c["steps"] for c in cells)
+        row: dict[str, Any] = {"steps": common, "episodes": task.final_episodes}
+        for impl in sorted({c["impl"] for c in cells}):
+            means = [
+                last_episodes_mean([p for p in c["curve"] if p[0] <= common], task.final_episodes)
+                for c in cells
+                if c["impl"] == impl
+            ]
+            row[impl] = _median([m["mean"] for m in means if m["mean"] is not None])
+        out[key] = row
+    return out
+
+
 def summarise(results: dict[str, Any]) -> dict[str, Any]:
     """Per task and impl: seeds run, seeds reached, median steps and wall to the threshold
     (over the seeds that reached it), and ours / RLlib's of those medians."""
@@ -94,7 +132,8 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                 a, b = s[f"median_{what}_to_threshold"], base[f"median_{what}_to_threshold"]
                 s[f"{what}_ratio_vs_rllib"] = round(a / b, 3) if a and b else None
             a, b = s["median_iteration_s"], base["median_iteration_s"]
-            s["iteration_s_ratio_vs_rllib"] = round(a / b, 3) if a and b else None
+            same_machine = len(_machines(cells, key)) <= 1
+            s["iteration_s_ratio_vs_rllib"] = round(a / b, 3) if a and b and same_machine else None
             if task.anchor:
                 continue  # held to the anchor (ratio_vs_anchor), not to RLlib's wall time
             s["passed"] = (
@@ -105,6 +144,12 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
         if row:
             out[key] = row
     return out
+
+
+def _machines(cells: dict[str, Any], key: str) -> set[int]:
+    """The CPU counts the task's cells ran on (cells written before it was recorded: the
+    2-core machine)."""
+    return {c.get("machine_cpus", 2) for c in cells.values() if c["task"] == key}
 
 
 def overlap_vs_default(summary: dict[str, Any], cells: dict[str, Any]) -> dict[str, Any]:
