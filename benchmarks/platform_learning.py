@@ -41,10 +41,14 @@ return of the training episodes). Ours is the sync plan with cleanrl's hyperpara
 to the full 1M steps (``run_to_budget``), scored as the mean return of the last 100
 training episodes and by a deterministic evaluation of the final policy, loaded from its
 platform checkpoint, on 10 held-out env seeds. RLlib's own row for it,
-``mujoco_ppo.py``, asks for 4 runners x 16 envs and a remote learner::
+``mujoco_ppo.py``, asks for 4 runners x 16 envs and a remote learner, more than 2 CPUs:
+it runs with ``--num-cpus 5`` on a larger machine (``benchmarks/platform_device.sh
+halfcheetah``: three seeds side by side on 16 cores, each cut by ``--max-wall-s``), and its
+cells merge into the same JSON. Cells cut short of the budget are compared with the
+others at the fewest steps any cell reached (the JSON's ``at_common_steps``)::
 
     .venv/bin/python benchmarks/platform_learning.py --tasks ppo-halfcheetah --impls ours \
-        --seeds 0 --lock /tmp/rlsuite-heavy.lock --max-wall-s 2400 \
+        --seeds 0,1,2 --lock /tmp/rlsuite-heavy.lock --max-wall-s 2400 --resume \
         --out benchmarks/results/platform_learning_halfcheetah.json
 
 The online rows are stopped as RLlib's example launcher stops them: at the threshold on
@@ -390,6 +394,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="Ray's logical CPUs for every cell (default: each row's, sized for 2 cores; "
         "RLlib's mujoco_ppo.py needs 6 on a larger machine)",
     )
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="JSON",
+        help="add the cells of these JSONs (other runs of this script) to --out, redo its "
+        "summary and plot, and run nothing",
+    )
     ap.add_argument("--cell", nargs=3, metavar=("TASK", "IMPL", "SEED"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     bad = [t for t in args.tasks if t not in TASKS]
@@ -421,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     results = _load(args.out)
     cells = results.setdefault("cells", {})
+    if args.merge:
+        return _merge(results, args.merge, args.out, console)
     given = argv if argv is not None else sys.argv[1:]
     failed = 0
     prepared: set[str] = set()
@@ -478,6 +491,22 @@ def main(argv: list[str] | None = None) -> int:
     console.print(table(results))
     console.print(f"JSON: {args.out}")
     return 1 if failed else 0
+
+
+def _merge(results: dict[str, Any], paths: list[str], out: str, console: Any) -> int:
+    """Add the cells of other runs' JSONs (e.g. a row run on a larger machine) to ``out``
+    and redo its summary and plot; a cell already in ``out`` is replaced."""
+    for path in paths:
+        if not os.path.isfile(path):
+            console.print(f"[red]--merge: no such file {path!r}[/red]")
+            return 2
+        theirs = _load(path).get("cells", {})
+        results["cells"].update(theirs)
+        console.print(f"{path}: {len(theirs)} cell(s) merged")
+    _finish(results, out)
+    console.print(table(results))
+    console.print(f"JSON: {out}")
+    return 0
 
 
 def _finish(results: dict[str, Any], path: str) -> None:
