@@ -438,6 +438,9 @@ TASKS: dict[str, Task] = {
             gamma=0.99,
         ),
         differences=("vf_share_layers=True: the plan's policy and value nets are separate",),
+        # ours_32envs: the platform's default 32 envs per runner (the learning settings and
+        # the 10 s iterations unchanged), as the sync rows' variant
+        variants={"ours_32envs": {"num_envs_per_env_runner": 32}},
         # RLlib 2.60's APPO builds its learner as a Ray Train worker (an actor of 1
         # CPU) even with num_learners=0; with both logical CPUs held by the 2 runners it
         # is never scheduled and build_algo() waits forever (tried: 12 min at 0% CPU,
