@@ -176,12 +176,13 @@ ROWS: tuple[Row, ...] = (
         f"{PY}platform_learning.py --tasks imitation-cartpole --seeds 0,1,2 --resume", fmt="{:,.0f}",
         lower_is_better=True),
     Row("platform", "`sync` PPO, HalfCheetah-v5, 1M env steps (cleanrl's settings, `observation_filter=meanstd`)",
-        "mean return of the last 100 training episodes at 1M steps (1 seed)",
+        "mean return of the last 100 training episodes at 1M steps, median of 3 seeds",
         "platform_learning_halfcheetah.json",
         Value(("summary", "ppo-halfcheetah", "ours", "median_final_return_last_100")),
         _pub("cleanrl `ppo_continuous_action.py`, HalfCheetah-v4, 3 seeds", 1442.64),
-        f"{PY}platform_learning.py --tasks ppo-halfcheetah --impls ours --seeds 0 "
-        "--out benchmarks/results/platform_learning_halfcheetah.json", fmt="{:,.0f}"),
+        f"{PY}platform_learning.py --tasks ppo-halfcheetah --impls ours --seeds 0,1,2 "
+        "--max-wall-s 2400 --out benchmarks/results/platform_learning_halfcheetah.json",
+        fmt="{:,.0f}"),
     Row("platform", "`es` plan (ARS-style) to 793.6 (50% of TRPO), HalfCheetah-v5",
         "env steps, median of 3 seeds", "platform_learning_es.json",
         Value(("summary", "es-halfcheetah", "ars_zoo", "50% of TRPO", "median_env_steps")),
