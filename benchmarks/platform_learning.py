@@ -22,6 +22,10 @@ For each task row, on the same machine and the same seeds:
     example's (the learning settings unchanged). On the DQN row also the default 2
     remote runners and fragments of 4, with ``training_intensity`` keeping the example's
     updates per env step (the row's comment in ``platform_learning_tasks.py``).
+``ours_frag5``
+    (DQN row) the example's layout with fragments of 5 env steps instead of the plan's
+    ``n_step`` (3) under ``"auto"``: RLlib's DQN learns one batch per fragment, so this
+    is the example's update count per env step (its ``n_step=(2, 5)`` samples 5 per call).
 
 ``imitation-cartpole`` (BC) is offline: both sides learn from the same recorded
 demonstrations (RLlib's dataset is not in the wheel; ``platform_learning_tasks.py`` records
@@ -363,7 +367,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--impls",
         type=_csv(str),
         default=None,
-        help="rllib, ours, ours_overlap, ours_32envs (default: each row's all; "
+        help="rllib, ours, ours_overlap, ours_32envs, ours_frag5 (default: each row's all; "
         "a row without the impl skips it)",
     )
     ap.add_argument(

@@ -357,7 +357,16 @@ TASKS: dict[str, Task] = {
         # per 32 steps (training_intensity 2/3 of RLlib's count, 8 updates per call), a
         # tenth of the example's updates, with the target synced every 16 updates instead
         # of ~170: 0/3 seeds learned (best 20-49 in 200k steps).
+        # ours_frag5: the example's updates per env step. Its n_step=(2, 5) makes RLlib
+        # sample 5 steps per call under "auto" (one update of 32 per 5 steps); the plan's
+        # n_step=3 makes it 3, so "ours" runs 334 of RLlib's training steps (sample, add,
+        # replay, update, weight sync) per 1000 env steps to the example's 200, and each
+        # costs the same on both sides: side by side on one machine, 7.4 s per 1000 env
+        # steps for ours, 5.0-5.3 for the example, 5.05 for this variant
+        # (results/platform_learning_replay_device.json). Fragments of 5 give the
+        # example's count with n-step 3.
         variants={
+            "ours_frag5": {"rollout_fragment_length": 5},
             "ours_32envs": {
                 "num_env_runners": 2,
                 "num_envs_per_env_runner": 32,
