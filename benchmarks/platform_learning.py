@@ -396,7 +396,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=None,
         help="Ray's logical CPUs for every cell (default: each row's, sized for 2 cores; "
-        "RLlib's mujoco_ppo.py needs 6 on a larger machine)",
+        "RLlib's mujoco_ppo.py needs 5, on a larger machine)",
     )
     ap.add_argument(
         "--merge",
