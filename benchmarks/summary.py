@@ -191,6 +191,18 @@ ROWS: tuple[Row, ...] = (
         f"{PY}platform_learning.py --tasks ppo-halfcheetah --impls ours --seeds 0,1,2 "
         "--max-wall-s 2400 --out benchmarks/results/platform_learning_halfcheetah.json",
         fmt="{:,.0f}"),
+    Row("platform", "`sync` PPO, HalfCheetah-v5, 1M env steps, against RLlib's own example",
+        "mean return of the last 100 training episodes at 1M steps, median of 3 seeds",
+        "platform_learning_halfcheetah.json",
+        Value(("summary", "ppo-halfcheetah", "ours", "median_final_return_last_100")),
+        _here("RLlib's `mujoco_ppo.py`, same seeds, 5 logical CPUs on the 2 cores", "summary",
+              "ppo-halfcheetah", "rllib", "median_final_return_last_100"),
+        f"{PY}platform_learning.py --tasks ppo-halfcheetah --impls rllib --seeds 0,1,2 "
+        "--num-cpus 5 --max-wall-s 900 "
+        "--out benchmarks/results/platform_learning_halfcheetah_rllib_2cpu.json && "
+        f"{PY}platform_learning.py --out benchmarks/results/platform_learning_halfcheetah.json "
+        "--merge benchmarks/results/platform_learning_halfcheetah_rllib_2cpu.json",
+        fmt="{:,.0f}"),
     Row("platform", "`es` plan (ARS-style) to 793.6 (50% of TRPO), HalfCheetah-v5",
         "env steps, median of 3 seeds", "platform_learning_es.json",
         Value(("summary", "es-halfcheetah", "ars_zoo", "50% of TRPO", "median_env_steps")),
