@@ -45,11 +45,12 @@ return of the training episodes). Ours is the sync plan with cleanrl's hyperpara
 to the full 1M steps (``run_to_budget``), scored as the mean return of the last 100
 training episodes and by a deterministic evaluation of the final policy, loaded from its
 platform checkpoint, on 10 held-out env seeds. RLlib's own row for it,
-``mujoco_ppo.py``, asks for 4 runners x 16 envs and a remote learner, more than 2 CPUs:
-it runs with ``--num-cpus 5`` on a larger machine (``benchmarks/platform_device.sh
-halfcheetah``: three seeds side by side on 16 cores, each cut by ``--max-wall-s``), and its
-cells merge into the same JSON. Cells cut short of the budget are compared with the
-others at the fewest steps any cell reached (the JSON's ``at_common_steps``)::
+``mujoco_ppo.py``, asks for 4 runners x 16 envs and a remote learner: it runs with
+``--num-cpus 5`` (5 logical CPUs on the 2 cores, or on a larger machine with
+``benchmarks/platform_device.sh halfcheetah``: three seeds side by side on 16 cores, each
+cut by ``--max-wall-s``) into its own JSON, whose cells ``--merge`` adds to this row's.
+Cells cut short of the budget are compared with the others at the fewest steps any cell
+reached (the JSON's ``at_common_steps``)::
 
     .venv/bin/python benchmarks/platform_learning.py --tasks ppo-halfcheetah --impls ours \
         --seeds 0,1,2 --lock /tmp/rlsuite-heavy.lock --max-wall-s 2400 --resume \
@@ -396,7 +397,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=None,
         help="Ray's logical CPUs for every cell (default: each row's, sized for 2 cores; "
-        "RLlib's mujoco_ppo.py needs 5, on a larger machine)",
+        "RLlib's mujoco_ppo.py needs 5)",
     )
     ap.add_argument(
         "--merge",
