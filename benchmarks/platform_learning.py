@@ -437,12 +437,12 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     results = _load(args.out)
     cells = results.setdefault("cells", {})
-    if args.merge:
-        return _merge(results, args.merge, args.out, console)
+    if args.merge and not _merge(results, args.merge, console):
+        return 2
     given = argv if argv is not None else sys.argv[1:]
     failed = 0
     prepared: set[str] = set()
-    for key in args.tasks:
+    for key in [] if args.merge else args.tasks:  # --merge runs nothing
         task = TASKS[key]
         for seed in args.seeds:
             for impl in impls_of(task):
@@ -498,20 +498,17 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def _merge(results: dict[str, Any], paths: list[str], out: str, console: Any) -> int:
-    """Add the cells of other runs' JSONs (e.g. a row run on a larger machine) to ``out``
-    and redo its summary and plot; a cell already in ``out`` is replaced."""
+def _merge(results: dict[str, Any], paths: list[str], console: Any) -> bool:
+    """Add the cells of other runs' JSONs (e.g. a row run on a larger machine) to
+    ``results`` (a cell already there is replaced); False if a file is missing."""
     for path in paths:
         if not os.path.isfile(path):
             console.print(f"[red]--merge: no such file {path!r}[/red]")
-            return 2
+            return False
         theirs = _load(path).get("cells", {})
         results["cells"].update(theirs)
         console.print(f"{path}: {len(theirs)} cell(s) merged")
-    _finish(results, out)
-    console.print(table(results))
-    console.print(f"JSON: {out}")
-    return 0
+    return True
 
 
 def _finish(results: dict[str, Any], path: str) -> None:
