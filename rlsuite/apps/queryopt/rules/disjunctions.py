@@ -109,7 +109,7 @@ def or_to_union_all(e: exp.Expression, catalog: Catalog) -> exp.Expression:
         raise NotApplicable(f"no OR to split: {reasons[0]}")
     target = ors[reasons.index(None)]
     outer = _outer_nodes(e)
-    if any(has_subquery(n) or n.find(exp.Subquery, exp.Exists) for n in outer):
+    if any(has_subquery(n) for n in outer):
         raise NotApplicable(
             "a subquery outside the WHERE clause would read columns that move into the branches"
         )
@@ -124,8 +124,9 @@ def or_to_union_all(e: exp.Expression, catalog: Catalog) -> exp.Expression:
                 name, i = f"{c.table}_{c.name}_{i}".lower(), i + 1
             moved[key] = name
     if not moved:  # e.g. SELECT count(*): one column keeps each branch a valid query
-        first = sources(e)[0].alias_or_name
-        col = next(iter(catalog.columns.get(sources(e)[0].name.lower(), {})), None)
+        source = sources(e)[0]
+        first = source.alias_or_name
+        col = next(iter(catalog.columns.get(source.name.lower(), {})), None)
         if col is None:
             raise NotApplicable(f"no column of {first} is known to carry the rows")
         moved[(first, col)] = f"{first}_{col}".lower()
