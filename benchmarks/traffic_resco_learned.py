@@ -124,6 +124,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="override a plan field (JSON value), e.g. --plan-set n_step=3",
     )
+    p.add_argument("--action-mask", action="store_true",
+                   help="the shared policy never picks an action beyond a light's own green "
+                   "phases (the plan's action_mask_offset; without it such an action keeps "
+                   "the light's phase)")  # fmt: skip
     p.add_argument("--tag", default="",
                    help="suffix of the run directory (a variant, reported apart: give it its "
                    "own --json)")  # fmt: skip
@@ -160,6 +164,17 @@ def steps_per_episode(env_cfg: dict) -> int:
     return (end - begin) // step
 
 
+def action_mask_offset(env_cfg: dict) -> int:
+    """Where the env's observations carry each light's mask of valid actions."""
+    from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsEnv
+
+    env = RescoSignalsEnv(**env_cfg)
+    try:
+        return env.action_mask_offset
+    finally:
+        env.close()
+
+
 def make_plan(args: argparse.Namespace, env_cfg: dict, seed: int, episodes: int):
     """The plan of one chunk: RESCO-like settings (:data:`PLAN_DEFAULTS`), the budget in
     episodes turned into steps, ``--plan-set`` last."""
@@ -175,6 +190,8 @@ def make_plan(args: argparse.Namespace, env_cfg: dict, seed: int, episodes: int)
     else:
         # two episodes per update; lr annealed to 0 at the episode budget (lifetime env steps)
         fields.update(train_batch_size=2 * n, lr_anneal_steps=episodes * n)
+    if args.action_mask:
+        fields["action_mask_offset"] = action_mask_offset(env_cfg)
     for kv in args.plan_set:
         k, _, v = kv.partition("=")
         try:

@@ -287,20 +287,45 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
         .callbacks(on_environment_created=runners.freeze_startup_objects)
         .reporting(metrics_num_episodes_for_smoothing=20)
     )
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    module = _module_spec(plan, model)
     if spec.multi_agent:
         from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
-        from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
         module_ids, mapping = _policy_mapping(plan)
         config = config.multi_agent(policies=set(module_ids), policy_mapping_fn=mapping)
         config = config.rl_module(
             rl_module_spec=MultiRLModuleSpec(
-                rl_module_specs={m: RLModuleSpec(model_config=model) for m in module_ids}
+                rl_module_specs={m: RLModuleSpec(**module) for m in module_ids}
             )
         )
+    elif "module_class" in module:
+        config = config.rl_module(rl_module_spec=RLModuleSpec(**module))
     else:
         config = config.rl_module(model_config=model)
     return config
+
+
+def _module_spec(plan: RLlibPlan, model: Any) -> dict[str, Any]:
+    """The ``RLModuleSpec`` fields of the plan's module: RLlib's default module with
+    ``model``, or with ``action_mask_offset`` set, the masked one of
+    :mod:`rlsuite.platform.masking` with the offset in its model config."""
+    if plan.action_mask_offset < 0:
+        return {"model_config": model}
+    import dataclasses
+
+    from rlsuite.platform import masking
+
+    cls = (
+        masking.MaskedPPOTorchRLModule
+        if isinstance(plan, SyncPlan)
+        else masking.MaskedDQNTorchRLModule
+    )
+    return {
+        "module_class": cls,
+        "model_config": {**dataclasses.asdict(model), masking.KEY: plan.action_mask_offset},
+    }
 
 
 def rllib_training_intensity(plan: ReplayPlan) -> float | None:

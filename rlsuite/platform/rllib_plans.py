@@ -36,6 +36,8 @@ class RLlibPlan(Plan):
 
     backend: ClassVar[str] = "rllib"
     shares_encoder: ClassVar[bool] = False
+    supports_action_mask: ClassVar[bool] = False
+    """Whether ``action_mask_offset`` applies (its module is in :mod:`rlsuite.platform.masking`)."""
     """Whether the module's policy and value heads share one encoder (DQN) or each has
     its own (PPO, APPO): part of the learner's size (:func:`resources.learner_work`)."""
 
@@ -77,6 +79,11 @@ class RLlibPlan(Plan):
     """Replace a crashed env runner and keep training (fault tolerance)."""
     sample_timeout_s: float = 600.0
     """How long to wait for a runner's samples before treating it as failed."""
+    action_mask_offset: int = -1
+    """Discrete actions and a flat observation only (``sync`` and ``replay``): the index
+    in the observation where the env's 0/1 mask over the ``n`` actions starts; the policy
+    then never picks an action whose entry is 0 (:mod:`rlsuite.platform.masking`). -1:
+    every action is always available."""
     check_finite_gradients: bool = True
     """Check the gradients for NaN/inf before each optimiser step and repair a
     non-finite one (NaN to zero, with a warning). RLlib's torch learner tests every
@@ -126,6 +133,17 @@ class RLlibPlan(Plan):
         )
         resources.check_gpus_requested(self.num_gpus_per_learner)
         _check(self.sample_timeout_s > 0, "sample_timeout_s must be > 0")
+        if self.action_mask_offset != -1:
+            _check(
+                self.supports_action_mask,
+                f"action_mask_offset is for the sync and replay plans, not {self.name!r}",
+            )
+            _check(
+                isinstance(self.action_mask_offset, numbers.Integral)
+                and self.action_mask_offset >= 0,
+                f"action_mask_offset must be an int >= 0 (or -1: no mask), "
+                f"got {self.action_mask_offset!r}",
+            )
 
     @property
     def envs_per_runner(self) -> int:
@@ -205,6 +223,7 @@ class SyncPlan(RecurrentCapablePlan):
     """``sync``: synchronous sampling, then SGD over the batch (PPO)."""
 
     name: ClassVar[str] = "sync"
+    supports_action_mask: ClassVar[bool] = True
 
     num_epochs: int = 10
     """Passes of SGD over each train batch."""
@@ -365,6 +384,7 @@ class ReplayPlan(RLlibPlan):
 
     name: ClassVar[str] = "replay"
     shares_encoder: ClassVar[bool] = True
+    supports_action_mask: ClassVar[bool] = True
 
     lr: float = 5e-4
     """Learning rate."""

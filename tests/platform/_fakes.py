@@ -135,3 +135,34 @@ class CueEnv(gym.Env):
             return np.zeros(2, np.float32), 0.0, False, False, {}
         reward = 1.0 if int(action) == self._cue else -1.0
         return np.array([0.0, 1.0], np.float32), reward, True, False, {}
+
+
+class MaskedChoiceEnv(gym.Env):
+    """Each step some of the ``n`` actions are unavailable; the observation is one bias
+    value, then the 0/1 mask of the available ones (from index 1). Reward +1 for an
+    available action, -1 for another: an episode's return is ``horizon`` exactly when no
+    unavailable action was taken; random play gets about 0 (half of them are masked)."""
+
+    MASK_OFFSET = 1
+
+    def __init__(self, n: int = 4, horizon: int = 20):
+        self.n, self.horizon = int(n), int(horizon)
+        self.observation_space = spaces.Box(0.0, 1.0, (1 + self.n,), np.float32)
+        self.action_space = spaces.Discrete(self.n)
+        self._t, self._mask = 0, np.ones(self.n, np.float32)
+
+    def _obs(self):
+        m = np.zeros(self.n, np.float32)
+        m[self.np_random.choice(self.n, self.n // 2, replace=False)] = 1.0
+        self._mask = m
+        return np.concatenate([[1.0], m]).astype(np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self._t += 1
+        reward = 1.0 if self._mask[int(action)] else -1.0
+        return self._obs(), reward, False, self._t >= self.horizon, {}

@@ -1,6 +1,7 @@
 """benchmarks/traffic_resco_learned.py's own logic: each plan writes its own results file,
 the controllers its held-out evaluation scores, the snapshots validation chooses from, and
-the sampled PPO policy (seeded, following the softmax of the logits). Nothing is trained."""
+the sampled PPO policy (seeded, following the softmax of the logits), the action mask's
+offset in the plan. Nothing is trained."""
 
 from __future__ import annotations
 
@@ -115,3 +116,13 @@ def test_a_tagged_variant_is_reported_apart(tmp_path) -> None:
         argv = ["--report", "--run-root", str(tmp_path), "--json", str(tmp_path / f"{tag}.json")]
         rows = bench.write_results(bench.parse_args(argv + (["--tag", tag] if tag else [])))
         assert [os.path.basename(r["run_dir"]) for r in rows] == [want]
+
+
+def test_action_mask_puts_the_envs_mask_offset_into_the_plan() -> None:
+    """``--action-mask``: the shared policy's plan reads each light's mask where the env puts
+    it (after the one-hot of its phase: 4 on cologne8, whose lights have 2 to 4 phases)."""
+    cfg = {"network": "cologne8"}
+    masked = bench.make_plan(bench.parse_args(["--plan", "sync", "--action-mask"]), cfg, 0, 10)
+    assert masked.action_mask_offset == 4
+    plain = bench.make_plan(bench.parse_args(["--plan", "replay"]), cfg, 0, 10)
+    assert plain.action_mask_offset == -1

@@ -102,8 +102,9 @@ def test_cologne3_protocol_short_window(tmp_path):
         assert sorted(set(phases.values())) == [3, 4]
         assert {env.action_space(a).n for a in env.possible_agents} == {4}
         obs, _ = env.reset(seed=3)
+        k = env.action_mask_offset  # what a plan's action_mask_offset gets
         for x in env.lights:
-            mask = obs[x.id][env.n_phases : 2 * env.n_phases]
+            mask = obs[x.id][k : k + env.n_phases]
             assert mask.tolist() == [1.0] * len(x.greens) + [0.0] * (4 - len(x.greens))
         assert env._sim.time() == 25200
         rng = np.random.default_rng(0)

@@ -247,7 +247,8 @@ class RescoSignalsEnv(ParallelEnv):
     Actions:
         per light, ``Discrete(pad_phases)``: the green phase for the next step (RESCO's
         green phases of program 0, in file order). A switch starts with ``yellow_length``
-        s of yellow inside the step; an action beyond the light's phases keeps its phase.
+        s of yellow inside the step; an action beyond the light's phases keeps its phase
+        (a plan with ``action_mask_offset`` = :attr:`action_mask_offset` never takes one).
     Rewards:
         per light, ``reward_fn`` (RESCO's ``wait_norm`` by default).
     Termination:
@@ -294,6 +295,12 @@ class RescoSignalsEnv(ParallelEnv):
         self._episode = 0
         self._metrics: dict[str, float] | None = None
         self.render_mode = None
+
+    @property
+    def action_mask_offset(self) -> int:
+        """Where each observation's mask of the light's valid actions starts (after the
+        one-hot of its phase): a plan's ``action_mask_offset`` for the shared policy."""
+        return self.n_phases
 
     def observation_space(self, agent: str) -> spaces.Box:
         return self._obs_space
