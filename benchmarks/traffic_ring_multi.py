@@ -4,18 +4,23 @@ Trains on ``rlsuite/RingMulti-v0`` (22 vehicles, ``--avs`` of them AVs, each an 
 of a PettingZoo parallel env sharing one policy) on lengths drawn per reset from
 [220, 270] m, under Flow's env protocol (even start, 750 human-driven warm-up steps,
 3000 controlled steps, reward 0.2 * mean speed - 4 * mean |a|), from scratch. Then it
-evaluates the learned policy with 2, 3 and 4 AVs at 230 and 260 m beside PI with
-saturation on every AV and all-human driving (the AVs driven by the IDM), on the same
-seeds (the policy acts on each AV's own three features, so it applies to any count).
+evaluates the learned policy with 2, 3 and 4 AVs at 230 and 260 m (and at any
+``--held-out-lengths``) beside PI with saturation on every AV and all-human driving (the
+AVs driven by the IDM), on the same seeds (the policy acts on each AV's own three
+features, so it applies to any count).
 
-Pass criterion: the learned AVs at least match PI on every AV (within 2%) at both
-lengths, for the trained count.
+``--plan-set init_from='"DIR"'`` (es plan) starts ES from the parameters and observation
+filter of the ES policy in DIR (e.g. one trained here or on the single-AV ring) instead
+of a random draw: a warm start, its optimiser fresh.
+
+Pass criterion: the learned AVs at least match PI on every AV (within 2%) at 230 and
+260 m, for the trained count.
 
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_ring_multi.py --avs 3 --plan es --minutes 10
 
-Writes benchmarks/results/traffic_ring_multi.json and .png, and the run under
-runs/benchmarks/traffic_ring_multi.
+Writes benchmarks/results/traffic_ring_multi.json and .png (``--out NAME``: NAME.json and
+.png), and the run under runs/benchmarks/traffic_ring_multi.
 """
 
 from __future__ import annotations
@@ -47,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
         help="training env option (e.g. warmup_steps=0, bunching=20); evaluation keeps "
         "Flow's protocol",
     )  # fmt: skip
+    p.add_argument(
+        "--held-out-lengths", type=int, nargs="*", default=[], metavar="M",
+        help="ring lengths (m) also evaluated and reported, outside the pass criterion",
+    )  # fmt: skip
+    p.add_argument("--out", default="traffic_ring_multi",
+                   help="results file name under benchmarks/results/ (without .json)")  # fmt: skip
     args = p.parse_args(argv)
     console = Console(width=140)
     cfg = dict(ring_length=[220, 270], num_avs=args.avs)
@@ -71,9 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows = []
     for k in COUNTS:
-        for length in LENGTHS:
+        for length in (*LENGTHS, *args.held_out_lengths):
             eval_cfg = dict(ring_length=length, num_avs=k)
-            row = dict(avs=k, ring_length=length, uniform_flow=equilibrium_speed(length))
+            row = dict(avs=k, ring_length=length, uniform_flow=equilibrium_speed(length),
+                       held_out=length not in LENGTHS)  # fmt: skip
             for who in ("learned", "pi", "idm"):
                 ctrl = res.checkpoint if who == "learned" else scenarios.controller_for(
                     scen, who, eval_cfg)[0]  # fmt: skip
@@ -87,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{k} AVs, {length} m: learned {row['learned']:.2f}, PI {row['pi']:.2f}, "
                 f"all-human {row['idm']:.2f} m/s"
             )
-    trained = [r for r in rows if r["avs"] == args.avs]
+    trained = [r for r in rows if r["avs"] == args.avs and not r["held_out"]]
     checks = {
         f"learned >= 98% of PI on every AV ({args.avs} AVs, 230 and 260 m)": all(
             r["learned"] >= 0.98 * r["pi"] for r in trained
@@ -96,19 +108,20 @@ def main(argv: list[str] | None = None) -> int:
     t = Table(title=f"multi-AV ring: one shared policy trained with {args.avs} AVs "
                     f"({plan.name}, {res.iterations} it, {res.env_steps} steps, "
                     f"{train_s / 60:.1f} min); mean speed m/s (% of uniform flow)")  # fmt: skip
-    for c in ("AVs", "length", "learned", "PI on every AV", "all-human"):
+    for c in ("AVs", "length", "learned", "PI on every AV", "all-human", "learned / PI"):
         t.add_column(c, justify="right")
     for r in rows:
-        t.add_row(str(r["avs"]), f"{r['ring_length']} m",
-                  *[f"{r[w]:.2f} ({r[w] / r['uniform_flow']:.0%})" for w in ("learned", "pi", "idm")])  # fmt: skip
+        t.add_row(str(r["avs"]), f"{r['ring_length']} m" + (" (held out)" if r["held_out"] else ""),
+                  *[f"{r[w]:.2f} ({r[w] / r['uniform_flow']:.0%})" for w in ("learned", "pi", "idm")],
+                  f"{r['learned'] / r['pi']:.1%}")  # fmt: skip
     console.print(t)
     bars = [dict(controller=f"{w} ({args.avs} AVs, 230 m)", mean_speed=r[w])
             for r in trained if r["ring_length"] == 230 for w in ("learned", "pi", "idm")]  # fmt: skip
     return finish(
-        "traffic_ring_multi", argv, plan, cfg, res, curve, rows, train_s, checks, console,
+        args.out, argv, plan, cfg, res, curve, rows, train_s, checks, console,
         metric="mean_speed", curve_label="episode return",
         curve_title=f"{plan.name} on the multi-AV ring", bar_label="mean speed (m/s)",
-        bar_title=f"{args.avs} AVs, 230 m", bars=bars,
+        bar_title=f"{args.avs} AVs, 230 m", bars=bars, script="traffic_ring_multi",
     )  # fmt: skip
 
 

@@ -77,6 +77,11 @@ class ESPlan(Plan):
     action_head: str = "tanh"
     """Bounded ``Box`` actions: ``tanh`` squashes the output into the bounds; ``clip``
     clips the raw output to them (ARS's linear policy, with ``hidden=()``)."""
+    init_from: str | None = None
+    """An ES checkpoint or exported ES policy directory whose central parameters and
+    observation filter start the run (a warm start; its env may differ, its policy
+    architecture must match); the optimiser, generation count and RNG start fresh.
+    ``None``: parameters drawn from ``seed``. A resumed run's checkpoint overrides it."""
 
     # -- validation -----------------------------------------------------------------
     def validate(self) -> None:
@@ -146,6 +151,10 @@ class ESPlan(Plan):
         _check(
             self.action_head in ("tanh", "clip"),
             f"action_head must be 'tanh' or 'clip', got {self.action_head!r}",
+        )
+        _check(
+            self.init_from is None or (isinstance(self.init_from, str) and self.init_from),
+            f"init_from must be None or a checkpoint directory, got {self.init_from!r}",
         )
         _check(
             self.max_worker_failures >= 0,

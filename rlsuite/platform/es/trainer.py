@@ -166,6 +166,12 @@ class ESTrainer:
             _Adam(dim, plan.lr) if plan.optimizer == "adam" else _SGD(dim, plan.lr, plan.momentum)
         )
         self.obs_stat = RunningStat(self.policy.obs_dim)
+        if plan.init_from:
+            try:
+                self._init_from(plan.init_from)
+            except BaseException:
+                self.stop()
+                raise
         self.generation = 0
         self.env_steps_total = 0
         self.episodes_total = 0
@@ -173,6 +179,22 @@ class ESTrainer:
         self.worker_restarts_total = 0
         self.last_node_counts: dict[str, int] = {}
         """Perturbation pairs evaluated per Ray node in the last generation."""
+
+    def _init_from(self, path: str) -> None:
+        """Take the central parameters and the observation filter's sums of ES checkpoint
+        ``path`` (``plan.init_from``); the optimiser state, generation and RNG stay fresh."""
+        state = read_state(path)
+        if state["policy"] != self.policy.architecture():
+            raise ValueError(
+                f"cannot start from {path}: its policy {state['policy']} differs from this "
+                f"plan's {self.policy.architecture()}; use the same hidden sizes, activation, "
+                "recurrent cell and observation/action sizes"
+            )
+        self.theta = np.load(os.path.join(path, ES_PARAMS)).astype(np.float32)
+        with np.load(os.path.join(path, ES_ARRAYS)) as arr:
+            self.obs_stat.count = float(arr["obs_count"])
+            self.obs_stat.sum = np.array(arr["obs_sum"])
+            self.obs_stat.sumsq = np.array(arr["obs_sumsq"])
 
     # -- workers --------------------------------------------------------------------
     def _new_worker(self) -> Any:
