@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import logging
@@ -285,11 +286,12 @@ def _for_rllib(env: Any) -> Any:
 
     RLlib's ``ParallelPettingZooEnv`` takes its agents and spaces from the agents present
     after one reset; an env whose agents come and go (the vehicles of an open road)
-    would then meet agents it has no space for. Its ``possible_agents`` are used instead.
+    would then meet agents it has no space for. Its ``possible_agents`` are used instead,
+    and its ``agents`` are the env's live ones (RLlib's wrapper keeps the first reset's,
+    which RLlib's env check then holds against every later episode's: wrong for an env
+    whose episodes have different agents, such as several maps in turn).
     """
-    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
-
-    wrapped = ParallelPettingZooEnv(env)
+    wrapped = _live_agents_wrapper()(env)
     agents = list(getattr(env, "possible_agents", None) or [])
     if agents:
         wrapped.possible_agents = agents
@@ -298,6 +300,24 @@ def _for_rllib(env: Any) -> Any:
         wrapped.observation_space = gym.spaces.Dict(wrapped.observation_spaces)
         wrapped.action_space = gym.spaces.Dict(wrapped.action_spaces)
     return wrapped
+
+
+@functools.cache
+def _live_agents_wrapper() -> type:
+    """``ParallelPettingZooEnv`` whose ``agents`` are the wrapped env's current agents."""
+    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+
+    class LiveAgents(ParallelPettingZooEnv):
+        @property
+        def agents(self) -> list:
+            par = self.__dict__.get("par_env")
+            return list(par.agents) if par is not None else self.__dict__.get("_agents", [])
+
+        @agents.setter
+        def agents(self, value: list) -> None:  # RLlib's constructors assign it
+            self.__dict__["_agents"] = list(value)
+
+    return LiveAgents
 
 
 def rllib_env(env_id: str) -> str:

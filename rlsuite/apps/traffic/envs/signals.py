@@ -185,7 +185,13 @@ def make_env(**kwargs: Any) -> Any:
     """The signals env for these options: RESCO's maps (``network=cologne8`` ...) and your
     own network (``net_file``, ``route_file``) run :class:`~rlsuite.apps.traffic.envs.
     signals_resco.RescoSignalsEnv` under RESCO's protocol; sumo-rl's ``single``, ``grid2x2``
-    and ``grid4x4`` run :class:`SignalsEnv`."""
+    and ``grid4x4`` run :class:`SignalsEnv`; several RESCO maps in turn (``networks=
+    cologne1,cologne3``) run :class:`~rlsuite.apps.traffic.envs.signals_multimap.
+    RescoMultiMapEnv`."""
+    if kwargs.get("networks"):
+        from rlsuite.apps.traffic.envs.signals_multimap import RescoMultiMapEnv
+
+        return RescoMultiMapEnv(**kwargs)
     if _is_resco(kwargs):
         from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsEnv
 
@@ -204,6 +210,13 @@ class SignalsOptions:
 
     @staticmethod
     def from_kwargs(**kwargs: Any) -> Any:
+        if kwargs.get("networks"):  # each map's options checked as that map's, the first kept
+            from rlsuite.apps.traffic.envs.signals_multimap import parse_networks
+            from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsConfig
+
+            rest = {k: v for k, v in kwargs.items() if k != "networks"}
+            maps = parse_networks(kwargs["networks"])
+            return [RescoSignalsConfig.from_kwargs(**rest, network=m) for m in maps][0]
         if _is_resco(kwargs):
             from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsConfig
 

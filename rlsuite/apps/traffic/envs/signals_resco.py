@@ -504,7 +504,8 @@ class RescoSignalsEnv(ParallelEnv):
         self._metrics = m
         if self.cfg.episode_log and self._n_steps * self.step_length >= self.end - self.begin:
             with open(self.cfg.episode_log, "a") as f:  # one short line: an atomic append
-                f.write(json.dumps({"seed": self._seed, "time": time.time(), **m}) + "\n")
+                line = {"seed": self._seed, "time": time.time(), "network": self.cfg.network, **m}
+                f.write(json.dumps(line) + "\n")
 
     def episode_metrics(self) -> dict[str, float]:
         """RESCO's metrics of the last finished episode (the current one is closed first)."""
