@@ -269,6 +269,12 @@ def env_config(args: argparse.Namespace, scen: Any) -> dict[str, Any]:
             raise ValueError("--warmup applies to ring and figure-eight scenarios")
         cfg["warmup_steps"] = args.warmup
     cfg.update(dict(args.env_set))
+    if scen.name == "signals" and cfg.get("networks"):
+        # several maps: their common padding in the config, so a checkpoint records it and
+        # `evaluate --env-set network=<one of them>` observes as it trained
+        from rlsuite.apps.traffic.envs.signals_multimap import padding
+
+        cfg.update(padding(cfg["networks"], **{k: v for k, v in cfg.items() if k != "networks"}))
     return cfg
 
 

@@ -113,3 +113,32 @@ def test_one_masked_policy_trains_over_two_maps(ray_local, tmp_path):
             obs, *_ = alone.step(acts)
     finally:
         alone.close()
+
+
+@pytest.mark.slow
+def test_cli_trains_on_two_maps_and_scores_the_policy_on_one(ray_local, tmp_path):
+    """``traffic-train train --env-set networks=...`` records the maps' common padding in
+    its checkpoint, so ``evaluate --env-set network=<one of them>`` observes as it trained."""
+    from rlsuite.apps.traffic import cli
+    from rlsuite.platform import checkpoints
+
+    run = tmp_path / "run"
+    short = ["--env-set", "num_seconds=60", "--workers"]
+    rc = cli.main(
+        ["train", "--scenario", "signals", "--env-set", "networks=cologne1,cologne3", *short, "1",
+         "--plan", "sync", "--iterations", "1", "--plan-set", "train_batch_size=48",
+         "--plan-set", "minibatch_size=24", "--plan-set", "num_epochs=1", "--run-dir", str(run)]
+    )  # fmt: skip
+    assert rc == 0
+    trained = checkpoints.metadata(str(run / "checkpoints" / "iter_000001"))["env_config"]
+    assert (
+        trained["pad_phases"] == 4
+        and trained["pad_lanes"] == padding("cologne1,cologne3")["pad_lanes"]
+    )
+    out = tmp_path / "eval.json"
+    rc = cli.main(
+        ["evaluate", "--scenario", "signals", "--env-set", "network=cologne1", *short, "0",
+         "--controller", str(run), "--episodes", "1", "--json", str(out)]
+    )  # fmt: skip
+    assert rc == 0
+    assert json.loads(out.read_text())["summary"]["delay"]["mean"] > 0
