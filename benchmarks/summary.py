@@ -306,6 +306,15 @@ ROWS: tuple[Row, ...] = (
         _pub("RESCO v1.0 IPPO, best training episode", 43.24),
         f"{PY}traffic_resco_learned.py --maps cologne1 --plan sync --episodes 200 --minutes 25",
         "- (not shipped: greedy's 27.11 is lower)", lower_is_better=True),
+    Row("traffic", "signals, RESCO cologne8 (8 lights), shared PPO with action masks on SUMO 1.9.2",
+        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds",
+        "traffic_resco_learned_cologne8_sync_mask.json",
+        Value(("rows", {"map": "cologne8"}, "heldout", "learned_valsel", "delay_mean")),
+        _pub("RESCO v1.0 IPPO, best training episode", 21.62),
+        f"{PY}traffic_resco_learned.py --maps cologne8 --plan sync --episodes 200 --minutes 42 "
+        "--val-seeds 4 --val-snapshots 4 --no-baselines --action-mask --tag mask --json "
+        "benchmarks/results/traffic_resco_learned_cologne8_sync_mask.json",
+        "- (not shipped: greedy's 21.45 is lower)", lower_is_better=True),
     Row("traffic", "signals sampler, RESCO cologne8 (8 lights), SUMO 1.28",
         "one env runner's simulated s per CPU s (the multi-agent runner training uses), share of a raw libsumo loop's",
         "traffic_signals_speed.json",
