@@ -158,17 +158,18 @@ def run_dir_of(args: argparse.Namespace, name: str) -> str:
 
 
 def steps_per_episode(env_cfg: dict) -> int:
-    from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsConfig
+    """Decisions per episode (several maps in turn: the first map's; they must agree)."""
+    from rlsuite.apps.traffic.envs.signals import SignalsOptions
 
-    begin, end, step, _ = RescoSignalsConfig.from_kwargs(**env_cfg).protocol()
+    begin, end, step, _ = SignalsOptions.from_kwargs(**env_cfg).protocol()
     return (end - begin) // step
 
 
 def action_mask_offset(env_cfg: dict) -> int:
     """Where the env's observations carry each light's mask of valid actions."""
-    from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsEnv
+    from rlsuite.apps.traffic.envs.signals import make_env
 
-    env = RescoSignalsEnv(**env_cfg)
+    env = make_env(**env_cfg)
     try:
         return env.action_mask_offset
     finally:
