@@ -295,6 +295,11 @@ class SyncPlan(RecurrentCapablePlan):
             f"got {self.observation_filter!r}",
         )
         _check(self.lr_anneal_steps >= 0, "lr_anneal_steps must be >= 0 (0: constant lr)")
+        _check(
+            self.action_mask_offset < 0 or self.observation_filter == "none",
+            "observation_filter='meanstd' would rescale the action mask the policy reads from "
+            "the observation; drop observation_filter= or action_mask_offset=",
+        )
         if self.demonstrations:
             import os
 

@@ -69,6 +69,8 @@ def test_mask_that_does_not_fit_is_refused_with_the_range():
 
 def test_mask_offset_is_refused_where_it_does_not_apply():
     with pytest.raises(ValueError, match="sync and replay plans, not 'async'"):
-        optimizers.make_plan("async", env=ENV, action_mask_offset=1).validate()
+        optimizers.make_plan("async", env=ENV, action_mask_offset=1)
     with pytest.raises(ValueError, match="action_mask_offset must be an int >= 0"):
-        optimizers.make_plan("sync", env=ENV, action_mask_offset=-2).validate()
+        optimizers.make_plan("sync", env=ENV, action_mask_offset=-2)
+    with pytest.raises(ValueError, match="would rescale the action mask"):
+        optimizers.make_plan("sync", env=ENV, action_mask_offset=1, observation_filter="meanstd")
