@@ -36,10 +36,10 @@ class RLlibPlan(Plan):
 
     backend: ClassVar[str] = "rllib"
     shares_encoder: ClassVar[bool] = False
-    supports_action_mask: ClassVar[bool] = False
-    """Whether ``action_mask_offset`` applies (its module is in :mod:`rlsuite.platform.masking`)."""
     """Whether the module's policy and value heads share one encoder (DQN) or each has
     its own (PPO, APPO): part of the learner's size (:func:`resources.learner_work`)."""
+    supports_action_mask: ClassVar[bool] = False
+    """Whether ``action_mask_offset`` applies (its module is in :mod:`rlsuite.platform.masking`)."""
 
     num_env_runners: int = 2
     """Remote sampling processes (Ray actors). 0 samples in the driver."""
