@@ -224,13 +224,18 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
 
         from ray.rllib.algorithms.bc import BCConfig
 
+        from rlsuite.platform import offline
+
         config = (
             BCConfig()
             .training(lr=plan.lr, train_batch_size_per_learner=plan.train_batch_size)
             .offline_data(
                 input_=[os.path.abspath(plan.data)],
                 dataset_num_iters_per_learner=plan.updates_per_iteration,
-                materialize_data=True,
+                # the rows mapped once in the driver, a run of steps at a time, instead of
+                # by a Ray Data actor pool one row at a time (rlsuite.platform.offline)
+                offline_data_class=offline.DriverMappedOfflineData,
+                prelearner_class=offline.EpisodeRunsPreLearner,
             )
             .evaluation(
                 evaluation_interval=1,

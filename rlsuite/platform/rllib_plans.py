@@ -462,7 +462,9 @@ class ReplayPlan(RLlibPlan):
 
 @dataclass(frozen=True)
 class ImitationPlan(RLlibPlan):
-    """``imitation``: behaviour cloning from recorded episodes (RLlib's BC)."""
+    """``imitation``: behaviour cloning from recorded episodes (RLlib's BC; the recorded
+    rows are mapped to training batches once, in the driver, by
+    :mod:`rlsuite.platform.offline`)."""
 
     name: ClassVar[str] = "imitation"
 
