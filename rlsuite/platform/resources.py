@@ -240,7 +240,7 @@ def module_params(
     """Parameters of RLlib's default module as the plans build it: an encoder (the
     MLP's hidden layers, then an LSTM of ``lstm_cell`` units when the policy is
     recurrent) with a linear policy head and a linear value head. PPO and APPO give the
-    policy and the value their own encoder (``vf_share_layers=False``); DQN's Q-net
+    policy and the value their own encoder unless the plan says ``vf_share_layers``; DQN's Q-net
     shares one (``shared_encoder``) between its advantage and value heads."""
     body = mlp_params(obs_dim, hidden[:-1], hidden[-1])
     last = hidden[-1]

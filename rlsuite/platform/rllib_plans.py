@@ -190,6 +190,15 @@ class RecurrentCapablePlan(RLlibPlan):
     max_seq_len: int = 20
     """Steps per training sequence of a recurrent policy: how far back through time
     the gradient flows (its state is carried over the whole episode when it acts)."""
+    vf_share_layers: bool = False
+    """The value head on the policy's encoder (RLlib's ``DefaultModelConfig`` default,
+    and its tuned examples' setting) instead of an encoder of its own: one encoder to
+    train instead of two, the value loss then shaping the policy's features."""
+
+    @property
+    def shares_encoder(self) -> bool:  # type: ignore[override]
+        """Whether the value head shares the policy's encoder (``vf_share_layers``)."""
+        return self.vf_share_layers
 
     def validate(self) -> None:
         super().validate()
@@ -208,7 +217,7 @@ class RecurrentCapablePlan(RLlibPlan):
         return DefaultModelConfig(
             fcnet_hiddens=list(self.hidden),
             fcnet_activation=self.activation,
-            vf_share_layers=False,
+            vf_share_layers=self.vf_share_layers,
             **lstm,
             **extra,
         )

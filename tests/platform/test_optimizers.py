@@ -137,6 +137,25 @@ def test_free_log_std_makes_the_action_std_one_parameter_not_a_per_state_output(
         assert not names and log_std.std() > 1e-4
 
 
+@pytest.mark.parametrize("plan_name", ["sync", "async"])
+@pytest.mark.parametrize("shared", [False, True])
+def test_vf_share_layers_gives_the_value_head_the_policys_encoder(plan_name, shared):
+    import gymnasium as gym
+
+    from rlsuite.platform import resources
+
+    plan = optimizers.make_plan(
+        plan_name, env="CartPole-v1", hidden=(32, 16), vf_share_layers=shared
+    )
+    assert plan.shares_encoder is shared
+    module = optimizers.to_rllib(plan).get_rl_module_spec(env=gym.make("CartPole-v1")).build()
+    got = sum(p.numel() for p in module.parameters())
+    # the learner's work estimate counts the same parameters: one encoder or two
+    assert got == resources.module_params(4, 2, (32, 16), 0, shared)
+    one_encoder = resources.mlp_params(4, (32,), 16)
+    assert got == (1 if shared else 2) * one_encoder + 17 * 2 + 17
+
+
 def test_replay_adapter_is_apex_shaped():
     cfg = optimizers.to_rllib(
         optimizers.make_plan("replay", env="CartPole-v1", n_step=3, num_env_runners=2)
