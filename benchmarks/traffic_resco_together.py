@@ -13,6 +13,10 @@ and beside the map's own policy where ``traffic_resco_learned.py`` trained one (
 Pass criterion, per map (as for the maps' own policies): held-out delay at or below RESCO's
 best published learner, and below fixed-time and max-pressure on the same seeds.
 
+``--ship`` exports the shared policy to ``benchmarks/policies/resco_cities_<plan>`` once
+every map is scored, when on every map it beats one of RESCO's published learners and
+fixed-time held-out (:func:`ship_blockers`).
+
 Resumable: call the same command until it reports "done" (each call trains at most
 ``--minutes`` or scores as many maps as fit in ~7 minutes).
 
@@ -146,6 +150,54 @@ def summarise(maps: list[str], state: dict) -> list[dict]:
     return rows
 
 
+def ship_blockers(rows: list[dict]) -> list[str]:
+    """Why the shared policy is not shipped (empty: ship it): a map not scored yet, or one
+    where its held-out delay beats none of RESCO's published learners or is not below
+    fixed-time on the same seeds. It need not beat the best static controller, as a map's
+    own policy must: it is one policy a user can run on each city."""
+    out = []
+    for r in rows:
+        cell = r["heldout"].get("learned")
+        if cell is None:
+            out.append(f"{r['map']} not scored yet")
+            continue
+        ours = cell["delay_mean"]
+        beaten = [k for k in single.LEARNERS if r["published"].get(k) and ours <= r["published"][k]]
+        fixed = r["heldout"].get("fixed", {}).get("delay_mean")
+        if not beaten or fixed is None or ours >= fixed:
+            out.append(f"{r['map']} {ours:.2f} (fixed {fixed}, RESCO learners beaten: "
+                       f"{', '.join(beaten) or 'none'})")  # fmt: skip
+    return out
+
+
+def ship(args: argparse.Namespace, maps: list[str], state: dict, rows: list[dict]) -> None:
+    """Export the shared policy to ``benchmarks/policies/resco_cities_<plan>`` unless
+    :func:`ship_blockers` names a reason (not twice)."""
+    from rlsuite.platform.checkpoints.export import export_policy
+
+    out = os.path.join(os.path.dirname(RESULTS), "policies", f"resco_cities_{args.plan}")
+    if os.path.exists(out):
+        return
+    blockers = ship_blockers(rows)
+    if blockers:
+        print("not shipped: " + "; ".join(blockers))
+        return
+    cfg, seeds = state["env_config"], state["evaluation"]["seeds"]
+    sets = " ".join(
+        f"--env-set {k}={v}" for k, v in single_map(cfg, maps[0]).items() if k != "network"
+    )
+    note = (
+        f"{state['command']} (final checkpoint; held-out seeds {seeds[0]}-{seeds[-1]} of each "
+        f"map on SUMO {cfg['sumo_version']}, per map in "
+        f"benchmarks/results/{os.path.basename(args.json)}). Evaluate on one map (any of "
+        f"{', '.join(maps)}): traffic-train evaluate --scenario signals --env-set network=<map> "
+        f"{sets} --controller {os.path.relpath(out)} --episodes {len(seeds)} --seed {seeds[0]} "
+        "--workers 0"
+    )
+    export_policy(state["checkpoint"], out, note=note)
+    print(f"shipped: {out}")
+
+
 def plot(rows: list[dict], path: str) -> None:
     import matplotlib
 
@@ -218,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in r.get("checks", {}).items():
             print(f"  {'PASS' if v else 'FAIL'}  {k}")
             ok = ok and v
+    if args.ship and done:
+        ship(args, maps, state, rows)
     status = "done" if done else ("trained, evaluate next call" if state.get("done_training")
                                   else "training: run again")  # fmt: skip
     print(f"{name} [{args.plan}]: {len(eps)} episodes, {status}\nresults: {args.json}")

@@ -49,3 +49,27 @@ def test_own_policies_take_each_maps_best_held_out_policy() -> None:
     own = bench.own_policies()
     # cologne1: the shipped DQN (27.15) is below the PPO run (30.92) in another file
     assert own["cologne1"]["plan"] == "replay" and own["cologne1"]["delay"] < 28
+
+
+def _row(m: str, learned: float | None, fixed: float | None) -> dict:
+    from rlsuite.apps.traffic import resco
+
+    held = {} if learned is None else {"learned": {"delay_mean": learned}}
+    if fixed is not None:
+        held["fixed"] = {"delay_mean": fixed}
+    return {"map": m, "published": resco.PUBLISHED[m], "heldout": held}
+
+
+def test_the_shared_policy_ships_only_when_every_map_beats_a_learner_and_fixed() -> None:
+    # cologne1's RESCO learners: IDQN 26.05 ... IPPO 43.24; cologne8's: IPPO 21.62 ... 60.42
+    good = [_row("cologne1", 30.0, 56.0), _row("cologne8", 28.2, 63.4)]
+    assert bench.ship_blockers(good) == []
+    assert bench.ship_blockers([*good, _row("cologne3", None, None)]) == [
+        "cologne3 not scored yet"
+    ]
+    (why,) = bench.ship_blockers([_row("cologne1", 44.0, 56.0), good[1]])
+    assert why.startswith("cologne1 44.00") and "beaten: none" in why
+    (why,) = bench.ship_blockers([good[0], _row("cologne8", 28.2, 27.0)])  # above fixed
+    assert why.startswith("cologne8 28.20")
+    (why,) = bench.ship_blockers([good[0], _row("cologne8", 28.2, None)])  # fixed not scored
+    assert why.startswith("cologne8")
