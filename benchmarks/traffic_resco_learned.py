@@ -275,8 +275,10 @@ def train_chunk(args: argparse.Namespace, name: str, rd: str, state: dict, t_sta
               f"{last:.2f}, {(time.time() - t0) / 60:.1f} min", flush=True)  # fmt: skip
 
     with cluster.local_cluster(num_cpus=2):
+        # the time cap holds even when s_per_iter is still a guess (a first chunk)
         res = training.train(plan, iterations=it + n_iter, run_dir=rd, resume=it > 0,
-                             progress=False, checkpoint_every=5, callback=progress)  # fmt: skip
+                             progress=False, checkpoint_every=5, callback=progress,
+                             stop_after_s=max(60.0, left))  # fmt: skip
     snapshot(rd)
     chunk["wall_s"] = time.time() - t0
     done_iters = res.iterations - it

@@ -62,6 +62,7 @@ def train(
     progress: bool = True,
     checkpoint_every: int = 5,
     stop_return: float | None = None,
+    stop_after_s: float | None = None,
     callback: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> TrainResult:
     """Train ``plan`` for ``iterations`` iterations in ``run_dir``, with the plan's backend.
@@ -75,6 +76,8 @@ def train(
         progress: show a progress bar with the return and the sampling speed.
         checkpoint_every: write a checkpoint every this many iterations (and at the end).
         stop_return: stop early once the smoothed episode return reaches this.
+        stop_after_s: stop, with a checkpoint, after the first iteration that ends this many
+            seconds after the backend started building (a time budget; resume goes on).
         callback: called as ``callback(iteration, row)`` after each iteration.
     """
     import ray
@@ -83,6 +86,8 @@ def train(
         raise ValueError(f"iterations must be >= 1, got {iterations}")
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
+    if stop_after_s is not None and not stop_after_s > 0:
+        raise ValueError(f"stop_after_s must be > 0 seconds, got {stop_after_s}")
     plan.validate()
     run_dir = os.path.abspath(run_dir)
     ckpt = latest_checkpoint(run_dir)
@@ -137,7 +142,7 @@ def train(
                 done = (
                     stop_return is not None
                     and row.get("episode_return_mean", -math.inf) >= stop_return
-                )
+                ) or (stop_after_s is not None and row["wall_s"] >= stop_after_s)
                 if it % checkpoint_every == 0 or it == iterations or done:
                     path = write_checkpoint(backend, plan, run_dir, it, env_steps)
                     metrics.write_csv(run_dir, rows)

@@ -197,6 +197,22 @@ def test_train_refuses_to_overwrite_a_run(ray_local, tmp_path):
         training.train(plan, iterations=0, run_dir=str(tmp_path / "x"), progress=False)
 
 
+def test_train_stops_at_its_time_budget_with_a_checkpoint_and_resumes(ray_local, tmp_path):
+    plan = optimizers.make_plan(
+        "sync", env="CartPole-v1", num_env_runners=0, train_batch_size=200,
+        minibatch_size=100, num_epochs=1,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="stop_after_s must be > 0"):
+        training.train(plan, iterations=5, run_dir=str(tmp_path / "x"), stop_after_s=0)
+    res = training.train(
+        plan, iterations=1000, run_dir=str(tmp_path), progress=False, stop_after_s=1e-3
+    )
+    assert res.iterations == 1 and res.checkpoint.endswith("iter_000001")
+    more = training.train(plan, iterations=3, run_dir=str(tmp_path), resume=True, progress=False)
+    assert more.iterations == 3 and more.env_steps >= res.env_steps + 2 * 200
+    assert [r["iteration"] for r in more.metrics] == [1, 2, 3]
+
+
 def test_checkpoint_controller_matches_the_module(ray_local, tmp_path):
     """save -> load -> the same action for the same observation, twice."""
     from rlsuite.platform.checkpoints import load_controller
