@@ -128,13 +128,22 @@ class EpisodeRunsPreLearner(OfflinePreLearner):
         terminateds = np.asarray(batch[term if term in batch else "dones"], dtype=bool)
         trunc = schema[Columns.TRUNCATEDS]
         truncateds = np.asarray(batch[trunc], dtype=bool) if trunc in batch else np.zeros(n, bool)
-        actions, rewards = batch[cols[3]], batch[schema[Columns.REWARDS]]
-        infos = batch.get(schema[Columns.INFOS])
-        extra = {
-            k: v
+        rewards, infos = batch[schema[Columns.REWARDS]], batch.get(schema[Columns.INFOS])
+        # per-row arrays (a Box action, a logit vector) stacked into one array per column,
+        # as RLlib's batch ends up; a column that does not stack goes to RLlib's path
+        columns = {"actions": batch[cols[3]]}
+        columns.update(
+            (k, v)
             for k, v in batch.items()
             if k not in schema and k not in schema.values() and k not in _NOT_EXTRA
-        }
+        )
+        for k, v in columns.items():
+            if np.asarray(v).dtype == object:
+                columns[k] = _stacked(v, False)
+                if columns[k] is None:
+                    return super()._map_to_episodes(batch, to_numpy=to_numpy, **kwargs)
+        actions = columns.pop("actions")
+        extra = columns
         episodes = []
         for a, b in run_bounds(eps_ids, obs, new_obs, terminateds, truncateds):
             episode = SingleAgentEpisode(

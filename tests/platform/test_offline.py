@@ -23,8 +23,24 @@ def recording(tmp_path_factory):
     return str(d)
 
 
-def _prelearners(config):
-    env = gym.make("CartPole-v1")
+class PendulumDamper:
+    """A hand-written Pendulum controller: a Box action recorded as a list column."""
+
+    name = "damper"
+
+    def act(self, obs):
+        return np.clip(np.array([-2.0 * obs[2]], dtype=np.float32), -2.0, 2.0)
+
+
+@pytest.fixture(scope="module")
+def pendulum_recording(tmp_path_factory):
+    path = tmp_path_factory.mktemp("pend") / "d.parquet"
+    demonstrations.record_episodes(PendulumDamper(), "Pendulum-v1", 2, str(path), seed=0)
+    return str(path)
+
+
+def _prelearners(config, env_id="CartPole-v1"):
+    env = gym.make(env_id)
     spaces = (env.observation_space, env.action_space)
     spec = config.get_multi_rl_module_spec(spaces={"default_policy": spaces})
     kw = {"config": config, "spaces": spaces, "module_spec": spec}
@@ -67,6 +83,18 @@ def test_runs_prelearner_gives_rllibs_batch(recording, order):
     assert "obs" in config.input_compress_columns  # BC's default: unpack if packed
     rllib, ours = _prelearners(config)
     _same(rllib(batch), ours(batch))
+
+
+def test_runs_prelearner_gives_rllibs_batch_for_box_actions(pendulum_recording):
+    rows = offline.read_rows([pendulum_recording])
+    assert rows["actions"].dtype == object  # one array per row, as Ray Data hands them
+    config = BCConfig().environment("Pendulum-v1").offline_data(input_=[pendulum_recording])
+    rllib, ours = _prelearners(config, "Pendulum-v1")
+    for idx in (np.arange(len(rows["obs"])), np.arange(0, len(rows["obs"]), 3)):
+        batch = {k: v[idx] for k, v in rows.items()}
+        out = ours(batch)
+        _same(rllib(batch), out)
+        assert np.asarray(out["default_policy/actions"]).shape == (len(idx), 1)
 
 
 def test_runs_prelearner_leaves_other_inputs_to_rllib(recording):
