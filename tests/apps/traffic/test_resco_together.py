@@ -64,9 +64,7 @@ def test_the_shared_policy_ships_only_when_every_map_beats_a_learner_and_fixed()
     # cologne1's RESCO learners: IDQN 26.05 ... IPPO 43.24; cologne8's: IPPO 21.62 ... 60.42
     good = [_row("cologne1", 30.0, 56.0), _row("cologne8", 28.2, 63.4)]
     assert bench.ship_blockers(good) == []
-    assert bench.ship_blockers([*good, _row("cologne3", None, None)]) == [
-        "cologne3 not scored yet"
-    ]
+    assert bench.ship_blockers([*good, _row("cologne3", None, None)]) == ["cologne3 not scored yet"]
     (why,) = bench.ship_blockers([_row("cologne1", 44.0, 56.0), good[1]])
     assert why.startswith("cologne1 44.00") and "beaten: none" in why
     (why,) = bench.ship_blockers([good[0], _row("cologne8", 28.2, 27.0)])  # above fixed
