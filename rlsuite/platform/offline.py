@@ -108,53 +108,23 @@ class EpisodeRunsPreLearner(OfflinePreLearner):
     def _map_to_episodes(
         self, batch: dict[str, Any], to_numpy: bool = False, **kwargs: Any
     ) -> dict[str, list]:
-        is_multi_agent, schema, compressed = _validate_deprecated_map_args(kwargs, self.config)
-        cols = [schema[c] for c in (Columns.OBS, Columns.NEXT_OBS, Columns.EPS_ID, Columns.ACTIONS)]
-        # RLlib unpacks observations (and next ones) when OBS is listed as compressed, as
-        # it is by default for BC; packed actions or extra columns are left to RLlib
-        other_packed = set(compressed) - {Columns.OBS, Columns.NEXT_OBS}
-        if is_multi_agent or other_packed or self.config.ignore_final_observation:
+        cols = self._columns(batch, **kwargs)
+        if cols is None:  # not plain single-agent array rows: RLlib's per-row path
             return super()._map_to_episodes(batch, to_numpy=to_numpy, **kwargs)
-        if any(c not in batch for c in cols):
-            return super()._map_to_episodes(batch, to_numpy=to_numpy, **kwargs)
-        unpack = Columns.OBS in compressed
-        obs, new_obs = _stacked(batch[cols[0]], unpack), _stacked(batch[cols[1]], unpack)
-        if obs is None or new_obs is None or obs.shape != new_obs.shape:
-            return super()._map_to_episodes(batch, to_numpy=to_numpy, **kwargs)
-
-        n = len(obs)
-        eps_ids = np.asarray([str(e) for e in batch[cols[2]]])
-        term = schema[Columns.TERMINATEDS]
-        terminateds = np.asarray(batch[term if term in batch else "dones"], dtype=bool)
-        trunc = schema[Columns.TRUNCATEDS]
-        truncateds = np.asarray(batch[trunc], dtype=bool) if trunc in batch else np.zeros(n, bool)
-        rewards, infos = batch[schema[Columns.REWARDS]], batch.get(schema[Columns.INFOS])
-        # per-row arrays (a Box action, a logit vector) stacked into one array per column,
-        # as RLlib's batch ends up; a column that does not stack goes to RLlib's path
-        columns = {"actions": batch[cols[3]]}
-        columns.update(
-            (k, v)
-            for k, v in batch.items()
-            if k not in schema and k not in schema.values() and k not in _NOT_EXTRA
-        )
-        for k, v in columns.items():
-            if np.asarray(v).dtype == object:
-                columns[k] = _stacked(v, False)
-                if columns[k] is None:
-                    return super()._map_to_episodes(batch, to_numpy=to_numpy, **kwargs)
-        actions = columns.pop("actions")
-        extra = columns
+        obs, new_obs, infos, extra = cols["obs"], cols["new_obs"], cols["infos"], cols["extra"]
         episodes = []
-        for a, b in run_bounds(eps_ids, obs, new_obs, terminateds, truncateds):
+        for a, b in run_bounds(
+            cols["eps_ids"], obs, new_obs, cols["terminateds"], cols["truncateds"]
+        ):
             episode = SingleAgentEpisode(
-                id_=eps_ids[a],
+                id_=cols["eps_ids"][a],
                 agent_id=None,
                 observations=np.concatenate([obs[a:b], new_obs[b - 1 : b]]),
                 infos=[{}, *(list(infos[a:b]) if infos is not None else [{}] * (b - a))],
-                actions=actions[a:b],
-                rewards=rewards[a:b],
-                terminated=bool(terminateds[b - 1]),
-                truncated=bool(truncateds[b - 1]),
+                actions=cols["actions"][a:b],
+                rewards=cols["rewards"][a:b],
+                terminated=bool(cols["terminateds"][b - 1]),
+                truncated=bool(cols["truncateds"][b - 1]),
                 extra_model_outputs={k: v[a:b] for k, v in extra.items()},
                 len_lookback_buffer=0,
             )
@@ -162,6 +132,53 @@ class EpisodeRunsPreLearner(OfflinePreLearner):
                 episode.to_numpy()
             episodes.append(episode)
         return {"episodes": episodes}
+
+    def _columns(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any] | None:
+        """The batch's columns as whole arrays (per-row arrays stacked, as RLlib's batch
+        ends up), or None where RLlib's per-row path must map it: multi-agent rows,
+        ``ignore_final_observation``, packed actions or extra columns, a missing column, or
+        a column whose rows do not stack into one numeric array."""
+        is_multi_agent, schema, compressed = _validate_deprecated_map_args(kwargs, self.config)
+        # RLlib unpacks observations (and next ones) when OBS is listed as compressed, as
+        # it is by default for BC
+        other_packed = set(compressed) - {Columns.OBS, Columns.NEXT_OBS}
+        if is_multi_agent or other_packed or self.config.ignore_final_observation:
+            return None
+        names = {c: schema[c] for c in (Columns.OBS, Columns.NEXT_OBS, Columns.EPS_ID)}
+        names[Columns.ACTIONS] = schema[Columns.ACTIONS]
+        if any(name not in batch for name in names.values()):
+            return None
+        unpack = Columns.OBS in compressed
+        obs = _stacked(batch[names[Columns.OBS]], unpack)
+        new_obs = _stacked(batch[names[Columns.NEXT_OBS]], unpack)
+        if obs is None or new_obs is None or obs.shape != new_obs.shape:
+            return None
+        term, trunc = schema[Columns.TERMINATEDS], schema[Columns.TRUNCATEDS]
+        arrays = {"actions": batch[names[Columns.ACTIONS]]}
+        arrays.update(
+            (k, v)
+            for k, v in batch.items()
+            if k not in schema and k not in schema.values() and k not in _NOT_EXTRA
+        )
+        for k, v in arrays.items():  # a Box action, a logit vector: one array per row
+            if np.asarray(v).dtype == object:
+                arrays[k] = _stacked(v, False)
+                if arrays[k] is None:
+                    return None
+        actions = arrays.pop("actions")
+        return {
+            "obs": obs,
+            "new_obs": new_obs,
+            "eps_ids": np.asarray([str(e) for e in batch[names[Columns.EPS_ID]]]),
+            "terminateds": np.asarray(batch[term if term in batch else "dones"], dtype=bool),
+            "truncateds": (
+                np.asarray(batch[trunc], dtype=bool) if trunc in batch else np.zeros(len(obs), bool)
+            ),
+            "actions": actions,
+            "rewards": batch[schema[Columns.REWARDS]],
+            "infos": batch.get(schema[Columns.INFOS]),
+            "extra": arrays,
+        }
 
 
 class DriverMappedOfflineData(OfflineData):
