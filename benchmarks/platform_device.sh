@@ -9,6 +9,8 @@
 #     bash benchmarks/platform_device.sh sampling     # ~7 min
 #     bash benchmarks/platform_device.sh learner      # ~5 min
 #     bash benchmarks/platform_device.sh es           # ~3 min
+#     bash benchmarks/platform_device.sh imitation    # ~3 min: BC's offline path and the
+#                                                    # shared-encoder sync plan on the GPU
 #     bash benchmarks/platform_device.sh halfcheetah  # ~6 min: RLlib's own mujoco_ppo.py,
 #                                                    # seeds 0-2 side by side (needs MuJoCo)
 # or all three in one call, each part cut at its own limit (seconds; defaults 200, 230, 90) so the
@@ -24,7 +26,7 @@
 # Run on a machine without .devcarry, the script uses the Python it finds (PYTHON, default
 # .venv/bin/python, else python3) and the installed packages.
 set -euo pipefail
-part=${1:?"say which part: sampling, learner, es, halfcheetah or all"}
+part=${1:?"say which part: sampling, learner, es, imitation, halfcheetah or all"}
 cd "$(dirname "$0")/.."
 if [ -f .devcarry2/site.tar.xz ]; then
   if [ ! -d /tmp/site/ray ]; then
@@ -77,6 +79,21 @@ case "$part" in
       --generations "${ES_GENERATIONS:-10}" \
       --out "$out/platform_es_device.json"
     ;;
+  imitation)
+    # The imitation plan's driver-mapped offline data (rlsuite.platform.offline) feeding a
+    # GPU learner: BC on the PD expert's 200,000 CartPole rows to RLlib's 350, then the
+    # sync plan with one shared encoder (vf_share_layers) on the GPU.
+    $py -c 'import sys; sys.path.insert(0, "benchmarks"); import platform_learning_tasks as t; print(t.record_cartpole_expert())' \
+      2>&1 | tail -n 3 | tee "$out/imitation_data.txt"
+    $py -m rlsuite.cli train --plan imitation --env CartPole-v1 --iterations 120 --no-progress \
+      --stop-return 350 --set data=benchmarks/results/tmp/cartpole_pd_expert \
+      --set 'hidden=[256,256]' --set activation=tanh --set lr=8e-4 --set train_batch_size=1024 \
+      --set updates_per_iteration=5 --set num_gpus_per_learner=1 \
+      --run-dir /tmp/rlsuite-bc-gpu 2>&1 | tee "$out/imitation_gpu.txt"
+    $py -m rlsuite.cli train --plan sync --env Pendulum-v1 --iterations 3 --no-progress \
+      --set vf_share_layers=true --set num_gpus_per_learner=1 \
+      --run-dir /tmp/rlsuite-shared-gpu 2>&1 | tee "$out/sync_shared_encoder_gpu.txt"
+    ;;
   halfcheetah)
     # RLlib's mujoco_ppo.py on HalfCheetah-v5 to 1M steps (its 4 runners x 16 envs and one
     # remote learner: 5 logical CPUs each), three seeds at once, each cut at HC_MAX_S.
@@ -91,7 +108,7 @@ case "$part" in
     exit $rc
     ;;
   *)
-    echo "unknown part '$part': say sampling, learner, es, halfcheetah or all" >&2
+    echo "unknown part '$part': say sampling, learner, es, imitation, halfcheetah or all" >&2
     exit 2
     ;;
 esac

@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import os
+import types
 from typing import Any
 
 import numpy as np
@@ -234,6 +235,23 @@ class DriverMappedOfflineData(OfflineData):
             part = {k: v[start : start + ROWS_PER_CALL] for k, v in rows.items()}
             blocks.append(BlockAccessor.batch_to_block(prelearner(part)))
         return ray.data.from_arrow(blocks).materialize()
+
+
+def close_batch_iterators(algo: Any) -> None:
+    """Close the batch generators that an offline algorithm's local learner keeps between
+    training steps (RLlib's ``MiniBatchRayDataIterator``), while Ray is still up. Left
+    open, each is closed when the process exits, after Ray is shut down, and Ray Data logs
+    a traceback then. Remote learners' generators end with their processes."""
+    group = getattr(algo, "learner_group", None)
+    if getattr(algo, "offline_data", None) is None or group is None or not group.is_local:
+        return
+
+    def close(learner: Any) -> None:
+        gen = getattr(getattr(learner, "iterator", None), "_epoch_iterator", None)
+        if isinstance(gen, types.GeneratorType):
+            gen.close()
+
+    group.foreach_learner(close)
 
 
 def _paths(path: Any) -> list[Any]:

@@ -131,5 +131,11 @@ def test_imitation_plan_maps_in_the_driver(ray_local, recording):
         )
         learner = result["learners"]["default_policy"]
         assert np.isfinite(learner["policy_loss"])
+        # the learner's batch generator is closed while Ray is up (else Ray Data logs a
+        # traceback at exit, after Ray is shut down)
+        gen = algo.learner_group._learner.iterator._epoch_iterator
+        assert gen.gi_frame is not None
+        offline.close_batch_iterators(algo)
+        assert gen.gi_frame is None
     finally:
         algo.stop()

@@ -100,6 +100,9 @@ class RLlibBackend:
                 r.get()  # raises what failed on a learner
 
     def stop(self) -> None:
+        from rlsuite.platform.offline import close_batch_iterators
+
+        close_batch_iterators(self.algo)
         self.algo.stop()
 
     @classmethod
