@@ -27,6 +27,10 @@ For each task row, on the same machine and the same seeds:
     ``n_step`` (3) under ``"auto"``: RLlib's DQN learns one batch per fragment, so this
     is the example's update count per env step (its ``n_step=(2, 5)`` samples 5 per call).
 
+``ours_e8_overlap``
+    (HalfCheetah row) cleanrl's learning settings sampled 8 envs x 256 steps at a time,
+    with ``overlap=true`` (the next batch sampled during the update).
+
 ``imitation-cartpole`` (BC) is offline: both sides learn from the same recorded
 demonstrations (RLlib's dataset is not in the wheel; ``platform_learning_tasks.py`` records
 a PD expert's 200,000 transitions in its place), steps are learner updates of 1024
@@ -368,7 +372,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--impls",
         type=_csv(str),
         default=None,
-        help="rllib, ours, ours_overlap, ours_32envs, ours_frag5 (default: each row's all; "
+        help="rllib, ours, ours_overlap, ours_32envs, ours_frag5, ours_e8_overlap (default: each row's all; "
         "a row without the impl skips it)",
     )
     ap.add_argument(

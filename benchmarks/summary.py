@@ -217,6 +217,17 @@ ROWS: tuple[Row, ...] = (
         f"{PY}platform_learning.py --out benchmarks/results/platform_learning_halfcheetah.json "
         "--merge benchmarks/results/platform_learning_halfcheetah_rllib_2cpu.json",
         fmt="{:,.0f}"),
+    Row("platform", "`sync` PPO to 1442, HalfCheetah-v5 (cleanrl's settings, 8 envs, `overlap=true`)",
+        "wall seconds to 1442, median of 3 seeds",
+        "platform_learning_halfcheetah.json",
+        Value(("summary", "ppo-halfcheetah", "ours_e8_overlap", "median_wall_s_to_threshold")),
+        _here("RLlib's `mujoco_ppo.py`, 2 of 3 seeds reached, 5 logical CPUs on the 2 cores",
+              "summary", "ppo-halfcheetah", "rllib", "median_wall_s_to_threshold"),
+        f"{PY}platform_learning.py --tasks ppo-halfcheetah --impls ours_e8_overlap --seeds 0,1,2 "
+        "--max-wall-s 900 --out benchmarks/results/platform_learning_halfcheetah_e8.json && "
+        f"{PY}platform_learning.py --out benchmarks/results/platform_learning_halfcheetah.json "
+        "--merge benchmarks/results/platform_learning_halfcheetah_e8.json",
+        fmt="{:.0f} s", lower_is_better=True),
     Row("platform", "`es` plan (ARS-style) to 793.6 (50% of TRPO), HalfCheetah-v5",
         "env steps, median of 3 seeds", "platform_learning_es.json",
         Value(("summary", "es-halfcheetah", "ars_zoo", "50% of TRPO", "median_env_steps")),
