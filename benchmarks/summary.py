@@ -331,6 +331,15 @@ ROWS: tuple[Row, ...] = (
         _pub("RESCO v1.0 IPPO, best training episode", 43.24),
         f"{PY}traffic_resco_learned.py --maps cologne1 --plan sync --episodes 200 --minutes 25",
         "- (not shipped: greedy's 27.11 is lower)", lower_is_better=True),
+    Row("traffic", "signals, RESCO grid4x4 (16 lights), shared PPO with action masks on SUMO 1.9.2",
+        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds",
+        "traffic_resco_learned_grid4x4_resco_sync_mask.json",
+        Value(("rows", {"map": "grid4x4_resco"}, "heldout", "learned_valsel", "delay_mean")),
+        _pub("RESCO v1.0 IDQN, best training episode", 32.95),
+        f"{PY}traffic_resco_learned.py --maps grid4x4_resco --plan sync --episodes 100 --minutes 7 "
+        "--val-seeds 4 --val-snapshots 4 --action-mask --tag mask --json "
+        "benchmarks/results/traffic_resco_learned_grid4x4_resco_sync_mask.json",
+        "`resco_grid4x4_resco_sync`", lower_is_better=True),
     Row("traffic", "signals, RESCO cologne8 (8 lights), shared PPO with action masks on SUMO 1.9.2",
         "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds",
         "traffic_resco_learned_cologne8_sync_mask.json",
