@@ -333,12 +333,12 @@ ROWS: tuple[Row, ...] = (
         "- (not shipped: greedy's 27.11 is lower)", lower_is_better=True),
     Row("traffic", "signals, RESCO grid4x4 (16 lights), shared PPO with action masks on SUMO 1.9.2",
         "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds",
-        "traffic_resco_learned_grid4x4_resco_sync_mask.json",
+        "traffic_resco_learned_grid4x4_resco_sync_mask200.json",
         Value(("rows", {"map": "grid4x4_resco"}, "heldout", "learned_valsel", "delay_mean")),
         _pub("RESCO v1.0 IDQN, best training episode", 32.95),
-        f"{PY}traffic_resco_learned.py --maps grid4x4_resco --plan sync --episodes 100 --minutes 7 "
-        "--val-seeds 4 --val-snapshots 4 --action-mask --tag mask --json "
-        "benchmarks/results/traffic_resco_learned_grid4x4_resco_sync_mask.json",
+        f"{PY}traffic_resco_learned.py --maps grid4x4_resco --plan sync --episodes 200 --minutes 7 "
+        "--val-seeds 4 --val-snapshots 4 --action-mask --tag mask200 --ship --json "
+        "benchmarks/results/traffic_resco_learned_grid4x4_resco_sync_mask200.json",
         "`resco_grid4x4_resco_sync`", lower_is_better=True),
     Row("traffic", "signals, RESCO cologne8 (8 lights), shared PPO with action masks on SUMO 1.9.2",
         "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds",
