@@ -163,7 +163,9 @@ def train(
         )
     finally:
         backend.stop()
-        gc.collect()  # close RLlib's data iterators while Ray is still up
+        # free what the stopped algorithm left in reference cycles (actor handles, object
+        # refs) while Ray is still up; the offline batch generators backend.stop() closes
+        gc.collect()
         if started_ray:
             cluster.shutdown()
     final = rows[-1].get("episode_return_mean", math.nan) if rows else math.nan
