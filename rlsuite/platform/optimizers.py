@@ -188,7 +188,7 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
         )
         model = plan.model_config()
     elif isinstance(plan, ReplayPlan):
-        from ray.rllib.algorithms.dqn import DQNConfig
+        from rlsuite.platform.local_sync import InPlaceSyncDQNConfig
 
         buffer: dict[str, Any] = {"capacity": plan.buffer_size}
         if plan.prioritized:
@@ -201,8 +201,9 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
             buffer.update(type="EpisodeReplayBuffer")
         if spec.multi_agent:
             buffer["type"] = "MultiAgent" + buffer["type"]
+        # RLlib's DQN; its weight sync copies tensors in place when nothing is remote
         config = (
-            DQNConfig()
+            InPlaceSyncDQNConfig()
             .training(
                 lr=plan.lr,
                 gamma=plan.gamma,

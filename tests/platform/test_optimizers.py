@@ -1,6 +1,7 @@
 """Plans: validation and the one adapter to RLlib (no Ray needed)."""
 
 import pytest
+from ray.rllib.algorithms.dqn import DQNConfig
 
 from rlsuite.platform import envs, optimizers
 
@@ -160,7 +161,7 @@ def test_replay_adapter_is_apex_shaped():
     cfg = optimizers.to_rllib(
         optimizers.make_plan("replay", env="CartPole-v1", n_step=3, num_env_runners=2)
     )
-    assert type(cfg).__name__ == "DQNConfig"
+    assert isinstance(cfg, DQNConfig)  # RLlib's DQN, with the in-place local weight sync
     assert cfg.double_q and cfg.dueling and cfg.n_step == 3
     assert cfg.replay_buffer_config["type"] == "PrioritizedEpisodeReplayBuffer"
     assert cfg.replay_buffer_config["alpha"] == 0.6

@@ -1,0 +1,70 @@
+"""The replay plan's DQN syncs a driver-local env runner by copying tensors in place
+(``rlsuite.platform.local_sync``), and leaves every other sync to RLlib."""
+
+import pytest
+import torch
+from ray.rllib.env.env_runner_group import EnvRunnerGroup
+
+from rlsuite.platform import optimizers, resources
+
+
+def _plan(runners: int):
+    return optimizers.make_plan(
+        "replay",
+        env="CartPole-v1",
+        num_env_runners=runners,
+        num_envs_per_env_runner=1,
+        train_batch_size=16,
+        learning_starts=0,
+        env_steps_per_iteration=40,
+        hidden=(16,),
+        seed=0,
+    )
+
+
+@pytest.fixture
+def rllib_syncs(monkeypatch):
+    """Counts the calls that reach RLlib's own ``EnvRunnerGroup.sync_weights``."""
+    calls = []
+    original = EnvRunnerGroup.sync_weights
+
+    def counting(self, *args, **kwargs):
+        calls.append(kwargs.get("from_worker_or_learner_group"))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(EnvRunnerGroup, "sync_weights", counting)
+    return calls
+
+
+def test_local_runner_gets_the_learners_weights_without_rllibs_round_trip(ray_local, rllib_syncs):
+    algo = optimizers.to_rllib(_plan(0), resources.resolve(_plan(0), log=False)).build_algo()
+    try:
+        rllib_syncs.clear()  # the sync at build time went through RLlib's method
+        runner = algo.env_runner_group.local_env_runner
+        before = {k: v.clone() for k, v in runner.module.state_dict().items()}
+        for _ in range(2):
+            algo.train()
+        learner = algo.learner_group._learner
+        source = learner.module["default_policy"].state_dict()
+        target = runner.module.state_dict()
+        # one sync per training step, each one the in-place copy
+        assert learner._weights_seq_no > 10
+        assert rllib_syncs == []
+        assert runner._weights_seq_no == learner._weights_seq_no
+        assert any(not torch.equal(before[k], target[k]) for k in target)
+        for name, tensor in target.items():
+            assert torch.equal(tensor, source[name]), name
+    finally:
+        algo.stop()
+
+
+def test_remote_runners_still_sync_through_rllib(ray_local, rllib_syncs):
+    algo = optimizers.to_rllib(_plan(1), resources.resolve(_plan(1), log=False)).build_algo()
+    try:
+        rllib_syncs.clear()
+        algo.train()
+        learner_group = algo.learner_group
+        assert len(rllib_syncs) >= 10
+        assert all(source is learner_group for source in rllib_syncs)
+    finally:
+        algo.stop()
