@@ -335,6 +335,15 @@ ROWS: tuple[Row, ...] = (
         "--val-seeds 4 --val-snapshots 8 --tag val100 --ship --json "
         "benchmarks/results/traffic_resco_learned_cologne1_replay_val100.json",
         "`resco_cologne1_replay`", lower_is_better=True),
+    Row("traffic", "signals, RESCO ingolstadt1 (1 light), shared DQN on SUMO 1.9.2",
+        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds",
+        "traffic_resco_learned_ingolstadt1_replay_val100.json",
+        Value(("rows", {"map": "ingolstadt1"}, "heldout", "learned_valsel", "delay_mean")),
+        _pub("RESCO v1.0 IPPO, best training episode", 20.90),
+        f"{PY}traffic_resco_learned.py --maps ingolstadt1 --plan replay --episodes 100 --minutes 14 "
+        "--val-seeds 4 --val-snapshots 8 --tag val100 --ship --json "
+        "benchmarks/results/traffic_resco_learned_ingolstadt1_replay_val100.json",
+        "`resco_ingolstadt1_replay`", lower_is_better=True),
     Row("traffic", "signals, RESCO cologne1 (1 light), shared PPO on SUMO 1.9.2",
         "average delay, s/veh, 10 held-out seeds", "traffic_resco_learned_sync.json",
         Value(("rows", {"map": "cologne1"}, "heldout", "learned", "delay_mean")),
