@@ -19,7 +19,8 @@ On the grid, the baselines' order on the unseen routes is the one on RESCO's (re
 with ``--grid-policy`` the same 10% rule for the policy on each route file).
 
 Every controller runs one seed at a time (a seed on which SUMO crashes is recorded, not
-fatal). ``--resume`` keeps the cells already in ``--json`` and runs only the missing ones.
+fatal). ``--resume`` keeps the cells already in ``--json`` and runs only the missing ones,
+and a learned cell again when the policy at its path is not the one it scored.
 
 Usage:
     flock /tmp/rlsuite-heavy.lock nice -n 15 .venv/bin/python benchmarks/traffic_resco_beyond.py \\
@@ -87,16 +88,32 @@ def _sha(path: str) -> str:
     return h.hexdigest()[:16]
 
 
-def _policy_cfg(path: str) -> dict:
-    """The env config a shipped or run-directory policy trained with, without its log."""
+def _policy_meta(path: str) -> str:
+    """The ``rlsuite.json`` of a shipped policy, or of a run directory's latest checkpoint."""
     from rlsuite.platform.checkpoints.layout import latest_checkpoint
 
     meta = os.path.join(path, "rlsuite.json")
     if not os.path.exists(meta):
         meta = os.path.join(latest_checkpoint(path) or path, "rlsuite.json")
-    with open(meta) as f:
+    return meta
+
+
+def _policy_cfg(path: str) -> dict:
+    """The env config a shipped or run-directory policy trained with, without its log."""
+    with open(_policy_meta(path)) as f:
         cfg = json.load(f)["env_config"]
     return {k: v for k, v in cfg.items() if k != "episode_log"}
+
+
+def _stale(c: dict, rows: dict) -> bool:
+    """A kept learned cell scored another policy than the one at its path now (a policy
+    shipped again in its place, or a cell from before the fingerprint was kept)."""
+    old = rows.get(key(c))
+    return (
+        bool(c["policy"])
+        and old is not None
+        and old.get("policy_sha") != _sha(_policy_meta(c["policy"]))
+    )
 
 
 def cells(args: argparse.Namespace) -> list[dict]:
@@ -172,6 +189,8 @@ def run_cell(args: argparse.Namespace, c: dict, info: dict) -> dict:
         cfg["route_file"] = route_file(args, c["routes"], info)
     label = f"{c['map']} {c['routes']} x{c['scale']:g}"
     row = run_seeds(ctrl, c["controller"], seeds, cfg, label)
+    if c["policy"]:
+        row["policy_sha"] = _sha(_policy_meta(c["policy"]))
     return {**c, "seeds": seeds, "env_config": cfg, "command": " ".join(sys.argv), **row}
 
 
@@ -310,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         info = old.get("route_files", {})
         if args.resume:
             rows = old["rows"]
-    todo = [c for c in cells(args) if key(c) not in rows]
+    todo = [c for c in cells(args) if key(c) not in rows or _stale(c, rows)]
     t0 = time.time()
     for i, c in enumerate(todo):
         r = run_cell(args, c, info)

@@ -112,3 +112,21 @@ def test_generated_grid_routes(tmp_path):
     assert m["trips"] == 60 and m["never_inserted"] == 0
     with pytest.raises(ValueError, match="vehicles >= 1"):
         bench.generate_routes(net, str(tmp_path / "d.rou.xml"), 0, seed=1)
+
+
+def test_resume_rescores_a_policy_shipped_again_in_its_place(tmp_path):
+    """``--resume`` keeps a learned cell only while the policy at its path is the one it
+    scored: a policy exported again to the same directory is scored again."""
+    bench = _bench()
+    pol = tmp_path / "policy"
+    pol.mkdir()
+    (pol / "rlsuite.json").write_text('{"env_config": {"network": "cologne1"}, "note": "a"}')
+    cell = dict(part="scales", map="cologne1", routes="resco", scale=1.0, controller="learned",
+                sumo="1.9.2", policy=str(pol))  # fmt: skip
+    baseline = {**cell, "controller": "fixed", "policy": ""}
+    rows = {bench.key(cell): {"policy_sha": bench._sha(str(pol / "rlsuite.json"))},
+            bench.key(baseline): {}}  # fmt: skip
+    assert not bench._stale(cell, rows) and not bench._stale(baseline, rows)
+    (pol / "rlsuite.json").write_text('{"env_config": {"network": "cologne1"}, "note": "b"}')
+    assert bench._stale(cell, rows)
+    assert bench._stale(cell, {bench.key(cell): {}})  # scored before the fingerprint was kept
