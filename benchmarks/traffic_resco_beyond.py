@@ -4,10 +4,11 @@ tuned or trained on.
 Two parts, both scored by RESCO's average delay (s/veh) on held-out SUMO seeds (from
 ``--seed``, default 1000, as ``traffic_resco_learned.py`` scores):
 
-- ``scales``: cologne1 on SUMO 1.9.2 (RESCO's protocol) with its demand scaled by SUMO's
-  ``--scale`` (the env's ``demand_scale``: 0.8 drops a fifth of the route file's vehicles,
-  1.2 adds copies of a fifth), for the shipped DQN policy
-  ``benchmarks/policies/resco_cologne1_replay`` (trained at 1.0x) and the baselines.
+- ``scales``: cologne1 (or ``--map``) on SUMO 1.9.2 (RESCO's protocol; or ``--sumo``) with
+  its demand scaled by SUMO's ``--scale`` (the env's ``demand_scale``: 0.8 drops a fifth of
+  the route file's vehicles, 1.2 adds copies of a fifth), for the shipped DQN policy
+  ``benchmarks/policies/resco_cologne1_replay`` (or ``--policy``; trained at 1.0x) and the
+  baselines.
 - ``routes``: grid4x4_resco on RESCO's route file and on route files it never saw, drawn
   by SUMO's ``randomTrips.py`` (fringe to fringe as RESCO's, as many vehicles over the
   same window, a fixed seed per file), for the baselines and, with ``--grid-policy``, a
@@ -124,7 +125,7 @@ def cells(args: argparse.Namespace) -> list[dict]:
         for s in (float(x) for x in args.scales.split(",")):
             for c in ctrls:
                 pol = args.policy if c == "learned" else ""
-                out.append(dict(part="scales", map="cologne1", routes="resco", scale=s,
+                out.append(dict(part="scales", map=args.map, routes="resco", scale=s,
                                 controller=c, sumo=args.sumo, policy=pol))  # fmt: skip
     if args.part in ("routes", "all"):
         ctrls = (["learned"] if args.grid_policy else []) + args.grid_controllers.split(",")
@@ -197,7 +198,8 @@ def run_cell(args: argparse.Namespace, c: dict, info: dict) -> dict:
 def table(rows: dict) -> str:
     """Markdown tables of both parts (mean ± std delay, s/veh)."""
     out = []
-    sc = [r for r in rows.values() if r["part"] == "scales"]
+    sc = [r for r in rows.values()
+          if r["part"] == "scales" and r["map"] == "cologne1" and r["sumo"] == "1.9.2"]  # fmt: skip
     if sc:
         scales = sorted({r["scale"] for r in sc})
         ctrls = list(dict.fromkeys(r["controller"] for r in sc))
@@ -239,16 +241,17 @@ def _cell(r: dict | None) -> str:
 
 
 def checks(rows: dict) -> dict:
-    """The pass criterion per scale (cologne1) and per route file (grid): the learned policy
-    within 10% of the best baseline, and the grid baselines' order per route file."""
+    """The pass criterion per map, scale and SUMO release, and per route file (grid): the
+    learned policy within 10% of the best baseline, and the grid baselines' order per route
+    file."""
     out: dict = {}
     groups: dict = {}
     for r in rows.values():
-        groups.setdefault((r["part"], r["routes"], r["scale"], r["sumo"]), []).append(r)
-    for (part, routes, scale, sumo), rs in sorted(groups.items()):
+        groups.setdefault((r["part"], r["map"], r["routes"], r["scale"], r["sumo"]), []).append(r)
+    for (part, map_, routes, scale, sumo), rs in sorted(groups.items()):
         base = [r for r in rs if r["controller"] != "learned" and r["delay"]]
         best = min(base, key=lambda r: r["delay_mean"]) if base else None
-        name = f"{part} {routes} x{scale:g} SUMO {sumo}"
+        name = f"{part} {map_} {routes} x{scale:g} SUMO {sumo}"
         c: dict = {"order": [r["controller"] for r in sorted(base, key=lambda r: r["delay_mean"])]}
         learned = next((r for r in rs if r["controller"] == "learned"), None)
         if learned and best:
@@ -305,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--part", default="all", choices=("scales", "routes", "all"))
     p.add_argument("--scales", default="0.8,1.0,1.2")
     p.add_argument("--controllers", default=",".join(BASELINES), help="baselines of --part scales")
+    p.add_argument("--map", default="cologne1", help="RESCO map of --part scales")
     p.add_argument("--policy", default=POLICY, help="the learned policy of --part scales")
     p.add_argument("--sumo", default="1.9.2", help="SUMO release of --part scales")
     p.add_argument("--grid-controllers", default="fixed,greedy,maxpressure")
