@@ -195,11 +195,17 @@ def run_cell(args: argparse.Namespace, c: dict, info: dict) -> dict:
     return {**c, "seeds": seeds, "env_config": cfg, "command": " ".join(sys.argv), **row}
 
 
+def _demand_rows(rows: dict) -> list[dict]:
+    """The demand-scale cells of cologne1 on SUMO 1.9.2 (the table's and the plot's; the
+    other maps and releases of ``--part scales`` are in the checks)."""
+    return [r for r in rows.values()
+            if r["part"] == "scales" and r["map"] == "cologne1" and r["sumo"] == "1.9.2"]  # fmt: skip
+
+
 def table(rows: dict) -> str:
     """Markdown tables of both parts (mean ± std delay, s/veh)."""
     out = []
-    sc = [r for r in rows.values()
-          if r["part"] == "scales" and r["map"] == "cologne1" and r["sumo"] == "1.9.2"]  # fmt: skip
+    sc = _demand_rows(rows)
     if sc:
         scales = sorted({r["scale"] for r in sc})
         ctrls = list(dict.fromkeys(r["controller"] for r in sc))
@@ -269,7 +275,7 @@ def plot(rows: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.2))
-    sc = [r for r in rows.values() if r["part"] == "scales"]
+    sc = _demand_rows(rows)
     for c in dict.fromkeys(r["controller"] for r in sc):
         rs = sorted((r for r in sc if r["controller"] == c), key=lambda r: r["scale"])
         style = dict(color="black", ls="--", zorder=5) if c == "learned" else {}  # on top
