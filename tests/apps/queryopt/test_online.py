@@ -422,6 +422,15 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
         # a statement's first answers do not wait for its decision: no key, no runtime)
         _wait(lambda: store.count() >= 14 - srv.stats.not_ready)
         assert srv.stats.not_ready <= 3
+        # explorations wait for the rewrite's row check, which a loaded machine may not
+        # finish within the first 14 answers: run on, 5 at a time, until one shows (bounded)
+        for _ in range(12):
+            if {e.kind for e in store.recent()} & {"explore", "verified"}:
+                break
+            _run(session, TWO_TABLES.format(700), 5)
+            session.close()
+            session = Database(plugin_dsn(dsn, sock_dir / "online.sock", timeout_ms=20_000))
+            _wait(lambda: store.count() >= srv.stats.requests - srv.stats.not_ready)
         rows = store.recent()
         kinds = {e.kind for e in rows}
         # the standard plan ran (as the no-model decision before the row check finished, or
