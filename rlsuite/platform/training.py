@@ -164,7 +164,8 @@ def train(
     finally:
         backend.stop()
         # free what the stopped algorithm left in reference cycles (actor handles, object
-        # refs) while Ray is still up; the offline batch generators backend.stop() closes
+        # refs) while Ray is still up (backend.stop() itself closes the offline batch
+        # generators)
         gc.collect()
         if started_ray:
             cluster.shutdown()
