@@ -31,6 +31,9 @@ on the same seeds.
 Resumable: each call trains at most ``--minutes`` (one chunk; the run directory keeps the
 checkpoint, the plan, the env config and the chunks' seeds) and evaluates once the
 ``--episodes`` budget is spent; call the same command again until it reports "done".
+Validation and scoring run ``--workers`` seeds in parallel and keep each snapshot or
+controller as it is scored, stopping between them when a call's time (``--minutes``, at
+least 7.5) is up: on a slow map (ingolstadt21, arterial4x4) they take several calls.
 Chunk ``k`` seeds its env runner at ``--seed + 100 k`` so chunks see new SUMO seeds.
 
 Usage (each call under 8 minutes, so under the heavy-job lock):
@@ -117,6 +120,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--no-baselines", action="store_true", help="skip the baselines on the held-out seeds"
     )
+    p.add_argument("--workers", type=int, default=2,
+                   help="parallel processes for validation and held-out scoring (0: one seed "
+                   "at a time in this process)")  # fmt: skip
     p.add_argument(
         "--plan-set",
         action="append",
@@ -490,21 +496,30 @@ def main(argv: list[str] | None = None) -> int:
                 save_state(rd, state)
             if not state.get("done_training"):
                 train_chunk(args, name, rd, state, t_start)
-            # ~5 s per episode and controller (cologne1); a call stays under 8 minutes
+
+            # scoring stops between units (a snapshot, a controller) when the next would not
+            # fit this call, at the last unit's seconds per episode (first guess: cologne1's
+            # 5); a call that has only just begun always scores one, so each call progresses
+            def fits(episodes: int, state=state) -> bool:
+                used = time.time() - t_start
+                rate = state.get("scoring_s_per_episode", 5.0)
+                return used < 30 or used + rate * episodes <= max(450.0, args.minutes * 60)
+
+            def save(rd=rd, state=state) -> None:
+                save_state(rd, state)
+
             if state.get("done_training") and args.val_seeds and "validation" not in state:
-                est = 5 * args.val_seeds * len(snapshots_to_validate(args, rd))
-                if time.time() - t_start + est > 450:
+                val = validate(args, name, rd, state, fits, save)
+                if val is None:
                     print(f"{name}: trained; validated in the next call (time)", flush=True)
                     continue
-                state["validation"] = validate(args, name, rd, state)
+                state["validation"] = val
                 save_state(rd, state)
             todo = [k for k in eval_labels(args, state) if k not in state.get("evaluation", {})]
             if state.get("done_training") and todo:
-                if time.time() - t_start + 5 * args.eval_seeds * len(todo) > 450:
+                evaluate(args, name, state, fits, save)
+                if "evaluation_partial" in state:
                     print(f"{name}: trained; evaluated in the next call (time)", flush=True)
-                    continue
-                state["evaluation"] = evaluate(args, name, state)
-                save_state(rd, state)
     rows = write_results(args)
     if args.ship:
         for r in rows:

@@ -2,15 +2,19 @@
 choice, the choice itself on validation seeds, and the held-out evaluation beside the
 baselines (the deterministic policy, for PPO also its sampled policy).
 
-Every controller runs one seed at a time in this process; a seed on which SUMO crashes is
-recorded, not fatal.
+Each controller's seeds run in ``workers`` parallel processes (0: one seed at a time in this
+process); a seed on which SUMO crashes is recorded, not fatal. Validation and evaluation
+keep each finished unit (a snapshot, a controller) in the run's state as they go, and stop
+between units when the call's time is up, so a call cut short loses at most one unit.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+from collections.abc import Callable
 
 ENV_ID = "rlsuite/Signals-v0"
 BASELINES = ("fixed", "greedy", "maxpressure")
@@ -60,10 +64,11 @@ class SampledPolicy:
 EVAL_KEYS = ("delay", "trip_time", "waiting_time", "queue", "never_inserted")
 
 
-def run_seeds(ctrl, label: str, seeds: list[int], cfg: dict, what: str) -> dict:
-    """``ctrl`` on each seed, one at a time: a seed on which SUMO itself crashes (SUMO
-    1.9.2 can segfault deep in a gridlock) is listed under ``sumo_crashed`` and left out
-    of the mean, instead of losing the rest."""
+def run_seeds(ctrl, label: str, seeds: list[int], cfg: dict, what: str, workers: int = 0) -> dict:
+    """``ctrl`` on each seed. With ``workers`` > 1 the seeds run in that many Ray processes;
+    should that fail (SUMO 1.9.2 can segfault deep in a gridlock), they run again one at a
+    time here, where a seed on which SUMO itself crashes is listed under ``sumo_crashed``
+    and left out of the mean, instead of losing the rest."""
     import numpy as np
 
     from rlsuite.apps.traffic.kernel import SimulationError
@@ -72,17 +77,36 @@ def run_seeds(ctrl, label: str, seeds: list[int], cfg: dict, what: str) -> dict:
     t0 = time.time()
     row: dict = {k: [] for k in EVAL_KEYS}
     row.update(seeds_done=[], sumo_crashed=[])
-    for sd in seeds:
+    episodes = None
+    if workers > 1 and len(seeds) > 1:
+        import ray.cloudpickle
+
+        # SampledPolicy lives in this script, which Ray's workers cannot import by name
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
         try:
-            ev = evaluation.evaluate(ctrl, evaluation.scenarios(ENV_ID, [sd], cfg),
-                                     num_workers=0, name=label)  # fmt: skip
-        except SimulationError as e:
-            print(f"{what} {label} seed {sd}: SUMO crashed ({e})", flush=True)
-            row["sumo_crashed"].append(sd)
-            continue
+            episodes = evaluation.evaluate(
+                ctrl, evaluation.scenarios(ENV_ID, seeds, cfg),
+                num_workers=min(workers, len(seeds)), name=label,
+            ).episodes  # fmt: skip
+        except Exception as e:  # noqa: BLE001 - which seed failed is found one at a time
+            first = (str(e).strip().splitlines() or [""])[0][:160]
+            print(f"{what} {label}: the parallel run failed ({type(e).__name__}: {first}); "
+                  "running one seed at a time", flush=True)  # fmt: skip
+    for i, sd in enumerate(seeds):
+        if episodes is not None:
+            ep = episodes[i]
+        else:
+            try:
+                ev = evaluation.evaluate(ctrl, evaluation.scenarios(ENV_ID, [sd], cfg),
+                                         num_workers=0, name=label)  # fmt: skip
+            except SimulationError as e:
+                print(f"{what} {label} seed {sd}: SUMO crashed ({e})", flush=True)
+                row["sumo_crashed"].append(sd)
+                continue
+            ep = ev.episodes[0]
         row["seeds_done"].append(sd)
         for k in EVAL_KEYS:
-            row[k].append(float(ev.episodes[0][k]))
+            row[k].append(float(ep[k]))
     d = np.array(row["delay"])
     row.update(delay_mean=float(d.mean()) if d.size else float("nan"),
                delay_std=float(d.std()) if d.size else float("nan"),
@@ -104,25 +128,49 @@ def snapshots_to_validate(args: argparse.Namespace, rd: str) -> list[str]:
     return [os.path.join(root, d) for d in names[-args.val_snapshots :]]
 
 
-def validate(args: argparse.Namespace, name: str, rd: str, state: dict) -> dict:
+def validate(
+    args: argparse.Namespace,
+    name: str,
+    rd: str,
+    state: dict,
+    fits: Callable[[int], bool],
+    save: Callable[[], None],
+) -> dict | None:
     """Checkpoint selection inside RESCO's protocol: each of the newest snapshots acts
     deterministically on ``--val-seeds`` validation seeds (never trained on, apart from the
-    held-out ones); the lowest mean delay is chosen (a SUMO crash counts as a jam)."""
+    held-out ones); the lowest mean delay is chosen (a SUMO crash counts as a jam).
+
+    Each scored snapshot is kept in ``state["validation_partial"]`` (``save`` writes the
+    state); before the next one, ``fits(episodes)`` says whether it still fits this call.
+    Returns the validation, or None when the call's time ran out first."""
     from rlsuite.platform.checkpoints.loading import load_controller
 
     seeds = list(range(args.val_seed, args.val_seed + args.val_seeds))
     cfg = {k: v for k, v in state["env_config"].items() if k != "episode_log"}
-    out: dict = {"seeds": seeds, "snapshots": {}}
+    out = state.get("validation_partial") or {}
+    if out.get("seeds") != seeds:
+        out = {"seeds": seeds, "snapshots": {}}
+    for path in snapshots_to_validate(args, rd):
+        snap = os.path.basename(path)
+        if snap in out["snapshots"]:
+            continue
+        if not fits(len(seeds)):
+            return None
+        row = run_seeds(load_controller(path), snap, seeds, cfg, f"{name} validation",
+                        args.workers)  # fmt: skip
+        note_rate(state, row, len(seeds))
+        score = float("inf") if row["sumo_crashed"] or not row["delay"] else row["delay_mean"]
+        out["snapshots"][snap] = {"delay": row["delay"], "delay_mean": score,
+                                  "sumo_crashed": row["sumo_crashed"]}  # fmt: skip
+        state["validation_partial"] = out
+        save()
     best, best_d = None, float("inf")
     for path in snapshots_to_validate(args, rd):
-        row = run_seeds(load_controller(path), os.path.basename(path), seeds, cfg,
-                        f"{name} validation")  # fmt: skip
-        score = float("inf") if row["sumo_crashed"] or not row["delay"] else row["delay_mean"]
-        out["snapshots"][os.path.basename(path)] = {"delay": row["delay"], "delay_mean": score,
-                                                    "sumo_crashed": row["sumo_crashed"]}  # fmt: skip
+        score = out["snapshots"][os.path.basename(path)]["delay_mean"]
         if score < best_d:
             best, best_d = path, score
     out["chosen"] = best
+    state.pop("validation_partial", None)
     print(f"{name} validation: chose {best and os.path.basename(best)} ({best_d:.2f})", flush=True)
     return out
 
@@ -137,21 +185,40 @@ def eval_labels(args: argparse.Namespace, state: dict) -> list[str]:
     return labels + ([] if args.no_baselines else list(BASELINES))
 
 
-def evaluate(args: argparse.Namespace, name: str, state: dict) -> dict:
+def note_rate(state: dict, row: dict, episodes: int) -> None:
+    """Keep the last scoring unit's wall seconds per episode (its workers in parallel),
+    which the next unit's ``fits`` estimate uses: they differ by map (~5 s for a cologne1
+    episode in one process, about a minute for ingolstadt21)."""
+    state["scoring_s_per_episode"] = row["wall_s"] / max(1, episodes)
+
+
+def evaluate(
+    args: argparse.Namespace,
+    name: str,
+    state: dict,
+    fits: Callable[[int], bool],
+    save: Callable[[], None],
+) -> dict:
     """The deterministic policy (the final checkpoint; with ``--val-seeds`` also the one
     chosen on the validation seeds, ``learned_valsel``), for PPO also its sampled policy
     (``learned_sampled``), and the baselines on the held-out seeds. A controller already
-    scored on the same seeds (an earlier call's) is kept, not rerun."""
+    scored on the same seeds (an earlier call's) is kept, not rerun. Each one scored is kept
+    at once in ``state["evaluation_partial"]`` (``save`` writes the state), and before the
+    next one ``fits(episodes)`` says whether it still fits this call; only when every
+    controller is scored does the result become ``state["evaluation"]`` (which the report,
+    the checks and ``--ship`` read). Returns what is scored so far."""
     from rlsuite.apps.traffic.controllers import SignalProgram
     from rlsuite.platform.checkpoints.loading import load_controller
 
     seeds = list(range(args.eval_seed, args.eval_seed + args.eval_seeds))
     cfg = {k: v for k, v in state["env_config"].items() if k != "episode_log"}
-    prev = state.get("evaluation") or {}
+    prev = state.get("evaluation_partial") or state.get("evaluation") or {}
     out = dict(prev) if prev.get("seeds") == seeds else {"seeds": seeds}
     for label in eval_labels(args, state):
         if label in out:
             continue
+        if not fits(len(seeds)):
+            break
         extra: dict = {}
         if label == "learned":
             ctrl = load_controller(state["checkpoint"])
@@ -161,5 +228,13 @@ def evaluate(args: argparse.Namespace, name: str, state: dict) -> dict:
             ctrl = load_controller(state["validation"]["chosen"])
         else:
             ctrl, extra = SignalProgram(label), {"program": label}
-        out[label] = run_seeds(ctrl, label, seeds, {**cfg, **extra}, f"{name} held-out")
+        out[label] = run_seeds(ctrl, label, seeds, {**cfg, **extra}, f"{name} held-out",
+                               args.workers)  # fmt: skip
+        note_rate(state, out[label], len(seeds))
+        state["evaluation_partial"] = out
+        save()
+    if all(k in out for k in eval_labels(args, state)):
+        state["evaluation"] = out
+        state.pop("evaluation_partial", None)
+        save()
     return out

@@ -1,0 +1,85 @@
+"""benchmarks/traffic_resco_scoring.py: seeds scored in parallel Ray workers give what one
+seed at a time in the driver gives (real SUMO, a 2-minute cologne1 window), and a scoring
+call cut short by its time keeps every finished unit, so the next call goes on from there
+instead of starting over (the runs stand in for SUMO there: pure bookkeeping)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+SPEC = importlib.util.spec_from_file_location(
+    "rlsuite_bench_resco_scoring", ROOT / "benchmarks" / "traffic_resco_scoring.py"
+)
+scoring = importlib.util.module_from_spec(SPEC)
+sys.modules[SPEC.name] = scoring  # what register_pickle_by_value looks up
+SPEC.loader.exec_module(scoring)
+
+
+def test_parallel_seeds_match_one_at_a_time() -> None:
+    from rlsuite.apps.traffic.controllers import SignalProgram
+
+    cfg = {"network": "cologne1", "num_seconds": 120, "program": "fixed"}
+    seeds = [1, 2, 3]
+    one = scoring.run_seeds(SignalProgram("fixed"), "fixed", seeds, cfg, "t", workers=0)
+    par = scoring.run_seeds(SignalProgram("fixed"), "fixed", seeds, cfg, "t", workers=2)
+    assert par["seeds_done"] == one["seeds_done"] == seeds
+    for k in scoring.EVAL_KEYS:
+        assert par[k] == pytest.approx(one[k]), k
+    assert len(set(one["delay"])) > 1  # the seeds differ, so the order is checked too
+
+
+def _fake_runs(monkeypatch, calls: list[str]) -> None:
+    def run_seeds(ctrl, label, seeds, cfg, what, workers=0):
+        calls.append(label)
+        d = [10.0 + len(calls)] * len(seeds)
+        return {"delay": d, "delay_mean": d[0], "sumo_crashed": [], "wall_s": 60.0 * len(seeds)}
+
+    monkeypatch.setattr(scoring, "run_seeds", run_seeds)
+    monkeypatch.setattr(
+        "rlsuite.platform.checkpoints.loading.load_controller", lambda path: f"ctrl:{path}"
+    )
+
+
+def test_a_cut_evaluation_keeps_what_it_scored_and_goes_on(monkeypatch) -> None:
+    calls: list[str] = []
+    _fake_runs(monkeypatch, calls)
+    args = SimpleNamespace(eval_seed=1000, eval_seeds=3, no_baselines=False, workers=2)
+    state = {"plan_name": "replay", "checkpoint": "/r/c", "env_config": {"network": "x"}}
+    saves: list[dict] = []
+    budget = iter([True, True, False])  # time for two controllers in the first call
+    scoring.evaluate(args, "x", state, lambda n: next(budget), lambda: saves.append(dict(state)))
+    assert calls == ["learned", "fixed"]
+    assert "evaluation" not in state  # unfinished: the report and --ship do not read it
+    assert set(state["evaluation_partial"]) == {"seeds", "learned", "fixed"}
+    assert len(saves) == 2  # each controller written as soon as it was scored
+    assert state["scoring_s_per_episode"] == 60.0
+    scoring.evaluate(args, "x", state, lambda n: True, lambda: None)
+    assert calls == ["learned", "fixed", "greedy", "maxpressure"]  # nothing scored twice
+    assert "evaluation_partial" not in state
+    assert set(state["evaluation"]) == {"seeds", "learned", "fixed", "greedy", "maxpressure"}
+    assert state["evaluation"]["learned"]["delay_mean"] == 11.0
+
+
+def test_a_cut_validation_keeps_its_snapshots_and_chooses_among_all(monkeypatch, tmp_path) -> None:
+    calls: list[str] = []
+    _fake_runs(monkeypatch, calls)
+    for it in (5, 10, 15):
+        (tmp_path / "snapshots" / f"iter_{it:06d}").mkdir(parents=True)
+    args = SimpleNamespace(val_seed=900, val_seeds=2, val_snapshots=3, workers=2)
+    state = {"env_config": {"network": "x"}}
+    budget = iter([True, False])
+    first = scoring.validate(args, "x", str(tmp_path), state, lambda n: next(budget), lambda: None)
+    assert first is None and calls == ["iter_000005"]
+    assert list(state["validation_partial"]["snapshots"]) == ["iter_000005"]
+    val = scoring.validate(args, "x", str(tmp_path), state, lambda n: True, lambda: None)
+    assert calls == ["iter_000005", "iter_000010", "iter_000015"]
+    assert val["chosen"].endswith("iter_000005")  # the lowest delay, scored in the first call
+    assert set(val["snapshots"]) == {"iter_000005", "iter_000010", "iter_000015"}
+    assert "validation_partial" not in state
