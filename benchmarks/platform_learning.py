@@ -30,6 +30,9 @@ For each task row, on the same machine and the same seeds:
 ``ours_e8_overlap``
     (HalfCheetah row) cleanrl's learning settings sampled 8 envs x 256 steps at a time,
     with ``overlap=true`` (the next batch sampled during the update).
+``ours_local``
+    (Pendulum row) the example's 40 envs and learning settings, sampled in the driver
+    instead of 2 remote runners x 20 envs.
 
 ``imitation-cartpole`` (BC) is offline: both sides learn from the same recorded
 demonstrations (RLlib's dataset is not in the wheel; ``platform_learning_tasks.py`` records
@@ -372,7 +375,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--impls",
         type=_csv(str),
         default=None,
-        help="rllib, ours, ours_overlap, ours_32envs, ours_frag5, ours_e8_overlap (default: each row's all; "
+        help="rllib, ours, ours_overlap, ours_32envs, ours_frag5, ours_e8_overlap, ours_local (default: each row's all; "
         "a row without the impl skips it)",
     )
     ap.add_argument(

@@ -193,6 +193,7 @@ def plot(results: dict[str, Any], path: str) -> None:
         "ours": "tab:orange",
         "ours_overlap": "tab:green",
         "ours_32envs": "tab:red",
+        "ours_local": "tab:purple",
     }
     for ax, key in zip(axes[0], keys, strict=True):
         task = TASKS[key]

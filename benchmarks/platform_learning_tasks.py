@@ -414,9 +414,12 @@ TASKS: dict[str, Task] = {
         # 16, so all episodes end together every 12.5 iterations instead of 7.7); measured
         # with separate value layers, before the plan had vf_share_layers, and kept so
         # ours_overlap: the example's settings with the next batch sampled during the update
+        # ours_local: the example's 40 envs and learning settings, sampled in the driver (no
+        # remote runner: no runner processes to start, no weights to send each iteration)
         variants={
             "ours_32envs": {"num_envs_per_env_runner": 32, "vf_share_layers": False},
             "ours_overlap": {"overlap": True},
+            "ours_local": {"num_env_runners": 0, "num_envs_per_env_runner": 40},
         },
     ),
     "async-cartpole": Task(
