@@ -368,6 +368,15 @@ ROWS: tuple[Row, ...] = (
         "--val-seeds 4 --val-snapshots 4 --no-baselines --action-mask --tag mask --json "
         "benchmarks/results/traffic_resco_learned_cologne8_sync_mask.json",
         "- (not shipped: greedy's 21.45 is lower)", lower_is_better=True),
+    Row("traffic", "signals, RESCO ingolstadt21 (21 lights), shared PPO with action masks on SUMO 1.9.2",
+        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds (deterministic: it jams)",
+        "traffic_resco_learned_ingolstadt21_sync_mask.json",
+        Value(("rows", {"map": "ingolstadt21"}, "heldout", "learned_valsel", "delay_mean")),
+        _pub("RESCO v1.0 IDQN, best training episode", 59.64),
+        f"{PY}traffic_resco_learned.py --maps ingolstadt21 --plan sync --episodes 100 --minutes 12 "
+        "--val-seeds 4 --val-snapshots 4 --action-mask --tag mask --json "
+        "benchmarks/results/traffic_resco_learned_ingolstadt21_sync_mask.json",
+        "- (not shipped: fixed-time's 128.73 is lower)", lower_is_better=True),
     Row("traffic", "signals sampler, RESCO cologne8 (8 lights), SUMO 1.28",
         "one env runner's simulated s per CPU s (the multi-agent runner training uses), share of a raw libsumo loop's",
         "traffic_signals_speed.json",
