@@ -3,7 +3,8 @@ choice, the choice itself on validation seeds, and the held-out evaluation besid
 baselines (the deterministic policy, for PPO also its sampled policy).
 
 Each controller's seeds run in ``workers`` parallel processes (0: one seed at a time in this
-process); a seed on which SUMO crashes is recorded, not fatal. Validation and evaluation
+process), each episode in its own SUMO process (TraCI, not libsumo: see ``run_seeds``); a
+seed on which SUMO crashes is recorded, not fatal. Validation and evaluation
 keep each finished unit (a snapshot, a controller) in the run's state as they go, and stop
 between units when the call's time is up, so a call cut short loses at most one unit.
 """
@@ -75,6 +76,11 @@ def run_seeds(ctrl, label: str, seeds: list[int], cfg: dict, what: str, workers:
     from rlsuite.platform import evaluation
 
     t0 = time.time()
+    # One SUMO process per episode: libsumo (SUMO 1.28's default backend here) runs every
+    # simulation of a process in that process, and a seeded episode after others there
+    # can come out different (cologne1, fixed-time, seed 1000: 41.93 or 43.42 from one
+    # restart to the next; TraCI 41.93 every time). Scores must follow from their seeds.
+    cfg = {"backend": "traci", **cfg}
     row: dict = {k: [] for k in EVAL_KEYS}
     row.update(seeds_done=[], sumo_crashed=[])
     episodes = None
