@@ -1,7 +1,8 @@
 """benchmarks/traffic_resco_scoring.py: seeds scored in parallel Ray workers give what one
-seed at a time in the driver gives (real SUMO, a 2-minute cologne1 window), and a scoring
-call cut short by its time keeps every finished unit, so the next call goes on from there
-instead of starting over (the runs stand in for SUMO there: pure bookkeeping)."""
+seed at a time in the driver gives (real SUMO, a 2-minute cologne1 window), a seed scores
+the same however many episodes ran before it (real SUMO, RESCO's full window), and a
+scoring call cut short by its time keeps every finished unit, so the next call goes on from
+there instead of starting over (the runs stand in for SUMO there: pure bookkeeping)."""
 
 from __future__ import annotations
 
@@ -22,13 +23,14 @@ sys.modules[SPEC.name] = scoring  # what register_pickle_by_value looks up
 SPEC.loader.exec_module(scoring)
 
 
-def test_parallel_seeds_match_one_at_a_time() -> None:
+def test_parallel_seeds_match_one_at_a_time(capsys) -> None:
     from rlsuite.apps.traffic.controllers import SignalProgram
 
     cfg = {"network": "cologne1", "num_seconds": 120, "program": "fixed"}
     seeds = [1, 2, 3]
     one = scoring.run_seeds(SignalProgram("fixed"), "fixed", seeds, cfg, "t", workers=0)
     par = scoring.run_seeds(SignalProgram("fixed"), "fixed", seeds, cfg, "t", workers=2)
+    assert "parallel run failed" not in capsys.readouterr().out  # no fallback to one at a time
     assert par["seeds_done"] == one["seeds_done"] == seeds
     for k in scoring.EVAL_KEYS:
         assert par[k] == pytest.approx(one[k]), k
