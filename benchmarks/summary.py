@@ -101,6 +101,30 @@ def _here(source: str, *path: Step, file: str | None = None) -> Anchor:
 FLOW_T1 = "Vinitsky et al. 2018, Table 1"
 EVAL = "traffic-train evaluate --scenario"
 PY = ".venv/bin/python benchmarks/"
+
+
+def _resco_valsel(
+    what: str,
+    map_: str,
+    json_file: str,
+    learner: str,
+    published: float,
+    args: str,
+    shipped: str,
+    note: str = "",
+) -> Row:
+    """A RESCO learned-control row (``traffic_resco_learned.py``): the validation-chosen
+    checkpoint's held-out delay against a RESCO learner's best training episode."""
+    return Row(
+        "traffic", f"signals, RESCO {what}",
+        f"average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds{note}",
+        json_file, Value(("rows", {"map": map_}, "heldout", "learned_valsel", "delay_mean")),
+        _pub(f"RESCO v1.0 {learner}, best training episode", published),
+        f"{PY}traffic_resco_learned.py --maps {map_} {args} --json benchmarks/results/{json_file}",
+        shipped, lower_is_better=True,
+    )  # fmt: skip
+
+
 LEARNED = {"controller": "learned"}
 
 # fmt: off
@@ -326,57 +350,27 @@ ROWS: tuple[Row, ...] = (
         _pub("RESCO v1.0 Fixed, Ault & Sharon 2021", 63.77),
         f"{PY}traffic_resco.py --install-sumo --sumo 1.9.2,1.28 --seeds 2", "- (baseline)",
         lower_is_better=True),
-    Row("traffic", "signals, RESCO cologne1 (1 light), shared DQN on SUMO 1.9.2",
-        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds",
-        "traffic_resco_learned_cologne1_replay_val100.json",
-        Value(("rows", {"map": "cologne1"}, "heldout", "learned_valsel", "delay_mean")),
-        _pub("RESCO v1.0 IDQN, best training episode", 26.05),
-        f"{PY}traffic_resco_learned.py --maps cologne1 --plan replay --episodes 100 --minutes 12 "
-        "--val-seeds 4 --val-snapshots 8 --tag val100 --ship --json "
-        "benchmarks/results/traffic_resco_learned_cologne1_replay_val100.json",
-        "`resco_cologne1_replay`", lower_is_better=True),
-    Row("traffic", "signals, RESCO ingolstadt1 (1 light), shared DQN on SUMO 1.9.2",
-        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds",
-        "traffic_resco_learned_ingolstadt1_replay_val100.json",
-        Value(("rows", {"map": "ingolstadt1"}, "heldout", "learned_valsel", "delay_mean")),
-        _pub("RESCO v1.0 IPPO, best training episode", 20.90),
-        f"{PY}traffic_resco_learned.py --maps ingolstadt1 --plan replay --episodes 100 --minutes 14 "
-        "--val-seeds 4 --val-snapshots 8 --tag val100 --ship --json "
-        "benchmarks/results/traffic_resco_learned_ingolstadt1_replay_val100.json",
-        "`resco_ingolstadt1_replay`", lower_is_better=True),
+    _resco_valsel("cologne1 (1 light), shared DQN on SUMO 1.9.2", "cologne1", "traffic_resco_learned_cologne1_replay_val100.json",
+                  "IDQN", 26.05, "--plan replay --episodes 100 --minutes 12 --val-seeds 4 --val-snapshots 8 --tag val100 --ship",
+                  "`resco_cologne1_replay`"),
+    _resco_valsel("ingolstadt1 (1 light), shared DQN on SUMO 1.9.2", "ingolstadt1", "traffic_resco_learned_ingolstadt1_replay_val100.json",
+                  "IPPO", 20.90, "--plan replay --episodes 100 --minutes 14 --val-seeds 4 --val-snapshots 8 --tag val100 --ship",
+                  "`resco_ingolstadt1_replay`"),
     Row("traffic", "signals, RESCO cologne1 (1 light), shared PPO on SUMO 1.9.2",
         "average delay, s/veh, 10 held-out seeds", "traffic_resco_learned_sync.json",
         Value(("rows", {"map": "cologne1"}, "heldout", "learned", "delay_mean")),
         _pub("RESCO v1.0 IPPO, best training episode", 43.24),
         f"{PY}traffic_resco_learned.py --maps cologne1 --plan sync --episodes 200 --minutes 25",
         "- (not shipped: greedy's 27.11 is lower)", lower_is_better=True),
-    Row("traffic", "signals, RESCO grid4x4 (16 lights), shared PPO with action masks on SUMO 1.9.2",
-        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds",
-        "traffic_resco_learned_grid4x4_resco_sync_mask200.json",
-        Value(("rows", {"map": "grid4x4_resco"}, "heldout", "learned_valsel", "delay_mean")),
-        _pub("RESCO v1.0 IDQN, best training episode", 32.95),
-        f"{PY}traffic_resco_learned.py --maps grid4x4_resco --plan sync --episodes 200 --minutes 7 "
-        "--val-seeds 4 --val-snapshots 4 --action-mask --tag mask200 --ship --json "
-        "benchmarks/results/traffic_resco_learned_grid4x4_resco_sync_mask200.json",
-        "`resco_grid4x4_resco_sync`", lower_is_better=True),
-    Row("traffic", "signals, RESCO cologne8 (8 lights), shared PPO with action masks on SUMO 1.9.2",
-        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds",
-        "traffic_resco_learned_cologne8_sync_mask.json",
-        Value(("rows", {"map": "cologne8"}, "heldout", "learned_valsel", "delay_mean")),
-        _pub("RESCO v1.0 IPPO, best training episode", 21.62),
-        f"{PY}traffic_resco_learned.py --maps cologne8 --plan sync --episodes 200 --minutes 42 "
-        "--val-seeds 4 --val-snapshots 4 --no-baselines --action-mask --tag mask --json "
-        "benchmarks/results/traffic_resco_learned_cologne8_sync_mask.json",
-        "- (not shipped: greedy's 21.45 is lower)", lower_is_better=True),
-    Row("traffic", "signals, RESCO ingolstadt21 (21 lights), shared PPO with action masks on SUMO 1.9.2",
-        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds (deterministic: it jams)",
-        "traffic_resco_learned_ingolstadt21_sync_mask.json",
-        Value(("rows", {"map": "ingolstadt21"}, "heldout", "learned_valsel", "delay_mean")),
-        _pub("RESCO v1.0 IDQN, best training episode", 59.64),
-        f"{PY}traffic_resco_learned.py --maps ingolstadt21 --plan sync --episodes 100 --minutes 12 "
-        "--val-seeds 4 --val-snapshots 4 --action-mask --tag mask --json "
-        "benchmarks/results/traffic_resco_learned_ingolstadt21_sync_mask.json",
-        "- (not shipped: fixed-time's 128.73 is lower)", lower_is_better=True),
+    _resco_valsel("grid4x4 (16 lights), shared PPO with action masks on SUMO 1.9.2", "grid4x4_resco", "traffic_resco_learned_grid4x4_resco_sync_mask200.json",
+                  "IDQN", 32.95, "--plan sync --episodes 200 --minutes 7 --val-seeds 4 --val-snapshots 4 --action-mask --tag mask200 --ship",
+                  "`resco_grid4x4_resco_sync`"),
+    _resco_valsel("cologne8 (8 lights), shared PPO with action masks on SUMO 1.9.2", "cologne8", "traffic_resco_learned_cologne8_sync_mask.json",
+                  "IPPO", 21.62, "--plan sync --episodes 200 --minutes 42 --val-seeds 4 --val-snapshots 4 --no-baselines --action-mask --tag mask",
+                  "- (not shipped: greedy's 21.45 is lower)"),
+    _resco_valsel("ingolstadt21 (21 lights), shared PPO with action masks on SUMO 1.9.2", "ingolstadt21", "traffic_resco_learned_ingolstadt21_sync_mask.json",
+                  "IDQN", 59.64, "--plan sync --episodes 100 --minutes 12 --val-seeds 4 --val-snapshots 4 --action-mask --tag mask",
+                  "- (not shipped: fixed-time's 128.73 is lower)", note=" (deterministic: it jams)"),
     Row("traffic", "signals sampler, RESCO cologne8 (8 lights), SUMO 1.28",
         "one env runner's simulated s per CPU s (the multi-agent runner training uses), share of a raw libsumo loop's",
         "traffic_signals_speed.json",
