@@ -1,5 +1,6 @@
-"""RESCO's eight maps under RESCO's protocol: the signal baselines on SUMO 1.28 (ours, libsumo)
-and on SUMO 1.9.2 (RESCO's, over TraCI), beside RESCO's published average delay.
+"""RESCO's eight maps under RESCO's protocol: the signal baselines on SUMO 1.28 (ours) and on
+SUMO 1.9.2 (RESCO's), each episode in its own SUMO process (TraCI), beside RESCO's published
+average delay.
 
 Every controller runs ``--seeds`` episodes on held-out SUMO seeds (from ``--seed``, default
 1000; no learner here trains on them) of each map's RESCO window: fixed-time (the network's
@@ -50,9 +51,11 @@ def install_sumo(version: str) -> None:
 
 def run_cell(name: str, ctrl: str, sumo: str, seeds: list[int]) -> dict:
     from rlsuite.apps.traffic.controllers import SignalProgram
+    from rlsuite.apps.traffic.envs.signals import scoring_config
     from rlsuite.platform import evaluation
 
-    cfg = {"network": name, "program": ctrl, "sumo_version": sumo}
+    # one SUMO process per episode (TraCI), so a cell's scores follow from its seeds
+    cfg = scoring_config({"network": name, "program": ctrl, "sumo_version": sumo})
     t0 = time.perf_counter()
     ev = evaluation.evaluate(
         SignalProgram(ctrl), evaluation.scenarios("rlsuite/Signals-v0", seeds, cfg), num_workers=0

@@ -76,11 +76,9 @@ def run_seeds(ctrl, label: str, seeds: list[int], cfg: dict, what: str, workers:
     from rlsuite.platform import evaluation
 
     t0 = time.time()
-    # One SUMO process per episode: libsumo (SUMO 1.28's default backend here) runs every
-    # simulation of a process in that process, and a seeded episode after others there
-    # can come out different (cologne1, fixed-time, seed 1000: 41.93 or 43.42 from one
-    # restart to the next; TraCI 41.93 every time). Scores must follow from their seeds.
-    cfg = {"backend": "traci", **cfg}
+    from rlsuite.apps.traffic.envs.signals import scoring_config
+
+    cfg = scoring_config(cfg)  # one SUMO process per episode: scores follow from their seeds
     row: dict = {k: [] for k in EVAL_KEYS}
     row.update(seeds_done=[], sumo_crashed=[])
     episodes = None

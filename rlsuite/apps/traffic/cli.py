@@ -81,7 +81,9 @@ SCENARIOS
                   grid4x4_resco, arterial4x4 under RESCO's protocol (metric delay, s/veh;
                   --env-set sumo_version=1.9.2 for RESCO's SUMO); any network with
                   --env-set net_file=X.net.xml --env-set route_file=X.rou.xml; baselines
-                  fixed, actuated, maxpressure, greedy (RESCO's maps and your own)
+                  fixed, actuated, maxpressure, greedy (RESCO's maps and your own);
+                  evaluate runs each episode of those in its own SUMO process (TraCI),
+                  so a seed's score does not depend on what ran before it
 
 OPTIONS FOR EVERY ENV
     --env-set KEY=VALUE sets any env option (the env classes' config fields), e.g.
@@ -322,6 +324,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     controller, overrides = scenarios.controller_for(scen, args.controller, cfg)
     cfg.update(overrides)
     cfg = scenarios.with_policy_fields(scen.env_id, cfg, controller)
+    if scen.name == "signals":  # scores that follow from their seeds: see scoring_config
+        from rlsuite.apps.traffic.envs.signals import scoring_config
+
+        cfg = scoring_config(cfg)
     _validate_env(scen.env_id, cfg)
     label = os.path.basename(os.path.normpath(args.controller))
     console = _console()

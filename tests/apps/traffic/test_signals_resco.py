@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rlsuite.apps.traffic import cli, networks, resco
+from rlsuite.apps.traffic.envs.signals import scoring_config
 from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsEnv
 from rlsuite.platform import envs
 
@@ -175,3 +176,28 @@ def test_published_table_covers_the_maps():
     for name in resco.MAPS:
         net, rou = resco.get_map(name).files()
         assert net.endswith(".net.xml") and rou.endswith(".rou.xml")
+
+
+def test_evaluate_scores_a_seed_the_same_after_other_episodes(tmp_path):
+    """``traffic-train evaluate`` runs each RESCO-protocol episode in its own SUMO process:
+    libsumo restarted in one process gave cologne1's fixed-time seed 1000 41.93 or 43.42
+    from one restart to the next. A backend given with --env-set is kept."""
+    delays = []
+    for i in range(3):
+        js = tmp_path / f"eval{i}.json"
+        rc = cli.main(["evaluate", "--scenario", "signals", "--network", "cologne1",
+                       "--controller", "fixed", "--seed", "1000", "--episodes", "1",
+                       "--workers", "0", "--json", str(js)])  # fmt: skip
+        assert rc == 0
+        out = json.loads(js.read_text())
+        assert out["env_config"]["backend"] == "traci"
+        delays.append(out["summary"]["delay"]["mean"])
+    assert delays == [delays[0]] * 3, delays
+    assert 40 < delays[0] < 45  # RESCO's full window on SUMO 1.28, thousands of trips
+    js = tmp_path / "libsumo.json"
+    rc = cli.main(["evaluate", "--scenario", "signals", "--network", "cologne1", "--controller",
+                   "fixed", "--episodes", "1", "--horizon", "100", "--workers", "0",
+                   "--env-set", "backend=libsumo", "--json", str(js)])  # fmt: skip
+    assert rc == 0 and json.loads(js.read_text())["env_config"]["backend"] == "libsumo"
+    # sumo-rl's own nets repeat exactly on libsumo and keep it
+    assert "backend" not in scoring_config({"network": "grid2x2", "program": "fixed"})

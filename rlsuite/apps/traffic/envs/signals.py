@@ -181,6 +181,22 @@ def _is_resco(kwargs: dict[str, Any]) -> bool:
     return kwargs.get("network") in resco.MAPS or bool(kwargs.get("net_file"))
 
 
+def scoring_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` for episodes that are scored: the RESCO-protocol envs (RESCO's maps, several
+    maps, your own network) run each scored episode in its own SUMO process (``backend=
+    traci``) unless ``cfg`` names a backend.
+
+    libsumo runs every simulation of a process in that process, and on these maps a seeded
+    episode after others there can come out different: SUMO 1.28, cologne1, fixed-time,
+    seed 1000 scored 41.93 or 43.42 from one restart to the next in one process (the first
+    divergence: one car's trip 3 s longer, same route and departure), 41.93 every time over
+    TraCI. sumo-rl's nets and the Flow scenarios repeat exactly on libsumo and keep it.
+    Training keeps libsumo (~5x faster; an episode's noise is not a score)."""
+    if cfg.get("backend") is None and (cfg.get("networks") or _is_resco(cfg)):
+        return {**cfg, "backend": "traci"}
+    return cfg
+
+
 def make_env(**kwargs: Any) -> Any:
     """The signals env for these options: RESCO's maps (``network=cologne8`` ...) and your
     own network (``net_file``, ``route_file``) run :class:`~rlsuite.apps.traffic.envs.

@@ -201,9 +201,16 @@ class Simulation:
 
     def _fail(self, what: str, e: BaseException) -> SimulationError:
         detail = f"{self.name}: SUMO failed during {what} ({self.backend}"
+        said = ""
+        if self._proc is not None:
+            try:  # a sumo that closed the connection is exiting: let it, to read why
+                self._proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
         if self._proc is not None and self._proc.poll() is not None:
             detail += f", sumo process {self._proc.pid} exited with {self._proc.returncode}"
-        detail += f"): {e or type(e).__name__}. The episode is lost; call reset() to start a new simulation."
+            said = _errors_said(self._proc)
+        detail += f"): {str(said or e or type(e).__name__).rstrip('.')}. The episode is lost; call reset() to start a new simulation."
         self.close()
         return SimulationError(detail)
 
@@ -447,3 +454,16 @@ class Simulation:
             return getattr(getattr(conn, domain), method)(*args)
         except self._errs as e:
             raise self._fail(f"{domain}.{method}", e) from e
+
+
+def _errors_said(proc: subprocess.Popen) -> str:
+    """The ``Error:`` lines an exited sumo process wrote (a bad route file is only read
+    once the simulation runs, so over TraCI its complaint would otherwise be lost)."""
+    if proc.stderr is None:
+        return ""
+    try:
+        text = proc.stderr.read().decode(errors="replace")
+    except (OSError, ValueError):  # already read or closed
+        return ""
+    lines = [ln.strip() for ln in text.splitlines() if "error" in ln.lower()]
+    return " ".join(lines[-3:])
