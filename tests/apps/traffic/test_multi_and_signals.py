@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -80,6 +81,39 @@ def test_sumo_starts_poll_for_the_port_and_a_sumo_that_exits_is_an_error(tmp_pat
         programs.start([kernel.binary("sumo"), "-n", str(bad)], label="rlsuite-bad-start")
     assert not traci.connection.has("rlsuite-bad-start")
     assert "sumo" not in live_children(os.getpid())  # the failed child was ended
+
+
+@pytest.mark.timeout(120, method="thread")  # a blocked sumo would hang the run
+def test_traci_sumo_that_writes_many_warnings_keeps_running(tmp_path):
+    """Over TraCI, sumo's stderr is kept for the error message. Every vehicle below makes
+    sumo warn (~70 bytes each, ~140 KiB in all): more than a pipe holds, so a stderr that
+    nobody reads while the simulation runs would block sumo and this step loop."""
+    from rlsuite.apps.traffic.kernel.simulation import Simulation
+
+    net = tmp_path / "grid.net.xml"
+    subprocess.run(
+        [kernel.binary("netgenerate"), "--grid", "--grid.number", "2"]
+        + ["--grid.length", "100", "-o", str(net)],
+        check=True,
+        capture_output=True,
+    )
+    routes = tmp_path / "warn.rou.xml"
+    cars = "".join(
+        f'<vehicle id="v{i}" depart="{i * 0.5:.1f}" arrivalPos="5000">'
+        '<route edges="A0B0 B0B1"/></vehicle>\n'
+        for i in range(2000)
+    )
+    routes.write_text(f"<routes>\n{cars}</routes>\n")
+    sim = Simulation(backend="traci", name="warnings")
+    try:
+        sim.start(["-n", str(net), "-r", str(routes), "--end", "1100"])
+        for _ in range(1000):
+            sim.step()
+        assert sim.call("simulation", "getTime") == 1000.0
+        assert sim.call("vehicle", "getIDCount") > 0  # cars on the road: it really ran
+    finally:
+        sim.close()
+    assert "sumo" not in live_children(os.getpid())
 
 
 def test_signals_passes_parallel_api_test():

@@ -10,6 +10,7 @@ import itertools
 import logging
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -81,6 +82,7 @@ class Simulation:
         self.conn: Any = None  # libsumo module or a traci Connection
         self.pid: int | None = None
         self._proc: subprocess.Popen | None = None
+        self._said: Any = None  # the TraCI sumo's stderr, a temporary file
         self._label: str | None = None
         self._subscribed: set[str] = set()
         self._lane_subscribed: set[str] = set()
@@ -152,23 +154,26 @@ class Simulation:
         for _ in range(5):
             port = free_port()
             label = f"rlsuite-{os.getpid()}-{next(_LABELS)}"
+            # stderr goes to a file, not a pipe: a pipe nobody reads while the simulation
+            # runs fills after ~64 KiB of warnings and then blocks sumo (and this env).
+            said = tempfile.TemporaryFile()
             proc = subprocess.Popen(
                 [exe, *args, "--remote-port", str(port)],
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                stderr=said,
             )
             try:
                 connect(port, proc, label)
             except Exception as e:  # noqa: BLE001 - retried with another port
                 last = e
-                err = ""
-                if proc.poll() is not None and proc.stderr is not None:
-                    err = proc.stderr.read().decode(errors="replace").strip()
+                exited = proc.poll() is not None
                 kill(proc)
+                err = _tail(said).strip() if exited else ""
+                said.close()
                 if err:
                     raise SimulationError(f"{self.name}: sumo exited at start: {err}") from e
                 continue
-            self._proc, self._label, self.pid = proc, label, proc.pid
+            self._proc, self._said, self._label, self.pid = proc, said, label, proc.pid
             self.conn = traci.getConnection(label)
             return
         raise SimulationError(f"{self.name}: could not connect to sumo over TraCI: {last}")
@@ -187,6 +192,9 @@ class Simulation:
         if self._proc is not None:
             kill(self._proc)
             self._proc = None
+        if self._said is not None:
+            self._said.close()
+            self._said = None
         self.backend = None
         self.pid = None
         self._label = None
@@ -209,7 +217,7 @@ class Simulation:
                 pass
         if self._proc is not None and self._proc.poll() is not None:
             detail += f", sumo process {self._proc.pid} exited with {self._proc.returncode}"
-            said = _errors_said(self._proc)
+            said = _errors_said(self._said)
         detail += f"): {str(said or e or type(e).__name__).rstrip('.')}. The episode is lost; call reset() to start a new simulation."
         self.close()
         return SimulationError(detail)
@@ -456,14 +464,21 @@ class Simulation:
             raise self._fail(f"{domain}.{method}", e) from e
 
 
-def _errors_said(proc: subprocess.Popen) -> str:
-    """The ``Error:`` lines an exited sumo process wrote (a bad route file is only read
-    once the simulation runs, so over TraCI its complaint would otherwise be lost)."""
-    if proc.stderr is None:
+def _tail(said: Any, limit: int = 65536) -> str:
+    """The last ``limit`` bytes a sumo process wrote to its stderr file ``said``."""
+    if said is None:
         return ""
     try:
-        text = proc.stderr.read().decode(errors="replace")
-    except (OSError, ValueError):  # already read or closed
+        said.seek(0, os.SEEK_END)
+        said.seek(max(0, said.tell() - limit))
+        return said.read().decode(errors="replace")
+    except (OSError, ValueError):  # already closed
         return ""
-    lines = [ln.strip() for ln in text.splitlines() if "error" in ln.lower()]
+
+
+def _errors_said(said: Any) -> str:
+    """The ``Error:`` lines an exited sumo process wrote to its stderr file ``said`` (a bad
+    route file is only read once the simulation runs, so over TraCI its complaint would
+    otherwise be lost)."""
+    lines = [ln.strip() for ln in _tail(said).splitlines() if "error" in ln.lower()]
     return " ".join(lines[-3:])
