@@ -6,7 +6,9 @@ each env's action on its own through ``tree.map_structure``. That costs ~32 us p
 step, a quarter of a Pendulum runner's time at 32 envs (a cProfile of
 ``SingleAgentEnvRunner.sample``: 0.64 s of 2.47 s for 20,000 steps).
 :class:`BatchedNormalizeAndClipActions` stacks the actions and applies RLlib's own formula
-to all of them in one numpy operation. The values are the same element for element.
+to all of them in one numpy operation; with ``Discrete`` action spaces, where RLlib's piece
+only deep-copies the actions (~0.2 ms per step of an 8-light signal map), it copies them
+without ``copy.deepcopy``. The values are the same element for element.
 :func:`module_to_env_pieces` builds the pipeline around it.
 """
 
@@ -48,6 +50,12 @@ class BatchedNormalizeAndClipActions(NormalizeAndClipActions):
         shared_data: dict | None = None,
         **kwargs: Any,
     ) -> Any:
+        if self._discrete(batch):  # RLlib's unsquash and clip leave these as they are
+            batch[Columns.ACTIONS_FOR_ENV] = {
+                k: [a.copy() if isinstance(a, np.ndarray) else a for a in v]
+                for k, v in batch[Columns.ACTIONS].items()
+            }
+            return batch
         if not self._batched(batch):
             return super().__call__(
                 rl_module=rl_module,
@@ -67,6 +75,20 @@ class BatchedNormalizeAndClipActions(NormalizeAndClipActions):
         batch[Columns.ACTIONS_FOR_ENV] = {k: [a[i].copy()] for i, k in enumerate(keys)}
         return batch
 
+    def _discrete(self, batch: dict[str, Any] | None) -> bool:
+        """Whether every action space is ``Discrete`` (one, or one per agent) and every
+        action an integer: RLlib's piece then only deep-copies the actions."""
+        if not (self.normalize_actions or self.clip_actions) or batch is None:
+            return False
+        space = self._action_space_struct
+        spaces = list(space.values()) if isinstance(space, dict) else [space]
+        if not spaces or not all(isinstance(s, gym.spaces.Discrete) for s in spaces):
+            return False
+        actions = batch.get(Columns.ACTIONS)
+        if not isinstance(actions, dict):
+            return False
+        return all(isinstance(v, list) and all(_integer(a) for a in v) for v in actions.values())
+
     def _batched(self, batch: dict[str, Any] | None) -> bool:
         """Whether this call can take the one-operation path (see the class)."""
         if not (self.normalize_actions or self.clip_actions) or batch is None:
@@ -84,6 +106,13 @@ class BatchedNormalizeAndClipActions(NormalizeAndClipActions):
                 and space.dtype in (np.float32, np.float64)
             )
         return True
+
+
+def _integer(a: Any) -> bool:
+    """An action RLlib's unsquash and clip pass through for a ``Discrete`` space."""
+    if isinstance(a, np.ndarray):
+        return a.ndim == 0 and np.issubdtype(a.dtype, np.integer)
+    return isinstance(a, (int, np.integer))
 
 
 def module_to_env_pieces(

@@ -1,8 +1,9 @@
 """RLlib's env runners, seeded without importing torch's compiler.
 
 RLlib seeds each runner in its constructor; :func:`inductor_flag_set_lazily` keeps that
-seeding from loading ``torch._inductor`` (~1.3 s of CPU per runner process). Everything else
-is RLlib's own class. :func:`rlsuite.platform.runners.runner_class` picks one for a plan.
+seeding from loading ``torch._inductor`` (~1.3 s of CPU per runner process). The multi-agent
+runner also logs its per-agent step counters once per sample
+(:mod:`rlsuite.platform.agent_counts`). Everything else is RLlib's own class. :func:`rlsuite.platform.runners.runner_class` picks one for a plan.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+from rlsuite.platform.agent_counts import AgentCountsOncePerSample
 
 
 @contextlib.contextmanager
@@ -53,7 +56,7 @@ class SingleAgentRunner(SingleAgentEnvRunner):
             super().__init__(*args, **kwargs)
 
 
-class MultiAgentRunner(MultiAgentEnvRunner):
+class MultiAgentRunner(AgentCountsOncePerSample, MultiAgentEnvRunner):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         with inductor_flag_set_lazily():
             super().__init__(*args, **kwargs)

@@ -97,6 +97,34 @@ def test_other_action_spaces_go_through_rllibs_piece(space, actions, monkeypatch
     assert Columns.ACTIONS_FOR_ENV in batch
 
 
+@pytest.mark.parametrize("multi_agent", [False, True])
+def test_discrete_actions_skip_rllibs_deep_copy_with_the_same_result(multi_agent, monkeypatch):
+    """With Discrete spaces RLlib's piece only deep-copies the actions; ours copies them
+    without deepcopy: the same values and dtypes, the ACTIONS column untouched and unshared."""
+    keys = [("e0", "a0", "m"), ("e0", "a1", "m")] if multi_agent else [("e0",), ("e1",)]
+    actions = {keys[0]: [np.array(2)], keys[1]: [np.int64(0)]}
+    space = gym.spaces.Discrete(3)
+    struct = {"a0": space, "a1": space} if multi_agent else space
+    ref = NormalizeAndClipActions(normalize_actions=True, clip_actions=False)
+    ref._action_space_struct = struct
+    want = ref(rl_module=None, batch={Columns.ACTIONS: dict(actions)}, episodes=[])
+    calls = []
+    monkeypatch.setattr(NormalizeAndClipActions, "__call__", lambda self, **kw: calls.append(1))
+    piece = connectors.BatchedNormalizeAndClipActions(normalize_actions=True, clip_actions=False)
+    piece._action_space_struct = struct
+    got = piece(rl_module=None, batch={Columns.ACTIONS: dict(actions)}, episodes=[])
+    assert calls == []  # RLlib's piece did not run
+    for k in keys:
+        (g,), (w,) = got[Columns.ACTIONS_FOR_ENV][k], want[Columns.ACTIONS_FOR_ENV][k]
+        assert type(g) is type(w) and g == w and np.asarray(g).dtype == np.asarray(w).dtype
+        assert got[Columns.ACTIONS][k][0] is actions[k][0]  # ACTIONS itself untouched
+    assert not np.shares_memory(got[Columns.ACTIONS_FOR_ENV][keys[0]][0], actions[keys[0]][0])
+    # a Box among the agents' spaces (or a non-integer action) is RLlib's path again
+    piece._action_space_struct = {"a0": space, "a1": gym.spaces.Box(-1, 1, (1,))}
+    piece(rl_module=None, batch={Columns.ACTIONS: dict(actions)}, episodes=[])
+    assert calls == [1]
+
+
 def _piece_names(config, env_id: str) -> list[str]:
     if config.is_multi_agent:
         from ray.rllib.env import INPUT_ENV_SINGLE_SPACES
