@@ -77,7 +77,8 @@ SCENARIOS
                   AVs) and alinea (a feedback ramp meter); --env-set inflow=1500
     signals       signalised intersections, one agent per light (rlsuite/Signals-v0):
                   sumo-rl's --network single|grid2x2|grid4x4; RESCO's maps cologne1,
-                  cologne3, cologne8, ingolstadt1, ingolstadt7, ingolstadt21,
+                  cologne3, cologne8, ingolstadt1, ingolstadt7, ingolstadt21 (sumo-rl's
+                  edited copies; RESCO's own: ingolstadt7_resco, ingolstadt21_resco),
                   grid4x4_resco, arterial4x4 under RESCO's protocol (metric delay, s/veh;
                   --env-set sumo_version=1.9.2 for RESCO's SUMO); any network with
                   --env-set net_file=X.net.xml --env-set route_file=X.rou.xml; baselines
@@ -136,8 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--network",
             default=None,
             help="signals network: sumo-rl's single, grid2x2, grid4x4, or a RESCO map (cologne1, "
-            "cologne3, cologne8, ingolstadt1, ingolstadt7, ingolstadt21, grid4x4_resco, "
-            "arterial4x4; default single)",
+            "cologne3, cologne8, ingolstadt1, ingolstadt7, ingolstadt21, ingolstadt7_resco, "
+            "ingolstadt21_resco, grid4x4_resco, arterial4x4; default single)",
         )
         sp.add_argument(
             "--avs",

@@ -9,7 +9,9 @@ follows RESCO v1.0's ``config/map_config.py`` and ``multi_signal.py``; the delay
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -35,18 +37,63 @@ class RescoMap:
     """sumo-rl's copy of the network differs from RESCO's (phases removed)."""
     folder: str = ""
     """RESCO's name of the map (its folder), where the signals network name differs."""
+    restored: str = ""
+    """The SHA-256 of RESCO's own network file, for a map whose network is sumo-rl's edited
+    copy with the phases sumo-rl commented out put back (:func:`restored_network`)."""
 
     def files(self) -> tuple[str, str]:
-        """The network and route files sumo-rl ships for this map."""
+        """The network and route files sumo-rl ships for this map (the network restored to
+        RESCO's where :attr:`restored` is set)."""
         from rlsuite.apps.traffic import kernel
 
         folder = self.folder or self.name
         d = os.path.join(kernel.sumo_rl_nets_dir(), "RESCO", folder)
-        return (
-            os.path.join(d, f"{folder}.net.xml"),
-            os.path.join(d, self.route or f"{folder}.rou.xml"),
-        )
+        net = os.path.join(d, f"{folder}.net.xml")
+        if self.restored:
+            net = restored_network(net, self.restored)
+        return net, os.path.join(d, self.route or f"{folder}.rou.xml")
 
+
+_COMMENTED_PHASE = re.compile(rb"<!-- (<phase [^>]*/>) -->")
+
+
+def restored_network(edited: str, sha256: str) -> str:
+    """RESCO's network file, rebuilt from sumo-rl's edited copy ``edited``: sumo-rl's only
+    edits to ingolstadt7 and ingolstadt21 are phases it wrapped in XML comments, so removing
+    those comment marks gives RESCO's file byte for byte (checked against RESCO's SHA-256,
+    ``sha256``). Written once under ``$RLSUITE_CACHE/resco/`` (default ``~/.cache/rlsuite``);
+    a sumo-rl copy that no longer gives RESCO's file raises."""
+    from rlsuite.apps.traffic.sumo_versions import cache_dir
+
+    out = os.path.join(cache_dir(), "resco", os.path.basename(edited))
+    if os.path.exists(out) and _sha256_of(out) == sha256:
+        return out
+    with open(edited, "rb") as f:
+        data = _COMMENTED_PHASE.sub(rb"\1", f.read())
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ValueError(
+            f"{edited} does not give RESCO's network once its commented-out phases are "
+            "put back (this sumo-rl release edits it otherwise): use sumo-rl 1.4.5, or the "
+            "edited map (network=" + os.path.basename(edited).split(".")[0] + ")"
+        )
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    tmp = f"{out}.{os.getpid()}.tmp"  # parallel workers: each writes its own, then renames
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, out)
+    return out
+
+
+def _sha256_of(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+RESCO_SHA256 = {
+    "ingolstadt7": "c303455a52a4405624907421892331ccffe119bfa36511ec530226e0447bae47",
+    "ingolstadt21": "67b4cb8a6a346ef26b9db92253d913c6846fed4b15785694677c54b1b9b00284",
+}
+"""SHA-256 of RESCO v1.0's own network files (``resco_benchmark/environments/<map>/``)."""
 
 MAPS: dict[str, RescoMap] = {
     m.name: m
@@ -57,6 +104,20 @@ MAPS: dict[str, RescoMap] = {
         RescoMap("ingolstadt1", 57600, 61200),
         RescoMap("ingolstadt7", 57600, 61200, edited=True),
         RescoMap("ingolstadt21", 57600, 61200, edited=True),
+        RescoMap(
+            "ingolstadt7_resco",
+            57600,
+            61200,
+            folder="ingolstadt7",
+            restored=RESCO_SHA256["ingolstadt7"],
+        ),
+        RescoMap(
+            "ingolstadt21_resco",
+            57600,
+            61200,
+            folder="ingolstadt21",
+            restored=RESCO_SHA256["ingolstadt21"],
+        ),
         RescoMap("grid4x4_resco", 0, 3600, route="grid4x4_1.rou.xml", folder="grid4x4"),
         RescoMap("arterial4x4", 0, 3600, 5, 2, route="arterial4x4_1.rou.xml"),
     )
@@ -64,11 +125,16 @@ MAPS: dict[str, RescoMap] = {
 """RESCO's eight maps by signals network name (RESCO's grid4x4 is ``grid4x4_resco``: the
 signals env's ``grid4x4`` is sumo-rl's own 4x4 grid). sumo-rl ships only the first of RESCO's route files for the
 two grids (RESCO draws a new one per episode); ingolstadt7 and ingolstadt21 are sumo-rl's
-edited copies."""
+edited copies (phases removed), ``ingolstadt7_resco`` and ``ingolstadt21_resco`` RESCO's own
+networks (:func:`restored_network`) with the same routes."""
 
-UNEDITED = ("cologne1", "cologne3", "cologne8", "ingolstadt1", "ingolstadt21")
-"""The maps on which fixed-time is checked against RESCO's Fixed row. ingolstadt21's net is
-edited by sumo-rl too, but its fixed-time delay still reproduces RESCO's."""
+UNEDITED = (
+    "cologne1", "cologne3", "cologne8", "ingolstadt1", "ingolstadt21",
+    "ingolstadt7_resco", "ingolstadt21_resco",
+)  # fmt: skip
+"""The maps on which fixed-time is checked against RESCO's Fixed row: RESCO's own networks,
+and ingolstadt21, whose net sumo-rl edited too but whose fixed-time delay still reproduces
+RESCO's."""
 
 PUBLISHED: dict[str, dict[str, float | None]] = {
     "cologne1": dict(Fixed=56.61, Greedy=27.81, MaxPressure=65.85, IDQN=26.05, IPPO=43.24, MPLight=28.74, FMA2C=30.79),
@@ -84,6 +150,8 @@ PUBLISHED: dict[str, dict[str, float | None]] = {
 of its ``graph.py``: static controllers the mean over episodes, learners the best episode of
 the trial-mean training curve. ``graph.py`` labels agent MAXWAVE "Greedy" and MAXPRESSURE
 "Max Pressure"."""
+PUBLISHED["ingolstadt7_resco"] = PUBLISHED["ingolstadt7"]  # RESCO's own networks: its numbers
+PUBLISHED["ingolstadt21_resco"] = PUBLISHED["ingolstadt21"]
 
 
 def get_map(name: str) -> RescoMap:

@@ -11,13 +11,17 @@ DEFAULT_SUMO = "1.28"
 """The project's own SUMO (the eclipse-sumo and libsumo wheels)."""
 
 
+def cache_dir() -> str:
+    """The project's cache: ``$RLSUITE_CACHE``, default ``~/.cache/rlsuite``."""
+    return os.environ.get("RLSUITE_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "rlsuite"
+    )
+
+
 def sumo_install_dir(version: str) -> str:
     """Where ``eclipse-sumo==version`` is installed apart from the project's SUMO:
     ``$RLSUITE_CACHE/sumo-<version>`` (default ``~/.cache/rlsuite``)."""
-    root = os.environ.get("RLSUITE_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "rlsuite"
-    )
-    return os.path.join(root, f"sumo-{version}")
+    return os.path.join(cache_dir(), f"sumo-{version}")
 
 
 def install_command(version: str) -> str:

@@ -201,3 +201,40 @@ def test_evaluate_scores_a_seed_the_same_after_other_episodes(tmp_path):
     assert rc == 0 and json.loads(js.read_text())["env_config"]["backend"] == "libsumo"
     # sumo-rl's own nets repeat exactly on libsumo and keep it
     assert "backend" not in scoring_config({"network": "grid2x2", "program": "fixed"})
+
+
+def test_rescos_own_ingolstadt_networks_are_rebuilt_byte_for_byte(tmp_path, monkeypatch):
+    """sumo-rl's ingolstadt7 and ingolstadt21 are RESCO's with phases commented out; the
+    ``_resco`` maps put them back and check the result against RESCO's SHA-256."""
+    import hashlib
+
+    from rlsuite.apps.traffic.envs import signals_resco
+
+    monkeypatch.setenv("RLSUITE_CACHE", str(tmp_path))
+    for name, lines in (("ingolstadt7", 1), ("ingolstadt21", 2)):
+        edited, rou = resco.get_map(name).files()
+        net, rou2 = resco.get_map(f"{name}_resco").files()
+        assert net.startswith(str(tmp_path)) and rou2 == rou  # same routes
+        assert hashlib.sha256(open(net, "rb").read()).hexdigest() == resco.RESCO_SHA256[name]
+        a, b = open(edited).read().splitlines(), open(net).read().splitlines()
+        assert len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == lines
+    # the restored green phase is an action of its light
+    greens = {
+        n: {x.id: len(x.greens) for x in signals_resco._lights(resco.get_map(n).files()[0])}
+        for n in ("ingolstadt7", "ingolstadt7_resco")
+    }
+    more = [
+        t
+        for t in greens["ingolstadt7"]
+        if greens["ingolstadt7_resco"][t] != greens["ingolstadt7"][t]
+    ]
+    assert len(more) == 1 and more[0].startswith("cluster_306484187")
+    assert greens["ingolstadt7_resco"][more[0]] == greens["ingolstadt7"][more[0]] + 1
+    # a damaged cached copy is rebuilt; a sumo-rl copy that no longer gives RESCO's fails
+    net = resco.get_map("ingolstadt7_resco").files()[0]
+    open(net, "a").write("<!-- damaged -->")
+    assert resco.get_map("ingolstadt7_resco").files()[0] == net
+    assert hashlib.sha256(open(net, "rb").read()).hexdigest() == resco.RESCO_SHA256["ingolstadt7"]
+    edited = resco.get_map("ingolstadt7").files()[0]
+    with pytest.raises(ValueError, match="does not give RESCO's network"):
+        resco.restored_network(edited, "0" * 64)
