@@ -122,7 +122,8 @@ MAPS: dict[str, RescoMap] = {
         RescoMap("arterial4x4", 0, 3600, 5, 2, route="arterial4x4_1.rou.xml"),
     )
 }
-"""RESCO's eight maps by signals network name (RESCO's grid4x4 is ``grid4x4_resco``: the
+"""RESCO's eight maps by signals network name, and two of them again on RESCO's own network
+files (ten entries; RESCO's grid4x4 is ``grid4x4_resco``: the
 signals env's ``grid4x4`` is sumo-rl's own 4x4 grid). sumo-rl ships only the first of RESCO's route files for the
 two grids (RESCO draws a new one per episode); ingolstadt7 and ingolstadt21 are sumo-rl's
 edited copies (phases removed), ``ingolstadt7_resco`` and ``ingolstadt21_resco`` RESCO's own
