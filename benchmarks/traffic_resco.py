@@ -8,9 +8,15 @@ own programs), greedy (RESCO's max-wave), max-pressure (RESCO's) and SUMO's actu
 control. The metric is RESCO's average delay (s/veh, ``delay``: timeLoss + departDelay over
 all trips, unfinished ones included, never-inserted vehicles adding end - scheduled depart).
 
-Pass criterion (the protocol check): on SUMO 1.9.2 fixed-time's mean delay is within 10%
-of RESCO's Fixed row on the five maps whose networks are RESCO's (cologne1, cologne3,
-cologne8, ingolstadt1) or still reproduce it (ingolstadt21).
+Pass criterion (the protocol check), on the maps whose networks are RESCO's (cologne1,
+cologne3, cologne8, ingolstadt1, ingolstadt7_resco, ingolstadt21_resco) or still reproduce
+it (sumo-rl's ingolstadt21): fixed-time on SUMO 1.9.2, run on ``--check-seeds`` seeds
+(default 10), has a median delay within 10% of the median of RESCO's 30 Fixed episodes, and
+as many jammed episodes (delay above 1.5x the median) as RESCO's share allows (Fisher's
+exact test, p >= 0.05). RESCO's Fixed row is a mean of 30 episodes, and on cologne3,
+ingolstadt7 and ingolstadt21 a rare gridlocked episode moves a mean of a few seeds by more
+than 10% (cologne3: RESCO's own mean 46.35, median 39.04); the means and their gap are
+reported beside it.
 
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_resco.py --install-sumo
@@ -24,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -69,16 +77,49 @@ def run_cell(name: str, ctrl: str, sumo: str, seeds: list[int]) -> dict:
     return row
 
 
+JAM_FACTOR = 1.5
+"""An episode counts as jammed when its delay passes 1.5x its side's median (RESCO's
+cologne3 episodes: two at ~141 s beside a median of 39)."""
+
+
+def fisher_two_sided(a: int, n: int, b: int, m: int) -> float:
+    """Fisher's exact test, two-sided: the probability, with the margins fixed, of a table
+    at most as likely as ``a`` of ``n`` against ``b`` of ``m``."""
+    k, total = a + b, n + m
+
+    def p(x: int) -> float:
+        return math.comb(n, x) * math.comb(m, k - x) / math.comb(total, k)
+
+    observed = p(a)
+    lo, hi = max(0, k - m), min(k, n)
+    return min(1.0, sum(p(x) for x in range(lo, hi + 1) if p(x) <= observed * (1 + 1e-9)))
+
+
 def protocol_check(rows: list[dict]) -> dict:
+    """Fixed-time on SUMO 1.9.2 against RESCO's Fixed on each map of ``resco.UNEDITED``.
+    Pass: our median delay within 10% of the median of RESCO's 30 episodes, and the share
+    of jammed episodes not different from RESCO's (Fisher's exact test, p >= 0.05). The
+    means and their gap stay beside it: a mean of a few seeds swings with one gridlock."""
     from rlsuite.apps.traffic import resco
 
     out = {}
     for r in rows:
         if r["controller"] == "fixed" and r["sumo"] == "1.9.2" and r["map"] in resco.UNEDITED:
+            theirs = resco.PUBLISHED_FIXED_EPISODES[r["map"]]
+            ours, pub_med = r["delay"], statistics.median(theirs)
+            med = statistics.median(ours)
+            jams = sum(x > JAM_FACTOR * med for x in ours)
+            their_jams = sum(x > JAM_FACTOR * pub_med for x in theirs)
+            err_med = abs(med - pub_med) / pub_med
+            p_jam = fisher_two_sided(jams, len(ours), their_jams, len(theirs))
             pub = resco.PUBLISHED[r["map"]]["Fixed"]
-            err = abs(r["delay_mean"] - pub) / pub
-            out[r["map"]] = {"ours": r["delay_mean"], "resco": pub, "rel_err": err,
-                             "pass": err <= 0.10}  # fmt: skip
+            out[r["map"]] = {
+                "seeds": len(ours), "ours": r["delay_mean"], "resco": pub,
+                "rel_err": abs(r["delay_mean"] - pub) / pub,
+                "ours_median": med, "resco_median": pub_med, "rel_err_median": err_med,
+                "jammed": jams, "resco_jammed": their_jams, "resco_episodes": len(theirs),
+                "p_jammed": p_jam, "pass": err_med <= 0.10 and p_jam >= 0.05,
+            }  # fmt: skip
     return out
 
 
@@ -140,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sumo", default="1.28,1.9.2", help="SUMO versions (1.28 = the project's)")
     p.add_argument("--seeds", type=int, default=2, help="episodes per controller and map")
     p.add_argument("--seed", type=int, default=1000, help="first held-out SUMO seed")
+    p.add_argument("--check-seeds", type=int, default=10,
+                   help="episodes of fixed-time on SUMO 1.9.2 for the protocol check")  # fmt: skip
     p.add_argument("--install-sumo", action="store_true", help="install SUMO 1.9.2 if missing")
     p.add_argument("--json", default=os.path.join(RESULTS, "traffic_resco.json"))
     p.add_argument("--merge", action="store_true", help="keep --json's rows for other cells")
@@ -148,7 +191,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.install_sumo:
         for v in versions:
             install_sumo(v)
-    seeds = list(range(args.seed, args.seed + args.seeds))
     rows: list[dict] = []
     if args.merge and os.path.exists(args.json):
         rows = json.load(open(args.json))["rows"]
@@ -157,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         for m in args.maps.split(","):
             resco.get_map(m)
             for c in args.controllers.split(","):
-                r = run_cell(m, c, sumo, seeds)
+                checked = c == "fixed" and sumo == "1.9.2" and m in resco.UNEDITED
+                n = max(args.seeds, args.check_seeds) if checked else args.seeds
+                r = run_cell(m, c, sumo, list(range(args.seed, args.seed + n)))
                 rows = [x for x in rows if (x["map"], x["controller"], x["sumo"]) != (m, c, sumo)]
                 rows.append(r)
                 pub = resco.PUBLISHED[m].get(PUBLISHED_LABEL.get(c, ""), None)
@@ -168,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
                 _write(args.json, rows, t0)
     check = _write(args.json, rows, t0)
     for m, c in check.items():
-        print(f"protocol check {m}: fixed {c['ours']:.2f} vs RESCO {c['resco']:.2f} "
+        print(f"protocol check {m} ({c['seeds']} seeds): fixed median {c['ours_median']:.2f} "
+              f"vs RESCO's {c['resco_median']:.2f} ({100 * c['rel_err_median']:.1f}%), "
+              f"jammed {c['jammed']}/{c['seeds']} vs {c['resco_jammed']}/{c['resco_episodes']} "
+              f"(p {c['p_jammed']:.2f}); mean {c['ours']:.2f} vs {c['resco']:.2f} "
               f"({100 * c['rel_err']:.1f}%) {'PASS' if c['pass'] else 'FAIL'}")  # fmt: skip
     png = os.path.splitext(args.json)[0] + ".png"
     plot(rows, png)
@@ -187,8 +234,9 @@ def _write(path: str, rows: list[dict], t0: float) -> dict:
         "machine": MACHINE,
         "protocol": "RESCO v1.0: map windows, 10 s steps with 3 s yellow (arterial4x4 5/2), "
         "--time-to-teleport -1, new SUMO seed per episode, tripinfo with unfinished trips",
-        "pass_criterion": "SUMO 1.9.2 fixed-time within 10% of RESCO's Fixed on "
-        + ", ".join(resco.UNEDITED),
+        "pass_criterion": "SUMO 1.9.2 fixed-time: median delay within 10% of the median of "
+        "RESCO's 30 Fixed episodes and jammed episodes (delay > 1.5x the median) not more or "
+        "fewer than RESCO's (Fisher's exact test, p >= 0.05), on " + ", ".join(resco.UNEDITED),
         "protocol_check": check,
         "published": resco.PUBLISHED,
         "rows": rows,
