@@ -5,20 +5,13 @@ offset in the plan. Nothing is trained."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # its `from traffic_common import ...`
-SPEC = importlib.util.spec_from_file_location(
-    "rlsuite_bench_resco_learned", ROOT / "benchmarks" / "traffic_resco_learned.py"
-)
-bench = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(bench)
+from tests.apps.traffic._benchmarks import load
+
+bench = load("traffic_resco_learned.py")
 
 
 class Logits:

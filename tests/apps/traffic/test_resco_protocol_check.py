@@ -3,22 +3,14 @@ Fixed episodes): pure logic over result rows, nothing simulated."""
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
-import sys
-from pathlib import Path
 
 import pytest
 
 from rlsuite.apps.traffic import resco
+from tests.apps.traffic._benchmarks import load
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # its `from traffic_common import ...`
-SPEC = importlib.util.spec_from_file_location(
-    "rlsuite_bench_resco", ROOT / "benchmarks" / "traffic_resco.py"
-)
-bench = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(bench)
+bench = load("traffic_resco.py")
 
 
 def _row(name: str, delays: list[float], ctrl: str = "fixed", sumo: str = "1.9.2") -> dict:

@@ -6,21 +6,13 @@ there instead of starting over (the runs stand in for SUMO there: pure bookkeepi
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-SPEC = importlib.util.spec_from_file_location(
-    "rlsuite_bench_resco_scoring", ROOT / "benchmarks" / "traffic_resco_scoring.py"
-)
-scoring = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = scoring  # what register_pickle_by_value looks up
-SPEC.loader.exec_module(scoring)
+from tests.apps.traffic._benchmarks import load
+
+scoring = load("traffic_resco_scoring.py")
 
 
 def test_parallel_seeds_match_one_at_a_time(capsys) -> None:

@@ -5,20 +5,13 @@ policies read from the single-map results. Nothing is trained."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-SPEC = importlib.util.spec_from_file_location(
-    "rlsuite_bench_resco_together", ROOT / "benchmarks" / "traffic_resco_together.py"
-)
-bench = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(bench)
+from tests.apps.traffic._benchmarks import load
+
+bench = load("traffic_resco_together.py")
 
 
 def test_results_and_runs_apart_from_the_single_map_benchmark() -> None:

@@ -4,26 +4,17 @@ of ``benchmarks/traffic_resco_beyond.py``."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from rlsuite.apps.traffic import cli, resco, sumo_versions
 from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsEnv
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.apps.traffic._benchmarks import load
 
 
 def _bench():
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # its `from traffic_common import ...`
-    spec = importlib.util.spec_from_file_location(
-        "rlsuite_bench_resco_beyond", ROOT / "benchmarks" / "traffic_resco_beyond.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("traffic_resco_beyond.py")
 
 
 def _vehicles(scale: float, version: str = "") -> dict[str, float]:

@@ -4,20 +4,13 @@ traffic (real SUMO, 10 minutes of cologne8 under random control)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-SPEC = importlib.util.spec_from_file_location(
-    "rlsuite_bench_signals_speed", ROOT / "benchmarks" / "traffic_signals_speed.py"
-)
-speed = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = speed
-SPEC.loader.exec_module(speed)
+from tests.apps.traffic._benchmarks import load
+
+speed = load("traffic_signals_speed.py")
 
 
 def _metrics(out_dir, args: list[str]) -> dict:
