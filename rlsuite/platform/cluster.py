@@ -68,7 +68,10 @@ def init(
             cgroup quota, not the machine's count).
             Not allowed together with ``address``: a cluster's size is its own.
         address: ``host:port`` of a running cluster (``ray start --head``), or
-            ``"auto"``. ``None`` starts an embedded local Ray.
+            ``"auto"``. ``None`` starts an embedded local Ray, even when a cluster
+            started on this machine is running (a bare ``ray.init()`` would join the
+            latest one that ``ray start`` or a test cluster recorded, then refuse
+            ``num_cpus``); ``"auto"`` joins that one.
         num_gpus: GPUs for an embedded local Ray (default: what Ray detects).
         quiet: keep Ray's driver log quiet.
     """
@@ -91,6 +94,7 @@ def init(
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         pythonpath = _pythonpath_with(root)
         if address is None:
+            kwargs["address"] = "local"  # Ray's word for "start a new one, join none"
             kwargs["num_cpus"] = num_cpus or usable_cpus()
             if num_gpus is not None:
                 kwargs["num_gpus"] = num_gpus

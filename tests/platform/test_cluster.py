@@ -57,6 +57,25 @@ def test_embedded_ray_is_sized_and_stopped(monkeypatch):
     assert not ray.is_initialized()
 
 
+def test_embedded_ray_is_its_own_beside_a_running_cluster():
+    """A cluster started on this machine (``ray start``, or a test's two-node cluster)
+    records its address, which a bare ``ray.init()`` joins; the embedded default must
+    start its own Ray instead (joining would also refuse ``num_cpus``)."""
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        with cluster.local_cluster(num_cpus=2) as info:
+            assert info.started_here and info.num_nodes == 1 and info.num_cpus == 2
+            assert info.address != c.address
+        assert not ray.is_initialized()
+        joined = cluster.init(address="auto")  # the recorded one, on request
+        assert joined.num_cpus == 1 and not joined.started_here
+    finally:
+        cluster.shutdown()
+        c.shutdown()
+
+
 @pytest.mark.slow
 def test_two_node_cluster_places_env_runners_on_both_nodes():
     from ray.cluster_utils import Cluster
