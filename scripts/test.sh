@@ -2,33 +2,34 @@
 # `make test`: the whole suite in two pytest sessions at once.
 #
 # Most tests wait on process start-ups (Ray actors, PostgreSQL, SUMO, Spark's JVM), which
-# leaves one of two cores idle much of the time. The hierarchy tests need none of those
-# shared services (pure torch and pybullet, their own Ray when they start one), so they
-# run as a second session beside the rest and fill that idle core. Their output is
-# printed after the main session's; the exit status is non-zero when either fails.
-# Plain `pytest` still runs everything in one session.
+# leaves one of two cores idle much of the time. Two app suites share no service with the
+# rest: the hierarchy tests (pure torch and pybullet, their own Ray when they start one)
+# and the queryopt tests (the only users of the test PostgreSQL and of Spark). They run
+# one after the other as a second session beside the rest and fill that idle core. Their
+# output is printed after the main session's; the exit status is non-zero when either
+# fails. Plain `pytest` still runs everything in one session.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-SIDE=tests/apps/hierarchy
+SIDE=(tests/apps/hierarchy tests/apps/queryopt)
 if [ $# -gt 0 ]; then exec "$PY" -m pytest "$@"; fi  # a chosen subset: one session
 
 side_log=$(mktemp)
 side_tmp=$(mktemp -d)
-"$PY" -m pytest "$SIDE" -p no:cacheprovider --basetemp="$side_tmp/pytest" >"$side_log" 2>&1 &
+"$PY" -m pytest "${SIDE[@]}" -p no:cacheprovider --basetemp="$side_tmp/pytest" >"$side_log" 2>&1 &
 side_pid=$!
 trap 'kill "$side_pid" 2>/dev/null; wait "$side_pid" 2>/dev/null; rm -rf "$side_log" "$side_tmp"' EXIT
 
-"$PY" -m pytest --ignore="$SIDE"
+"$PY" -m pytest "${SIDE[@]/#/--ignore=}"
 main_rc=$?
 wait "$side_pid"
 side_rc=$?
 
 echo
-echo "==================== $SIDE (ran beside the session above) ===================="
+echo "==================== ${SIDE[*]} (ran beside the session above) ===================="
 cat "$side_log"
 if [ "$main_rc" -ne 0 ] || [ "$side_rc" -ne 0 ]; then
-    echo "make test: FAILED (main session exit $main_rc, $SIDE exit $side_rc)"
+    echo "make test: FAILED (main session exit $main_rc, ${SIDE[*]} exit $side_rc)"
     exit 1
 fi
 echo "make test: both sessions passed"
