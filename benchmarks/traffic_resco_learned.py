@@ -78,7 +78,7 @@ PLAN_DEFAULTS = {
     # RESCO's: every DQN run in RESULTS replayed 64 per sampled transition (the plan passed
     # 32 to RLlib 2.60, which counts 2 samplers with 1 remote runner), and 64 keeps them
     # reproducible now that the plan's ratio is exact. ``--plan-set training_intensity=32``
-    # runs RESCO's ratio (the shipped cologne1 and ingolstadt1 policies).
+    # runs RESCO's ratio (the shipped ingolstadt1 policy).
     "replay": dict(lr=1e-3, gamma=0.99, train_batch_size=32, buffer_size=10_000,
                    prioritized=False, target_update_freq=500, final_epsilon=0.0,
                    training_intensity=64, hidden=(64, 64), activation="relu"),
