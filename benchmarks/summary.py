@@ -353,7 +353,7 @@ ROWS: tuple[Row, ...] = (
     _resco_valsel("cologne1 (1 light), shared DQN at RESCO's replay ratio on SUMO 1.9.2", "cologne1", "traffic_resco_learned_cologne1_replay_ri32.json",
                   "IDQN", 26.05, "--plan replay --episodes 100 --minutes 40 --val-seeds 4 --val-snapshots 8 --plan-set training_intensity=32 --tag ri32",
                   "- (not shipped: it jams at 1.2x demand and on SUMO 1.28; `resco_cologne1_replay` is the ratio-64 DQN, 26.41)",
-                  note=" (plan seed 0; seed 1 jammed one held-out seed: 165.46)"),
+                  note=" (plan seed 0; seed 2: 25.90; seed 1: 165.46, one held-out seed jammed)"),
     _resco_valsel("ingolstadt1 (1 light), shared DQN at RESCO's replay ratio on SUMO 1.9.2", "ingolstadt1", "traffic_resco_learned_ingolstadt1_replay_ri32.json",
                   "IPPO", 20.90, "--plan replay --episodes 100 --minutes 40 --val-seeds 4 --val-snapshots 8 --plan-set training_intensity=32 --tag ri32 --ship",
                   "`resco_ingolstadt1_replay`"),
