@@ -369,7 +369,7 @@ ROWS: tuple[Row, ...] = (
     _resco_valsel("cologne3 (3 lights, 3 and 4 phases), shared DQN with action masks at RESCO's replay ratio on SUMO 1.9.2", "cologne3",
                   "traffic_resco_learned_cologne3_replay_maskri32.json", "IDQN", 23.99,
                   "--plan replay --episodes 100 --minutes 45 --val-seeds 4 --val-snapshots 8 --action-mask --plan-set training_intensity=32 --tag maskri32",
-                  "- (not shipped: max-pressure's 34.10 is lower)", note=" (1 of 10 seeds jams; median 24.08)"),
+                  "- (not shipped: max-pressure's 34.10 is lower)", note=" (plan seed 0: 1 of 10 seeds jams, median 24.08; plan seed 1: 187.42, 3 jam)"),
     _resco_valsel("cologne8 (8 lights), shared DQN with action masks on SUMO 1.9.2", "cologne8", "traffic_resco_learned_cologne8_replay_mask.json",
                   "IPPO", 21.62, "--plan replay --episodes 100 --minutes 45 --val-seeds 4 --val-snapshots 8 --action-mask --tag mask",
                   "- (not shipped: greedy's 21.45 is lower)"),
