@@ -131,6 +131,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="override a plan field (JSON value), e.g. --plan-set n_step=3",
     )
+    p.add_argument(
+        "--env-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an env option (JSON value) for training and scoring, e.g. --env-set light_index=true",
+    )
     p.add_argument("--action-mask", action="store_true",
                    help="the shared policy never picks an action beyond a light's own green "
                    "phases (the plan's action_mask_offset; without it such an action keeps "
@@ -183,6 +190,18 @@ def action_mask_offset(env_cfg: dict) -> int:
         env.close()
 
 
+def key_values(pairs: list[str]) -> dict:
+    """``KEY=VALUE`` pairs as a dict, each value read as JSON where it parses."""
+    out = {}
+    for kv in pairs:
+        k, _, v = kv.partition("=")
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
 def make_plan(args: argparse.Namespace, env_cfg: dict, seed: int, episodes: int):
     """The plan of one chunk: RESCO-like settings (:data:`PLAN_DEFAULTS`), the budget in
     episodes turned into steps, ``--plan-set`` last."""
@@ -200,12 +219,7 @@ def make_plan(args: argparse.Namespace, env_cfg: dict, seed: int, episodes: int)
         fields.update(train_batch_size=2 * n, lr_anneal_steps=episodes * n)
     if args.action_mask:
         fields["action_mask_offset"] = action_mask_offset(env_cfg)
-    for kv in args.plan_set:
-        k, _, v = kv.partition("=")
-        try:
-            fields[k] = json.loads(v)
-        except json.JSONDecodeError:
-            fields[k] = v
+    fields.update(key_values(args.plan_set))
     return optimizers.make_plan(
         args.plan, env=ENV_ID, env_config=env_cfg, num_env_runners=1, seed=seed,
         policies="shared", **fields,
@@ -489,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if state is None:
                 env_cfg = {"network": name, "sumo_version": args.sumo,
-                           "episode_log": os.path.join(rd, "episodes.jsonl")}  # fmt: skip
+                           "episode_log": os.path.join(rd, "episodes.jsonl"),
+                           **key_values(args.env_set)}  # fmt: skip
                 state = {"map": name, "plan_name": args.plan, "sumo": args.sumo,
                          "env_config": env_cfg, "episodes": args.episodes, "args": vars(args), "chunks": [],
                          "command": "flock /tmp/rlsuite-heavy.lock timeout 480 .venv/bin/python "

@@ -119,3 +119,15 @@ def test_action_mask_puts_the_envs_mask_offset_into_the_plan() -> None:
     assert masked.action_mask_offset == 4
     plain = bench.make_plan(bench.parse_args(["--plan", "replay"]), cfg, 0, 10)
     assert plain.action_mask_offset == -1
+
+
+def test_env_set_reaches_the_env_and_plan_set_the_plan(tmp_path) -> None:
+    """``--env-set`` and ``--plan-set`` values are read as JSON where they parse."""
+    args = bench.parse_args(
+        ["--env-set", "light_index=true", "--env-set", "reward_fn=queue",
+         "--plan-set", "training_intensity=32"]
+    )  # fmt: skip
+    assert bench.key_values(args.env_set) == {"light_index": True, "reward_fn": "queue"}
+    plan = bench.make_plan(args, {"network": "cologne1", **bench.key_values(args.env_set)}, 0, 10)
+    assert plan.training_intensity == 32
+    assert plan.env_config["light_index"] is True

@@ -81,6 +81,8 @@ def test_bad_networks_are_refused_with_what_to_give():
         RescoMultiMapEnv(" , ")
     with pytest.raises(ValueError, match="not both"):
         RescoMultiMapEnv("cologne1", network="cologne3")
+    with pytest.raises(ValueError, match="light_index numbers the lights of one network"):
+        RescoMultiMapEnv("cologne1,cologne3", light_index=True)
 
 
 @pytest.mark.slow

@@ -133,6 +133,25 @@ def test_cologne3_protocol_short_window(tmp_path):
     assert envs.spaces("rlsuite/Signals-v0", {"network": "cologne3", "num_seconds": 20})
 
 
+def test_light_index_appends_each_lights_place_and_leaves_the_rest():
+    """``light_index``: each light's observation ends with a one-hot of its place among the
+    network's lights; the features before it are those of the plain env."""
+    plain = RescoSignalsEnv(network="cologne3", num_seconds=20)
+    indexed = RescoSignalsEnv(network="cologne3", num_seconds=20, light_index=True)
+    try:
+        a, _ = plain.reset(seed=5)
+        b, _ = indexed.reset(seed=5)
+        n, dim = len(plain.lights), plain.observation_space("x").shape[0]
+        assert indexed.observation_space("x").shape == (dim + n,)
+        for i, x in enumerate(indexed.lights):
+            assert np.array_equal(b[x.id][:dim], a[x.id])
+            assert b[x.id][dim:].tolist() == [float(j == i) for j in range(n)]
+            assert indexed.observation_space(x.id).contains(b[x.id])
+    finally:
+        plain.close()
+        indexed.close()
+
+
 def test_resco_env_passes_parallel_api_test():
     envs.check("rlsuite/Signals-v0", {"network": "ingolstadt1", "num_seconds": 100})
 

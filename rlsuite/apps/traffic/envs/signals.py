@@ -222,6 +222,7 @@ class SignalsOptions:
     POLICY_FIELDS: ClassVar[tuple[str, ...]] = (
         "reward_fn", "delta_time", "yellow_time", "min_green", "max_green",
         "max_distance", "pad_lanes", "pad_phases", "step_length", "yellow_length",
+        "light_index",
     )  # fmt: skip
 
     @staticmethod

@@ -57,6 +57,11 @@ class RescoMultiMapEnv(ParallelEnv):
     def __init__(self, networks: Any, **kwargs: Any):
         if "network" in kwargs or "net_file" in kwargs:
             raise ValueError("give either networks=... (several maps) or network=..., not both")
+        if kwargs.get("light_index"):
+            raise ValueError(
+                "light_index numbers the lights of one network: drop it with networks=... "
+                "(several maps), or train one map with network=..."
+            )
         self.networks = parse_networks(networks)
         self._options = {**kwargs, **padding(self.networks, **kwargs)}
         self.envs = [RescoSignalsEnv(network=m, **self._options) for m in self.networks]

@@ -36,7 +36,8 @@ class RescoSignalsConfig(EnvConfig):
 
     KIND: ClassVar[str] = "signals"
     POLICY_FIELDS: ClassVar[tuple[str, ...]] = (
-        "reward_fn", "max_distance", "pad_lanes", "pad_phases", "step_length", "yellow_length"
+        "reward_fn", "max_distance", "pad_lanes", "pad_phases", "step_length", "yellow_length",
+        "light_index",
     )  # fmt: skip
 
     network: str = ""
@@ -75,6 +76,10 @@ class RescoSignalsConfig(EnvConfig):
     pad_phases: int = 0
     """Actions per light (0: the most green phases of any light); an action beyond a
     light's own phases keeps its current phase, and the observation carries the mask."""
+    light_index: bool = False
+    """Append a one-hot of the light's place among the network's lights to its observation.
+    RESCO's IDQN trains one network per light; a policy shared by lights of different
+    layouts then still knows which light it serves. One network only (not ``networks=``)."""
     demand_scale: float = 1.0
     """Scale of the demand (SUMO's ``--scale``): below 1 SUMO drops that share of the route
     file's vehicles, above 1 it adds copies; the never-inserted vehicles of the delay are
@@ -244,6 +249,8 @@ class RescoSignalsEnv(ParallelEnv):
         detected vehicles within ``max_distance`` m that approach (/28), their total wait
         (/28), the queued ones (/28) and their summed speed (/20/28). RESCO marks the lane
         whose index equals the phase; the one-hot says the same without that quirk.
+        With ``light_index``, a one-hot of the light's place among the network's lights
+        follows.
     Actions:
         per light, ``Discrete(pad_phases)``: the green phase for the next step (RESCO's
         green phases of program 0, in file order). A switch starts with ``yellow_length``
@@ -282,6 +289,8 @@ class RescoSignalsEnv(ParallelEnv):
         self.possible_agents = [x.id for x in self.lights]
         self.agents: list[str] = []
         dim = 2 * self.n_phases + LANE_FEATURES * self.n_lanes
+        self._index_at = dim  # where the light's one-hot index starts (light_index)
+        dim += len(self.lights) if self.cfg.light_index else 0
         self._obs_space = spaces.Box(0.0, np.inf, (dim,), np.float32)
         self._act_space = spaces.Discrete(self.n_phases)
         self._dir = tempfile.mkdtemp(prefix="rlsuite-resco-")
@@ -412,6 +421,8 @@ class RescoSignalsEnv(ParallelEnv):
         f = self._lane[x.id][:, :LANE_FEATURES] / 28.0
         f[:, 3] /= 20.0
         o[2 * self.n_phases : 2 * self.n_phases + f.size] = f.reshape(-1)
+        if self.cfg.light_index:
+            o[self._index_at + self.lights.index(x)] = 1.0
         return o
 
     def _phase(self, x: _Light) -> int:
