@@ -376,7 +376,7 @@ ROWS: tuple[Row, ...] = (
                   "- (not shipped: greedy's 21.45 is lower)", note=" (without the index: 24.53)"),
     _resco_valsel("ingolstadt7 on RESCO's own network (7 lights), shared DQN with action masks on SUMO 1.9.2", "ingolstadt7_resco", "traffic_resco_learned_ingolstadt7_resco_replay_mask.json",
                   "IDQN", 31.19, "--plan replay --episodes 100 --minutes 40 --val-seeds 4 --val-snapshots 8 --action-mask --tag mask --ship",
-                  "`resco_ingolstadt7_resco_replay`"),
+                  "`resco_ingolstadt7_resco_replay`", note=" (with each light's index: 32.59)"),
     _resco_valsel("ingolstadt21 (21 lights), shared PPO with action masks on SUMO 1.9.2", "ingolstadt21", "traffic_resco_learned_ingolstadt21_sync_mask.json",
                   "IDQN", 59.64, "--plan sync --episodes 100 --minutes 12 --val-seeds 4 --val-snapshots 4 --action-mask --tag mask",
                   "- (not shipped: fixed-time's 128.73 is lower)", note=" (deterministic: it jams)"),
