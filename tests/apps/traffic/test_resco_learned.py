@@ -121,7 +121,7 @@ def test_action_mask_puts_the_envs_mask_offset_into_the_plan() -> None:
     assert plain.action_mask_offset == -1
 
 
-def test_env_set_reaches_the_env_and_plan_set_the_plan(tmp_path) -> None:
+def test_env_set_reaches_the_env_and_plan_set_the_plan() -> None:
     """``--env-set`` and ``--plan-set`` values are read as JSON where they parse."""
     args = bench.parse_args(
         ["--env-set", "light_index=true", "--env-set", "reward_fn=queue",
