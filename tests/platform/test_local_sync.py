@@ -66,5 +66,74 @@ def test_remote_runners_still_sync_through_rllib(ray_local, rllib_syncs):
         learner_group = algo.learner_group
         assert len(rllib_syncs) >= 10
         assert all(source is learner_group for source in rllib_syncs)
+        assert not algo._defers_metrics()
     finally:
         algo.stop()
+
+
+def _counts(algo, iterations: int) -> tuple[list, list]:
+    """Per iteration: the lifetime counts RLlib reports, and the training-step calls."""
+    counts, calls = [], []
+    for _ in range(iterations):
+        result = algo.train()
+        runners, learners = result["env_runners"], result["learners"]
+        counts.append(
+            (
+                runners["num_env_steps_sampled_lifetime"],
+                runners["num_episodes_lifetime"],
+                learners["__all_modules__"]["num_env_steps_trained_lifetime"],
+                learners["default_policy"].get("num_target_updates"),
+                result["replay_buffer"]["num_env_steps_sampled_lifetime"],
+            )
+        )
+        calls.append(result["num_training_step_calls_per_iteration"])
+        assert "td_error" not in learners["default_policy"]
+        assert "total_loss" in learners["default_policy"]
+    return counts, calls
+
+
+def test_metrics_reduced_once_per_iteration_give_rllibs_counts(ray_local):
+    """With nothing remote, one training step runs the iteration's rounds and reduces
+    the metrics once; the counts (sampled, episodes, trained, target updates) match
+    RLlib's step, and every update's TD errors reach the prioritized buffer."""
+    plan = optimizers.make_plan(
+        "replay",
+        env="CartPole-v1",
+        num_env_runners=0,
+        num_envs_per_env_runner=1,
+        train_batch_size=16,
+        learning_starts=100,
+        env_steps_per_iteration=200,
+        target_update_freq=400,
+        hidden=(16,),
+        seed=0,
+    )
+    assert plan.prioritized
+    runs = {}
+    priorities: list[int] = []
+    for mode in ("rllib", "deferred"):
+        algo = optimizers.to_rllib(plan, resources.resolve(plan, log=False)).build_algo()
+        try:
+            if mode == "rllib":
+                algo._defers_metrics = lambda: False
+            else:
+                assert algo._defers_metrics()
+                buffer = algo.local_replay_buffer
+                update = buffer.update_priorities
+
+                def recording(
+                    new_priorities, *args, update=update, priorities=priorities, **kwargs
+                ):
+                    priorities.append(len(new_priorities))
+                    return update(new_priorities, *args, **kwargs)
+
+                buffer.update_priorities = recording
+            runs[mode] = _counts(algo, 4)
+        finally:
+            algo.stop()
+    (rllib_counts, rllib_calls), (counts, calls) = runs["rllib"], runs["deferred"]
+    assert counts == rllib_counts
+    assert counts[-1][0] == 800 and counts[-1][3] >= 1
+    assert calls == [1, 1, 1, 1] and min(rllib_calls) > 1
+    # one priority update of a full batch per update
+    assert len(priorities) == counts[-1][2] // 16 > 0 and set(priorities) == {16}
