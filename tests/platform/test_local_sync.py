@@ -8,9 +8,8 @@ from ray.rllib.env.env_runner_group import EnvRunnerGroup
 from rlsuite.platform import optimizers, resources
 
 
-def _plan(runners: int):
-    return optimizers.make_plan(
-        "replay",
+def _plan(runners: int, **values):
+    fields = dict(
         env="CartPole-v1",
         num_env_runners=runners,
         num_envs_per_env_runner=1,
@@ -20,6 +19,7 @@ def _plan(runners: int):
         hidden=(16,),
         seed=0,
     )
+    return optimizers.make_plan("replay", **{**fields, **values})
 
 
 @pytest.fixture
@@ -96,18 +96,7 @@ def test_metrics_reduced_once_per_iteration_give_rllibs_counts(ray_local):
     """With nothing remote, one training step runs the iteration's rounds and reduces
     the metrics once; the counts (sampled, episodes, trained, target updates) match
     RLlib's step, and every update's TD errors reach the prioritized buffer."""
-    plan = optimizers.make_plan(
-        "replay",
-        env="CartPole-v1",
-        num_env_runners=0,
-        num_envs_per_env_runner=1,
-        train_batch_size=16,
-        learning_starts=100,
-        env_steps_per_iteration=200,
-        target_update_freq=400,
-        hidden=(16,),
-        seed=0,
-    )
+    plan = _plan(0, learning_starts=100, env_steps_per_iteration=200, target_update_freq=400)
     assert plan.prioritized
     runs = {}
     priorities: list[int] = []
