@@ -1,6 +1,6 @@
 """Learned signal control on RESCO's maps: one policy shared by every light of a map (IDQN /
-IPPO style: each light acts on its own local observation, all with the same weights),
-trained through the platform's plans under RESCO's protocol and scored on held-out seeds.
+IPPO style: each light acts on its own local observation, all with the same weights; RESCO
+gave each light its own, which ``--plan-set policies=per_agent`` runs), trained through the platform's plans under RESCO's protocol and scored on held-out seeds.
 
 Per map, ``--plan replay`` (DQN, the counterpart of RESCO's IDQN) or ``--plan sync`` (PPO,
 of its IPPO) trains on ``rlsuite/Signals-v0`` with RESCO's state (``drq_norm``) and reward
@@ -219,10 +219,12 @@ def make_plan(args: argparse.Namespace, env_cfg: dict, seed: int, episodes: int)
         fields.update(train_batch_size=2 * n, lr_anneal_steps=episodes * n)
     if args.action_mask:
         fields["action_mask_offset"] = action_mask_offset(env_cfg)
+    # one network shared by every light (the issue's ask); ``--plan-set policies=per_agent``
+    # gives each light its own, as RESCO's IDQN and IPPO do
+    fields["policies"] = "shared"
     fields.update(key_values(args.plan_set))
     return optimizers.make_plan(
-        args.plan, env=ENV_ID, env_config=env_cfg, num_env_runners=1, seed=seed,
-        policies="shared", **fields,
+        args.plan, env=ENV_ID, env_config=env_cfg, num_env_runners=1, seed=seed, **fields
     )  # fmt: skip
 
 

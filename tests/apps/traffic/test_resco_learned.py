@@ -1,7 +1,7 @@
 """benchmarks/traffic_resco_learned.py's own logic: each plan writes its own results file,
 the controllers its held-out evaluation scores, the snapshots validation chooses from, and
 the sampled PPO policy (seeded, following the softmax of the logits), the action mask's
-offset in the plan. Nothing is trained."""
+offset in the plan, one network or one per light. Nothing is trained."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 
+from rlsuite.platform import optimizers
 from tests.apps.traffic._benchmarks import load
 
 bench = load("traffic_resco_learned.py")
@@ -131,3 +132,16 @@ def test_env_set_reaches_the_env_and_plan_set_the_plan() -> None:
     plan = bench.make_plan(args, {"network": "cologne1", **bench.key_values(args.env_set)}, 0, 10)
     assert plan.training_intensity == 32
     assert plan.env_config["light_index"] is True
+
+
+def test_one_network_shared_by_every_light_unless_plan_set_says_per_agent() -> None:
+    """The shared network is the default; ``--plan-set policies=per_agent`` gives each light
+    its own (RESCO's IDQN), and the plan then names one module per light."""
+    cfg = {"network": "cologne8"}
+    shared = bench.make_plan(bench.parse_args(["--plan", "replay"]), cfg, 0, 10)
+    assert shared.policies == "shared"
+    args = bench.parse_args(["--plan", "replay", "--plan-set", "policies=per_agent"])
+    per_agent = bench.make_plan(args, cfg, 0, 10)
+    assert per_agent.policies == "per_agent"
+    assert len(optimizers._policy_mapping(per_agent)[0]) == 8
+    assert optimizers._policy_mapping(shared)[0] == ["shared"]
