@@ -189,8 +189,11 @@ def scoring_config(cfg: dict[str, Any]) -> dict[str, Any]:
     libsumo runs every simulation of a process in that process, and on these maps a seeded
     episode after others there can come out different: SUMO 1.28, cologne1, fixed-time,
     seed 1000 scored 41.93 or 43.42 from one restart to the next in one process (the first
-    divergence: one car's trip 3 s longer, same route and departure), 41.93 every time over
-    TraCI. sumo-rl's nets and the Flow scenarios repeat exactly on libsumo and keep it.
+    divergence: one car's trip 3 s longer, same route and departure), and 41.93 in ~200
+    fresh TraCI processes and from ``sumo`` on the command line. SUMO itself is not always
+    that steady: the same seed gave 43.42 in fresh TraCI processes twice in one ``make test``
+    beside a training job, so a rescored seed can still differ by SUMO's own run-to-run
+    variation. sumo-rl's nets and the Flow scenarios repeat exactly on libsumo and keep it.
     Training keeps libsumo (~5x faster; an episode's noise is not a score)."""
     if cfg.get("backend") is None and (cfg.get("networks") or _is_resco(cfg)):
         return {**cfg, "backend": "traci"}
