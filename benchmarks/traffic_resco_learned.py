@@ -1,6 +1,7 @@
 """Learned signal control on RESCO's maps: one policy shared by every light of a map (IDQN /
 IPPO style: each light acts on its own local observation, all with the same weights; RESCO
-gave each light its own, which ``--plan-set policies=per_agent`` runs), trained through the platform's plans under RESCO's protocol and scored on held-out seeds.
+gave each light its own, which ``--plan-set policies=per_agent`` runs), trained through
+the platform's plans under RESCO's protocol and scored on held-out seeds.
 
 Per map, ``--plan replay`` (DQN, the counterpart of RESCO's IDQN) or ``--plan sync`` (PPO,
 of its IPPO) trains on ``rlsuite/Signals-v0`` with RESCO's state (``drq_norm``) and reward
