@@ -2,16 +2,18 @@
 # `make test`: the whole suite in two pytest sessions at once.
 #
 # Most tests wait on process start-ups (Ray actors, PostgreSQL, SUMO, Spark's JVM), which
-# leaves one of two cores idle much of the time. Two app suites share no service with the
-# rest: the hierarchy tests (pure torch and pybullet, their own Ray when they start one)
-# and the queryopt tests (the only users of the test PostgreSQL and of Spark). They run
-# one after the other as a second session beside the rest and fill that idle core. Their
+# leaves one of two cores idle much of the time. Three app suites share no service with
+# the rest: the hierarchy tests (pure torch and pybullet, their own Ray when they start
+# one), the queryopt tests (the only users of the test PostgreSQL and of Spark) and the
+# traffic tests (a SUMO process per test, their own Ray). They run one after the other as
+# a second session beside the rest (platform and CLI tests) and fill that idle core; the
+# split gives the two sessions about the same length. Their
 # output is printed after the main session's; the exit status is non-zero when either
 # fails. Plain `pytest` still runs everything in one session.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-SIDE=(tests/apps/hierarchy tests/apps/queryopt)
+SIDE=(tests/apps/hierarchy tests/apps/queryopt tests/apps/traffic)
 if [ $# -gt 0 ]; then exec "$PY" -m pytest "$@"; fi  # a chosen subset: one session
 
 side_log=$(mktemp)
