@@ -114,6 +114,74 @@ def test_the_learner_steps_fused_adam_and_matches_rllibs_stock_learner():
         torch.testing.assert_close(a[k], b[k], rtol=1e-4, atol=1e-6)
 
 
+def _flat(d, prefix=()):
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _flat(v, prefix + (k,))
+        else:
+            yield prefix + (k,), v
+
+
+@pytest.mark.parametrize("minibatch_size", [96, 500])
+def test_the_lean_minibatch_loop_gives_rllibs_loop_weights_and_metrics(minibatch_size):
+    """From the same weights, episodes and numpy generator state, the lean loop and RLlib's
+    own loop (the same learner with ``lean_update`` off) train the same minibatches in the
+    same order (shuffled each epoch; 96 does not divide the batch, 500 exceeds it) and
+    report the same metrics: steps trained, batch sizes, weights seq-no, off-policyness,
+    losses."""
+    import gymnasium as gym
+    import numpy as np
+    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    config, lean = _learner()
+    rllib_config = copy.deepcopy(config)
+    rllib_config.learners(
+        learner_config_dict={**config.learner_config_dict, learners.LEAN_UPDATE: False}
+    )
+    rllib_loop = rllib_config.build_learner(env=gym.make("CartPole-v1"))
+    rllib_loop.module["default_policy"].load_state_dict(lean.module["default_policy"].state_dict())
+    before = _weights(lean)
+    episodes = _episodes(config, lean)
+    results, calls = [], []
+    for learner in (lean, rllib_loop):
+        learner._update = _counting(learner._update, calls, learner)
+        np.random.seed(7)
+        results.append(
+            learner.update(
+                episodes=copy.deepcopy(episodes),
+                timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: 400},
+                num_epochs=3,
+                minibatch_size=minibatch_size,
+                shuffle_batch_per_epoch=True,
+            )
+        )
+    n_lean, n_rllib = calls.count(lean), calls.count(rllib_loop)
+    # the train batch holds the 400 steps and one bootstrap step per episode
+    assert n_lean == n_rllib >= -(-3 * 400 // minibatch_size)
+    a, b = _weights(lean), _weights(rllib_loop)
+    assert any(not torch.equal(before[k], a[k]) for k in a)
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-7)
+    ours, theirs = (
+        {k: v.peek() if hasattr(v, "peek") else v for k, v in _flat(r)} for r in results
+    )
+    assert ours.keys() == theirs.keys()
+    timings = ("throughput", "timer")  # wall-clock readings differ run to run
+    compared = [k for k in ours if not any(t in "/".join(map(str, k)) for t in timings)]
+    assert any(k[-1] == "num_module_steps_trained" for k in compared)
+    assert any(k[-1] == "diff_num_grad_updates_vs_sampler_policy" for k in compared)
+    for k in compared:
+        assert float(ours[k]) == pytest.approx(float(theirs[k]), rel=1e-4, abs=1e-6), k
+
+
+def _counting(update, calls, owner):
+    def counted(batch, **kwargs):
+        calls.append(owner)
+        return update(batch, **kwargs)
+
+    return counted
+
+
 def test_a_non_finite_gradient_is_repaired_as_rllib_repairs_it(caplog):
     _, learner = _learner(grad_clip=None)
     refs = list(learner._params)
