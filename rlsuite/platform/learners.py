@@ -53,6 +53,7 @@ from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.training_data import TrainingData
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.policy.sample_batch import SampleBatch
 from ray.rllib.utils.metrics import (
@@ -225,7 +226,7 @@ class SyncPPOLearner(PPOTorchLearner):
             return super()._uncompiled_update(batch, **kwargs)
         # RLlib's step without its per-minibatch off-policyness and nn.Module.train()
         # (both done once per update); num_learners is 1, so no DDP no_sync is needed.
-        fwd_out = {mid: self.module[mid]._forward_train(b) for mid, b in batch.items()}
+        fwd_out = {mid: _forward_train(self.module[mid], b) for mid, b in batch.items()}
         loss_per_module = self.compute_losses(fwd_out=fwd_out, batch=batch)
         gradients = self.compute_gradients(loss_per_module)
         self.apply_gradients(self.postprocess_gradients(gradients))
@@ -327,6 +328,14 @@ class SyncPPOLearner(PPOTorchLearner):
                 )
                 grads[ref] = torch.nan_to_num(g)
         return grads
+
+
+def _forward_train(module: Any, batch: dict) -> Any:
+    """RLlib's ``forward_train`` without its ``nn.Module.train()`` (done once per update),
+    unless the module class replaced ``forward_train`` itself."""
+    if type(module).forward_train is TorchRLModule.forward_train:
+        return module._forward_train(batch)
+    return module.forward_train(batch)
 
 
 def _take(columns: dict, rows: torch.Tensor) -> dict:
