@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.apps.traffic._benchmarks import load
+from tests.apps.traffic._sumo_starts import record_sumo_starts
 
 scoring = load("traffic_resco_scoring.py")
 
@@ -89,17 +90,9 @@ def test_a_seed_scores_in_its_own_sumo_process_however_many_ran_before_it(monkey
     gave this seed 43.42 in fresh processes too, twice in one ``make test`` beside a training
     job (41.93 in every one of ~200 runs here otherwise, and from ``sumo`` on the command
     line), so exact equality would test SUMO, not the scorer."""
-    from rlsuite.apps.traffic import kernel
     from rlsuite.apps.traffic.controllers import SignalProgram
 
-    started: list[tuple[str | None, int | None]] = []
-    start = kernel.Simulation.start
-
-    def spy(self, args) -> None:
-        start(self, args)
-        started.append((self.backend, self.pid))
-
-    monkeypatch.setattr(kernel.Simulation, "start", spy)
+    started = record_sumo_starts(monkeypatch)
     cfg = {"network": "cologne1", "sumo_version": "1.28", "program": "fixed"}
     got = [
         scoring.run_seeds(SignalProgram("fixed"), "fixed", [1000], cfg, "t")["delay"][0]

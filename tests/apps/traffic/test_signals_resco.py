@@ -12,6 +12,7 @@ from rlsuite.apps.traffic import cli, networks, resco
 from rlsuite.apps.traffic.envs.signals import scoring_config
 from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsEnv
 from rlsuite.platform import envs
+from tests.apps.traffic._sumo_starts import record_sumo_starts
 
 NODES = """<nodes>
   <node id="W1" x="0" y="0"/><node id="M1" x="100" y="0" type="{tl}"/>
@@ -207,16 +208,7 @@ def test_evaluate_runs_each_rescos_protocol_episode_in_its_own_sumo_process(tmp_
     always), so equality would test SUMO rather than the evaluation."""
     import os
 
-    from rlsuite.apps.traffic import kernel
-
-    started: list[tuple[str | None, int | None]] = []
-    start = kernel.Simulation.start
-
-    def spy(self, args) -> None:
-        start(self, args)
-        started.append((self.backend, self.pid))
-
-    monkeypatch.setattr(kernel.Simulation, "start", spy)
+    started = record_sumo_starts(monkeypatch)
     delays = []
     for i in range(3):
         js = tmp_path / f"eval{i}.json"
