@@ -1,7 +1,7 @@
 """The ``sync`` plan's learner: RLlib's PPO learner, the same update in less time.
 
 :class:`SyncPPOLearner` is RLlib's ``PPOTorchLearner`` (its loss, its connector pipeline,
-its checkpoints) with two changes in *how* an update is computed, none in *what*:
+its checkpoints) with three changes in *how* an update is computed, none in *what*:
 
 - **Adam is fused** (``torch.optim.Adam(fused=True)``): one kernel steps every parameter,
   where torch's default on the CPU loops over the tensors in Python. Same algorithm and
