@@ -13,13 +13,16 @@ its checkpoints) with three changes in *how* an update is computed, none in *wha
   forward. Here the minibatches are index-selects of the batch's tensors, in the same rows
   and order (:mod:`rlsuite.platform.minibatches`), and the per-update bookkeeping happens
   once per update with the same totals: the metrics after ``reduce()`` are RLlib's. The
-  one thing dropped is RLlib's per-minibatch duration histogram on the Ray dashboard.
+  loss statistics (logged with ``window=1``: the last minibatch's survive) are computed
+  and logged for the last minibatch only; the others take RLlib's loss without them
+  (:mod:`rlsuite.platform.ppo_loss`), so the weights are the same bit for bit. The one
+  thing dropped is RLlib's per-minibatch duration histogram on the Ray dashboard.
   Recurrent modules, ``torch.compile``, several learners and Ray Data iterators take
   RLlib's own loop.
 - **The finite-gradient check is one test.** RLlib tests each gradient tensor with
   ``torch.isfinite(g).all()`` in every minibatch (two kernels and a sync per tensor: 24 on
-  a 64x64 PPO). Here one ``get_total_norm`` over all of them is tested; the norm of
-  gradients that hold a NaN or an inf is not finite, so nothing slips through. Only when
+  a 64x64 PPO). Here the sum of their norms (one ``_foreach_norm`` kernel) is tested; the
+  norm of gradients that hold a NaN or an inf is not finite, so nothing slips through. Only when
   that test fails are the tensors tested one by one and repaired as RLlib repairs them
   (``nan_to_num``, with its warning). ``check_finite_gradients=False`` still skips both.
 
@@ -68,6 +71,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from rlsuite.platform.minibatches import cyclic_indices
+from rlsuite.platform.ppo_loss import ppo_loss
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +102,11 @@ def all_finite(tensors: list[torch.Tensor]) -> bool:
     exact per-tensor check)."""
     if not tensors:
         return True
-    return bool(torch.isfinite(torch.nn.utils.get_total_norm(tensors)))
+    if len({(t.device, t.dtype) for t in tensors}) > 1:
+        return bool(torch.isfinite(torch.nn.utils.get_total_norm(tensors)))
+    # the sum of the tensors' norms: one kernel for all, without get_total_norm's
+    # per-call grouping by device and dtype (half its time on a small net)
+    return bool(torch.isfinite(torch.stack(torch._foreach_norm(tensors)).sum()))
 
 
 class SyncPPOLearner(PPOTorchLearner):
@@ -110,6 +118,7 @@ class SyncPPOLearner(PPOTorchLearner):
     def build(self) -> None:
         super().build()
         self._in_lean_loop = False
+        self._superseded: _SupersededDropped | None = None
         if self.config.learner_config_dict.get(DECOUPLED_CLIP, False):
             # After GAE: the advantages are computed and standardised by then.
             self._learner_connector.append(DecoupledClip())
@@ -203,21 +212,31 @@ class SyncPPOLearner(PPOTorchLearner):
             if isinstance(module, torch.nn.Module):
                 module.train()
         sizes = {mid: len(b) for mid, b in full.policy_batches.items()}
-        count = 0
+        # all of the update's index arrays at once (numpy's generator draws the same
+        # permutations in the same order: nothing in an update step draws from it)
+        cycle = list(
+            cyclic_indices(
+                sizes, num_epochs=num_epochs, minibatch_size=minibatch_size, shuffle=shuffle
+            )
+        )
+        metrics = self.metrics
+        superseded = self._superseded = _SupersededDropped(metrics)
         loss_per_module: dict = {}
         self._in_lean_loop = True
         try:
-            for rows in cyclic_indices(
-                sizes, num_epochs=num_epochs, minibatch_size=minibatch_size, shuffle=shuffle
-            ):
+            for i, rows in enumerate(cycle):
+                # window=1 values of all but the last minibatch are replaced before anyone
+                # reads them (RLlib logs the total loss once at the end for this reason)
+                self.metrics = metrics if i == len(cycle) - 1 else superseded
                 minibatch = {
                     mid: _take(columns[mid], torch.from_numpy(idx)) for mid, idx in rows.items()
                 }
                 _, loss_per_module, _ = self._update(minibatch)
-                count += 1
         finally:
+            self.metrics = metrics
             self._in_lean_loop = False
-        self._log_steps_trained(full, minibatch_size, count)
+            self._superseded = None
+        self._log_steps_trained(full, minibatch_size, len(cycle))
         for mid, loss in loss_per_module.items():  # RLlib logs the last minibatch's
             self.metrics.log_value(key=(mid, self.TOTAL_LOSS_KEY), value=loss, window=1)
 
@@ -231,6 +250,16 @@ class SyncPPOLearner(PPOTorchLearner):
         gradients = self.compute_gradients(loss_per_module)
         self.apply_gradients(self.postprocess_gradients(gradients))
         return fwd_out, loss_per_module, {}
+
+    def compute_loss_for_module(
+        self, *, module_id: str, config: Any, batch: dict, fwd_out: dict
+    ) -> Any:
+        if self._superseded is None or self.metrics is not self._superseded:
+            return super().compute_loss_for_module(
+                module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+            )
+        # a minibatch whose loss statistics the next one replaces: the loss alone
+        return ppo_loss(self, module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
 
     def _log_off_policyness(self, columns: dict[str, dict]) -> None:
         # RLlib logs it per minibatch with a window of 1; every row of a batch carries the
@@ -328,6 +357,27 @@ class SyncPPOLearner(PPOTorchLearner):
                 )
                 grads[ref] = torch.nan_to_num(g)
         return grads
+
+
+class _SupersededDropped:
+    """The learner's metrics logger for all but the last minibatch of an update: a value
+    logged with ``window=1`` (PPO's loss terms, KL, entropy, explained variance, the
+    gradient norm) keeps only the last minibatch's, so these calls are dropped; every
+    other call goes to the logger."""
+
+    def __init__(self, metrics: Any):
+        self._metrics = metrics
+
+    def log_value(self, key: Any, value: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("window") != 1:
+            self._metrics.log_value(key, value, *args, **kwargs)
+
+    def log_dict(self, value_dict: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("window") != 1:
+            self._metrics.log_dict(value_dict, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._metrics, name)
 
 
 def _forward_train(module: Any, batch: dict) -> Any:
