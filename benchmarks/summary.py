@@ -208,8 +208,8 @@ ROWS: tuple[Row, ...] = (
         f"{PY}platform_learning.py --tasks sync-pendulum --impls rllib,ours --seeds 0,1,2", fmt="{:,.0f}",
         lower_is_better=True),
     Row("platform", "`sync` PPO to -300, Pendulum-v1 (RLlib example's settings)",
-        "wall seconds to -300, median of 3 seeds (a repeat of both sides: 35 s against 57 s, "
-        "0.61x; the two runs pooled, 6 per side: 0.59x)", "platform_learning.json",
+        "wall seconds to -300, median of 3 seeds (two repeats of both sides: 0.61x and 0.47x; "
+        "the three runs pooled, 9 per side: 34 s against 59 s, 0.57x)", "platform_learning.json",
         Value(("summary", "sync-pendulum", "ours", "median_wall_s_to_threshold")),
         _here("RLlib's `pendulum_ppo.py`, same seeds", "summary", "sync-pendulum", "rllib",
               "median_wall_s_to_threshold"),
