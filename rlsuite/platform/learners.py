@@ -255,7 +255,7 @@ class SyncPPOLearner(PPOTorchLearner):
     def compute_loss_for_module(
         self, *, module_id: str, config: Any, batch: dict, fwd_out: dict
     ) -> Any:
-        if self._superseded is None or self.metrics is not self._superseded:
+        if self.metrics is not self._superseded:  # None outside the lean loop
             return super().compute_loss_for_module(
                 module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
             )
