@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -41,94 +41,119 @@ if TYPE_CHECKING:
     from rlsuite.apps.queryopt.rewriter import Decision, Rewriter
 
 
-class RewriteSpace(Protocol):
-    """One engine's side of the rewrite MDP (see the module doc)."""
+class RewriteSpace:
+    """One engine's side of the rewrite MDP (see the module doc).
 
-    engine: str
+    The methods are written once here over the engine's pieces, which each subclass names:
+    its parser, catalog, rule set, SQL printer, query generator and featurizer class, and
+    the few steps that really differ (``_refuse``, ``_server``, ``_check``, ``_rules``).
+    """
+
+    engine: ClassVar[str]
     """The engine's name in :data:`~rlsuite.apps.queryopt.engines.ENGINES`."""
-    label: str
+    label: ClassVar[str]
     """The engine's name in messages."""
-    rewards: tuple[str, ...]
+    rewards: ClassVar[tuple[str, ...]]
     """The env's reward kinds on this engine."""
     workloads: tuple[str, ...]
     """The workloads this engine can load."""
-    check_rows: bool
+    check_rows: ClassVar[bool]
     """Whether every final query's rows are compared with the original's (the env's reward
     and the learned rewriter's check)."""
-    defaults: Mapping[str, Any]
+    defaults: ClassVar[Mapping[str, Any]]
     """The env's and the trainer's defaults on this engine (``num_queries``, ``timeout_ms``,
     ``reward``, ``repeat``, ``max_steps``, ``iterations``, ``num_env_runners``,
     ``epsilon_timesteps``, ``env_steps_per_iteration``)."""
-    title: str
+    title: ClassVar[str]
     """Title of ``qopt-bench rules``."""
-    env_id: str
+    env_id: ClassVar[str]
     """The env this engine trains on."""
-    replay_env_id: str | None
+    replay_env_id: ClassVar[str | None]
     """The env that replays served decisions of an experience store (None: no store)."""
-    learned_name: str
+    learned_name: ClassVar[str]
     """How a trained rewriter is named in tables (the checkpoint follows)."""
-    names: tuple[str, ...]
+    names: ClassVar[tuple[str, ...]]
     """The actions' names; action ``i`` is ``names[i]``, STOP is ``len(names)``."""
-    refused: Mapping[str, str]
+    refused: ClassVar[Mapping[str, str]]
     """Rules of the other engines this one refuses, with the reason."""
+
+    # The engine's pieces, as plain functions of the engine's own modules.
+    _parse: ClassVar[Callable[[str, Any], R.Query]]
+    _catalog: ClassVar[Callable[[Engine, str], Any]]
+    _applicable: ClassVar[Callable[[R.Query], dict[str, R.Query | str]]]
+    _key: ClassVar[Callable[[R.Query], str]]
+    _sql: ClassVar[Callable[[R.Query], str]]
+    _queries: ClassVar[Callable[[Any, str, int, int], list[str]]]
+    _featurizer: ClassVar[type]
 
     def descriptions(self) -> list[tuple[str, str]]:
         """``(name, what it does)`` per action, in order."""
-        ...
+        raise NotImplementedError
 
     def check_options(self, dsn: str, master: str | None, spark_dir: str | None) -> None:
         """Refuse a trainer's engine options that are not this engine's (or missing)."""
-        ...
+        self._refuse(dsn, master, spark_dir)
 
     def open(
         self, dsn: str | None = None, master: str | None = None, spark_dir: str | None = None
     ) -> Engine:
         """A new session on the engine (connects on first use)."""
-        ...
+        raise NotImplementedError
 
     def env_options(self, eng: Engine) -> dict[str, Any]:
         """The options that open another session like ``eng`` (what a trainer's envs and a
         learned rewriter are given)."""
-        ...
+        raise NotImplementedError
 
+    @contextlib.contextmanager
     def session(
         self,
         dsn: str | None = None,
         master: str | None = None,
         spark_dir: str | None = None,
         say: Callable[[str], None] = print,
-    ) -> contextlib.AbstractContextManager[Engine]:
+    ) -> Iterator[Engine]:
         """A session for one command, closed after it (PostgreSQL: the embedded server
         without ``dsn``, started if needed and stopped again if started here)."""
-        ...
+        with self._server(dsn, say) as dsn:
+            eng = self.open(dsn, master, spark_dir)
+            self._opened(eng, say)
+            try:
+                yield eng
+            finally:
+                eng.close()
 
-    def parse(self, eng: Engine, schema: str, sql: str) -> R.Query: ...
+    def parse(self, eng: Engine, schema: str, sql: str) -> R.Query:
+        return self._parse(sql, self._catalog(eng, schema))
 
-    def applicable(self, q: R.Query) -> dict[str, R.Query | str]: ...
+    def applicable(self, q: R.Query) -> dict[str, R.Query | str]:
+        return self._applicable(q)
 
     def key(self, q: R.Query) -> str:
         """Identifies ``q`` with its settings on this engine (the env's cache key)."""
-        ...
+        return self._key(q)
 
     def sql(self, q: R.Query) -> str:
         """``q`` as this engine's SQL."""
-        ...
+        return self._sql(q)
 
     def queries(self, workload: Any, split: str, n: int, seed: int = 0) -> list[str]:
         """``n`` generated queries of ``split`` in this engine's SQL."""
-        ...
+        return self._queries(workload, split, n, seed)
 
     def plan(self, eng: Engine, q: R.Query, schema: str, settings: Mapping[str, str]) -> dict:
         """The engine's plan of ``q`` for the featurizer."""
-        ...
+        return eng.explain(self.sql(q), schema, settings)
 
-    def featurizer(self, max_steps: int) -> Any: ...
+    def featurizer(self, max_steps: int) -> Any:
+        return self._featurizer(max_steps=max_steps)
 
-    def featurizer_from(self, description: Mapping[str, Any]) -> Any: ...
+    def featurizer_from(self, description: Mapping[str, Any]) -> Any:
+        return self._featurizer.from_description(description)
 
     def choose(self, policy: Any, obs: np.ndarray, applicable: Mapping[str, Any]) -> int:
         """The trained policy's action in state ``obs``."""
-        ...
+        return int(policy.act(obs))
 
     def validate(
         self,
@@ -143,8 +168,11 @@ class RewriteSpace(Protocol):
         slower_than: float | None = 1.0,
         check_runs: int = 1,
     ) -> Decision:
-        """Keep the chosen rewrite ``q`` of ``sql`` only when it passes this engine's checks."""
-        ...
+        """Keep the chosen rewrite ``q`` of ``sql`` only when it passes this engine's checks
+        (``check``: compare rows where the engine leaves that to the caller; ``slower_than``
+        and ``check_runs``: how an engine that times rewrites judges them)."""
+        checks = {"check": check, "slower_than": slower_than, "check_runs": check_runs}
+        return self._check(eng, schema, sql, q, notes, timeout_ms, dict(settings), checks)
 
     def rewriter(
         self,
@@ -156,10 +184,30 @@ class RewriteSpace(Protocol):
         greedy: bool = False,
     ) -> Rewriter:
         """The fixed rules ``names`` as a rewriter (empty and ``greedy``: this engine's default)."""
-        ...
+        return self._rules(eng, workload, list(names), timeout_ms, check_schema, greedy)
+
+    # What each engine does its own way.
+    def _refuse(self, dsn: str | None, master: str | None, spark_dir: str | None) -> None:
+        """Raise when another engine's options are given."""
+        raise NotImplementedError
+
+    def _server(self, dsn: str | None, say: Callable[[str], None]) -> Any:
+        """A context giving the dsn to open (PostgreSQL: an embedded server's without one)."""
+        return contextlib.nullcontext(dsn)
+
+    def _opened(self, eng: Engine, say: Callable[[str], None]) -> None:
+        """Tell the user what was opened."""
+
+    def _check(self, eng, schema, sql, q, notes, timeout_ms, settings, checks) -> Decision:
+        """:meth:`validate` with ``checks`` its ``check``, ``slower_than``, ``check_runs``."""
+        raise NotImplementedError
+
+    def _rules(self, eng, workload, names, timeout_ms, check_schema, greedy) -> Rewriter:
+        """:meth:`rewriter` with ``names`` a list."""
+        raise NotImplementedError
 
 
-class PostgresSpace:
+class PostgresSpace(RewriteSpace):
     """PostgreSQL's rules, featurizer and checks."""
 
     engine = "postgres"
@@ -183,6 +231,16 @@ class PostgresSpace:
     learned_name = "learned"
     names = R.RULE_NAMES
     refused: Mapping[str, str] = {}
+    _parse = staticmethod(R.Query.parse)
+    _catalog = staticmethod(RW.catalog)
+    _applicable = staticmethod(R.applicable)
+    _key = staticmethod(R.Query.key)
+    _sql = staticmethod(R.Query.sql)
+    _featurizer = Featurizer
+
+    @staticmethod
+    def _queries(workload: Any, split: str, n: int, seed: int) -> list[str]:
+        return workload.queries(split, n, seed)
 
     @property
     def workloads(self) -> tuple[str, ...]:
@@ -194,8 +252,7 @@ class PostgresSpace:
         return [(r.name, " ".join(r.description.split())) for r in R.RULES]
 
     def check_options(self, dsn: str, master: str | None, spark_dir: str | None) -> None:
-        if master or spark_dir:
-            raise ValueError("master and spark_dir are Spark's options, not PostgreSQL's")
+        self._refuse(dsn, master, spark_dir)
         if not dsn:
             raise ValueError("dsn is required (the embedded server's or --dsn)")
 
@@ -205,99 +262,43 @@ class PostgresSpace:
         from rlsuite.apps.queryopt.engines import open_engine
         from rlsuite.apps.queryopt.server import EmbeddedServer
 
-        if master or spark_dir:
-            raise ValueError("master and spark_dir are Spark's options, not PostgreSQL's")
+        self._refuse(dsn, master, spark_dir)
         return open_engine("postgres", dsn=dsn or EmbeddedServer().dsn)
 
     def env_options(self, eng: Engine) -> dict[str, Any]:
         return {"dsn": eng.dsn}
 
+    def _refuse(self, dsn: str | None, master: str | None, spark_dir: str | None) -> None:
+        if master or spark_dir:
+            raise ValueError("master and spark_dir are Spark's options, not PostgreSQL's")
+
     @contextlib.contextmanager
-    def session(
-        self,
-        dsn: str | None = None,
-        master: str | None = None,
-        spark_dir: str | None = None,
-        say: Callable[[str], None] = print,
-    ) -> Iterator[Engine]:
+    def _server(self, dsn: str | None, say: Callable[[str], None]) -> Iterator[str | None]:
         from rlsuite.apps.queryopt.server import EmbeddedServer
 
-        srv = None
-        if dsn is None:
-            srv = EmbeddedServer()
-            say(f"[dim]embedded PostgreSQL in {srv.root}[/]")
-            srv.start()
-            dsn = srv.dsn
-        db = self.open(dsn, master, spark_dir)
+        if dsn is not None:
+            yield dsn
+            return
+        srv = EmbeddedServer()
+        say(f"[dim]embedded PostgreSQL in {srv.root}[/]")
+        srv.start()
         try:
-            yield db
+            yield srv.dsn
         finally:
-            db.close()
-            if srv is not None and srv.started_here:
+            if srv.started_here:
                 srv.stop()
 
-    def parse(self, eng: Engine, schema: str, sql: str) -> R.Query:
-        return R.Query.parse(sql, RW.catalog(eng, schema))
+    def _check(self, eng, schema, sql, q, notes, timeout_ms, settings, checks) -> Decision:
+        return RW.validate(eng, schema, sql, q, notes, checks["check"], timeout_ms, settings)
 
-    def applicable(self, q: R.Query) -> dict[str, R.Query | str]:
-        return R.applicable(q)
-
-    def key(self, q: R.Query) -> str:
-        return q.key()
-
-    def sql(self, q: R.Query) -> str:
-        return q.sql()
-
-    def queries(self, workload: Any, split: str, n: int, seed: int = 0) -> list[str]:
-        return workload.queries(split, n, seed)
-
-    def plan(self, eng: Engine, q: R.Query, schema: str, settings: Mapping[str, str]) -> dict:
-        return eng.explain(q.sql(), schema, settings)
-
-    def featurizer(self, max_steps: int) -> Any:
-        return Featurizer(max_steps=max_steps)
-
-    def featurizer_from(self, description: Mapping[str, Any]) -> Any:
-        return Featurizer.from_description(description)
-
-    def choose(self, policy: Any, obs: np.ndarray, applicable: Mapping[str, Any]) -> int:
-        return int(policy.act(obs))
-
-    def validate(
-        self,
-        eng: Engine,
-        schema: str,
-        sql: str,
-        q: R.Query,
-        notes: dict[str, str],
-        check: bool,
-        timeout_ms: int,
-        settings: Mapping[str, str],
-        slower_than: float | None = 1.0,
-        check_runs: int = 1,
-    ) -> Decision:
-        return RW.validate(eng, schema, sql, q, notes, check, timeout_ms, dict(settings))
-
-    def rewriter(
-        self,
-        eng: Engine,
-        workload: Any,
-        names: Sequence[str],
-        timeout_ms: int,
-        check_schema: str | None = None,
-        greedy: bool = False,
-    ) -> Rewriter:
-        settings = workload.settings()
+    def _rules(self, eng, workload, names, timeout_ms, check_schema, greedy) -> Rewriter:
+        opts = {"timeout_ms": timeout_ms, "check_schema": check_schema}
         if greedy and not names:
-            return RW.GreedyByCost(
-                eng, workload.schema, settings, timeout_ms=timeout_ms, check_schema=check_schema
-            )
-        return RW.FixedRules(
-            eng, workload.schema, names, settings, timeout_ms=timeout_ms, check_schema=check_schema
-        )
+            return RW.GreedyByCost(eng, workload.schema, workload.settings(), **opts)
+        return RW.FixedRules(eng, workload.schema, names, workload.settings(), **opts)
 
 
-class SparkSpace:
+class SparkSpace(RewriteSpace):
     """Spark's actions, featurizer and row-checked rewrites."""
 
     engine = "spark"
@@ -324,68 +325,34 @@ class SparkSpace:
     refused = S.REFUSED
     default_rules = ("eager_aggregation", "filter_after_aggregation")
     """What ``qopt-bench rewrite --engine spark`` applies without ``--rules`` or ``--model``."""
+    _parse = staticmethod(S.parse)
+    _catalog = staticmethod(S.spark_catalog)
+    _applicable = staticmethod(S.applicable)
+    _key = staticmethod(S.key)
+    _sql = staticmethod(S.spark_sql)
+    _queries = staticmethod(S.spark_queries)
+    _featurizer = S.SparkFeaturizer
 
     def descriptions(self) -> list[tuple[str, str]]:
         return [(a.name, a.description) for a in S.ACTIONS]
-
-    def check_options(self, dsn: str, master: str | None, spark_dir: str | None) -> None:
-        if dsn:
-            raise ValueError("dsn names a PostgreSQL server; Spark takes master and spark_dir")
 
     def open(
         self, dsn: str | None = None, master: str | None = None, spark_dir: str | None = None
     ) -> Engine:
         from rlsuite.apps.queryopt.engines import open_engine
 
-        if dsn:
-            raise ValueError("dsn names a PostgreSQL server; Spark takes master and spark_dir")
+        self._refuse(dsn, master, spark_dir)
         os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
         return open_engine("spark", master=master or "local[*]", home=spark_dir)
 
     def env_options(self, eng: Engine) -> dict[str, Any]:
         return {"master": eng.master, "spark_dir": str(eng.home)}
 
-    @contextlib.contextmanager
-    def session(
-        self,
-        dsn: str | None = None,
-        master: str | None = None,
-        spark_dir: str | None = None,
-        say: Callable[[str], None] = print,
-    ) -> Iterator[Engine]:
-        eng = self.open(dsn, master, spark_dir)
-        say(f"[dim]Spark {eng.master}, files in {eng.home}[/]")
-        try:
-            yield eng
-        finally:
-            eng.close()
-
-    def parse(self, eng: Engine, schema: str, sql: str) -> R.Query:
-        return S.parse(sql, S.spark_catalog(eng, schema))
-
-    def applicable(self, q: R.Query) -> dict[str, R.Query | str]:
-        return S.applicable(q)
-
-    def key(self, q: R.Query) -> str:
-        return S.key(q)
-
-    def sql(self, q: R.Query) -> str:
-        return S.spark_sql(q)
-
-    def queries(self, workload: Any, split: str, n: int, seed: int = 0) -> list[str]:
-        return S.spark_queries(workload, split, n, seed)
-
     def plan(self, eng: Engine, q: R.Query, schema: str, settings: Mapping[str, str]) -> dict:
         try:
-            return eng.explain(self.sql(q), schema, settings)
+            return super().plan(eng, q, schema, settings)
         except Exception:  # noqa: BLE001 - a rewrite Spark cannot plan: featurized as empty
             return {}
-
-    def featurizer(self, max_steps: int) -> Any:
-        return S.SparkFeaturizer(max_steps=max_steps)
-
-    def featurizer_from(self, description: Mapping[str, Any]) -> Any:
-        return S.SparkFeaturizer.from_description(description)
 
     def choose(self, policy: Any, obs: np.ndarray, applicable: Mapping[str, Any]) -> int:
         """The highest Q-value among the actions that apply now and STOP (an action that
@@ -395,47 +362,27 @@ class SparkSpace:
         allowed = [i for i, n in enumerate(names) if isinstance(applicable.get(n), R.Query)]
         return max(allowed + [len(names)], key=lambda i: q[i])
 
-    def validate(
-        self,
-        eng: Engine,
-        schema: str,
-        sql: str,
-        q: R.Query,
-        notes: dict[str, str],
-        check: bool,
-        timeout_ms: int,
-        settings: Mapping[str, str],
-        slower_than: float | None = 1.0,
-        check_runs: int = 1,
-    ) -> Decision:
+    def _refuse(self, dsn: str | None, master: str | None, spark_dir: str | None) -> None:
+        if dsn:
+            raise ValueError("dsn names a PostgreSQL server; Spark takes master and spark_dir")
+
+    def _opened(self, eng: Engine, say: Callable[[str], None]) -> None:
+        say(f"[dim]Spark {eng.master}, files in {eng.home}[/]")
+
+    def _check(self, eng, schema, sql, q, notes, timeout_ms, settings, checks) -> Decision:
         """:func:`~rlsuite.apps.queryopt.spark_rules.validate`: rows always compared."""
+        slower, runs = checks["slower_than"], checks["check_runs"]
         return S.validate(
-            eng,
-            schema,
-            sql,
-            q,
-            notes,
-            timeout_ms,
-            dict(settings),
-            slower_than=slower_than,
-            check_runs=check_runs,
+            eng, schema, sql, q, notes, timeout_ms, settings, slower_than=slower, check_runs=runs
         )
 
-    def rewriter(
-        self,
-        eng: Engine,
-        workload: Any,
-        names: Sequence[str],
-        timeout_ms: int,
-        check_schema: str | None = None,
-        greedy: bool = False,
-    ) -> Rewriter:
+    def _rules(self, eng, workload, names, timeout_ms, check_schema, greedy) -> Rewriter:
         if check_schema is not None and check_schema != workload.schema:
             raise ValueError(
                 "--check-schema is PostgreSQL's: on Spark every rewrite's rows are compared "
                 "on the query's own data"
             )
-        names = list(names) or list(self.default_rules)
+        names = names or list(self.default_rules)
         return S.SparkRules(eng, workload.schema, names, workload.settings(), timeout_ms=timeout_ms)
 
 
