@@ -207,6 +207,20 @@ class RewriteSpace:
         raise NotImplementedError
 
 
+_DEFAULTS: dict[str, tuple[Any, Any]] = {
+    # the env's and the trainer's defaults: (PostgreSQL's, Spark's)
+    "num_queries": (50, 20),
+    "timeout_ms": (1000, 10_000),
+    "reward": ("runtime", "relative"),
+    "repeat": (1, 2),
+    "max_steps": (3, 2),
+    "iterations": (20, 10),
+    "num_env_runners": (2, 0),  # on Spark each env runner process would start its own JVM
+    "epsilon_timesteps": (1000, 600),
+    "env_steps_per_iteration": (1000, 100),
+}
+
+
 class PostgresSpace(RewriteSpace):
     """PostgreSQL's rules, featurizer and checks."""
 
@@ -214,17 +228,7 @@ class PostgresSpace(RewriteSpace):
     label = "PostgreSQL"
     rewards = ("runtime", "relative", "cost")
     check_rows = False
-    defaults: Mapping[str, Any] = {
-        "num_queries": 50,
-        "timeout_ms": 1000,
-        "reward": "runtime",
-        "repeat": 1,
-        "max_steps": 3,
-        "iterations": 20,
-        "num_env_runners": 2,
-        "epsilon_timesteps": 1000,
-        "env_steps_per_iteration": 1000,
-    }
+    defaults: Mapping[str, Any] = {k: v[0] for k, v in _DEFAULTS.items()}
     title = "rewrite rules (MDP actions)"
     env_id = "rlsuite/QueryRewrite-v0"
     replay_env_id = "rlsuite/QueryRewriteReplay-v0"
@@ -306,17 +310,7 @@ class SparkSpace(RewriteSpace):
     rewards = ("runtime", "relative")
     workloads = ("joins", "udf", "tpch")
     check_rows = True
-    defaults: Mapping[str, Any] = {
-        "num_queries": 20,
-        "timeout_ms": 10_000,
-        "reward": "relative",
-        "repeat": 2,
-        "max_steps": 2,
-        "iterations": 10,
-        "num_env_runners": 0,  # each env runner process would start its own Spark JVM
-        "epsilon_timesteps": 600,
-        "env_steps_per_iteration": 100,
-    }
+    defaults: Mapping[str, Any] = {k: v[1] for k, v in _DEFAULTS.items()}
     title = "Spark rewrites (MDP actions)"
     env_id = "rlsuite/SparkQueryRewrite-v0"
     replay_env_id = None
