@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.rlsuite-installed
 
-.PHONY: demo test lint bench results install system-deps sumo-1.9.2 clean
+.PHONY: demo test lint bench bench-smoke results install system-deps sumo-1.9.2 clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,11 +39,16 @@ lint: install
 	$(PY) -m ruff format --check rlsuite tests benchmarks
 
 bench: install
-	$(PY) benchmarks/platform_sampling.py
+	$(VENV)/bin/rlsuite bench run platform_sampling
 
-# The table at the top of benchmarks/RESULTS.md, from benchmarks/results/*.json.
+# Every benchmark's --quick form (tiny budgets, files under runs/bench-quick/), one at a time
+# under the heavy-job lock: about an hour on 2 cores, so not part of `make test`.
+bench-smoke: system-deps install sumo-1.9.2
+	$(VENV)/bin/rlsuite bench smoke
+
+# The table at the top of benchmarks/RESULTS.md, from benchmarks/results/<app>/*.json.
 results: install
-	$(PY) benchmarks/summary.py
+	$(VENV)/bin/rlsuite bench report
 
 clean:
 	rm -rf $(VENV) build *.egg-info

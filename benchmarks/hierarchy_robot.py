@@ -40,7 +40,7 @@ whose skill calls and objects weak EM recovered exactly.
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/hierarchy_robot.py [--tasks sort,tower] [--quick] [--reuse] [--no-flat]
 
-Writes benchmarks/results/hierarchy_robot.json and .png (pick_place),
+Writes benchmarks/results/hierarchy/hierarchy_robot.json and .png (pick_place),
 hierarchy_robot_<task>.json and .png (the other tasks), hierarchy_robot_reuse.png and
 hierarchy_robot_imperfect.json and .png.
 """
@@ -55,9 +55,9 @@ import platform
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.bench import results_dir
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = results_dir("hierarchy")
 LONG_TASKS = ("sort", "tower", "clear_then_place")
 
 

@@ -22,19 +22,14 @@ Reported, not judged: the other rows, training CPU time.
 Usage:
     flock /tmp/rlsuite-heavy.lock nice -n 10 .venv/bin/python benchmarks/hierarchy_sort.py [--quick]
 
-Writes benchmarks/results/hierarchy_sort.json and hierarchy_sort.png. The rows, the flags
+Writes benchmarks/results/hierarchy/hierarchy_sort.json and hierarchy_sort.png. The rows, the flags
 and the outputs are shared with benchmarks/hierarchy_synthesis.py
 (benchmarks/hierarchy_synthesis_common.py).
 """
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import hierarchy_synthesis_common as common  # noqa: E402
+from rlsuite.apps.hierarchy.synthesis import benchmarking as common  # noqa: E402
 
 PAPER = (
     {

@@ -19,19 +19,14 @@ Reported, not judged: how far weak-only training gets; the baselines in the same
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/hierarchy_synthesis.py [--weak 300] [--quick]
 
-Writes benchmarks/results/hierarchy_synthesis.json and hierarchy_synthesis.png (with
+Writes benchmarks/results/hierarchy/hierarchy_synthesis.json and hierarchy_synthesis.png (with
 --weak-only: hierarchy_synthesis_weak_only.json and .png). The rows, the flags and the
 outputs are shared with benchmarks/hierarchy_sort.py (benchmarks/hierarchy_synthesis_common.py).
 """
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import hierarchy_synthesis_common as common  # noqa: E402
+from rlsuite.apps.hierarchy.synthesis import benchmarking as common  # noqa: E402
 
 PAPER = (
     {"model": "NPI (Reed & de Freitas 2016)", "strong": 160, "500": "<100%", "1000": "<100%"},

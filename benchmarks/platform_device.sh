@@ -18,7 +18,7 @@
 # had not finished (``unfinished``), and parts.txt says which parts ran to the end
 # (ES_GENERATIONS, default 10, shortens the es part):
 #     bash benchmarks/platform_device.sh all [LEARNER_S SAMPLING_S ES_S]
-# JSON and PNGs go to $OUT (the tool's folder that comes back), else benchmarks/results/device.
+# JSON and PNGs go to $OUT (the tool's folder that comes back), else benchmarks/results/platform/device.
 # The halfcheetah part also needs mujoco (mujoco, mujoco-core 4.0.0, glfw for gymnasium's
 # renderer import). With them the wheels pass the tool's 64 MiB, so carry instead
 # .devcarry2/: site.tar.xz, the same wheels (without ray's jars and dashboard client, and
@@ -43,7 +43,7 @@ elif [ -d .devcarry/whl ]; then
 else
   py=${PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
 fi
-out=${OUT:-benchmarks/results/device}
+out=${OUT:-benchmarks/results/platform/device}
 mkdir -p "$out"
 $py -m rlsuite.cli info 2>&1 | grep -E '^(CPUs|GPUs|  cuda)' | tee "$out/machine.txt" || true
 

@@ -19,7 +19,7 @@ Parts and their pass criteria:
     Pass: ES reaches -200 within its budget. RLlib's own Pendulum target
     (-300) is reported too.
 
-Results: ``benchmarks/results/platform_es.json`` (each part updates its key),
+Results: ``benchmarks/results/platform/platform_es.json`` (each part updates its key),
 ``platform_es_scaling.png`` and ``platform_es_solve.png``.
 
 Command (the 2-core machine's heavy-job lock included)::
@@ -42,11 +42,11 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.bench import results_dir
 from rlsuite.platform.machine import cpu_topology, usable_cpus  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results")
+RESULTS = results_dir("platform")
 JSON_PATH = os.path.join(RESULTS, "platform_es.json")
 console = Console()
 
@@ -575,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
         help="antithetic pairs per worker in the weak-scaling runs (default 16)",
     )
     ap.add_argument(
-        "--out", default=None, help="the JSON (default benchmarks/results/platform_es.json)"
+        "--out", default=None, help="the JSON (default benchmarks/results/platform/platform_es.json)"
     )
     args = ap.parse_args(argv)
     global RESULTS, JSON_PATH

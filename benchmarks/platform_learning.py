@@ -61,7 +61,7 @@ reached (the JSON's ``at_common_steps``)::
 
     .venv/bin/python benchmarks/platform_learning.py --tasks ppo-halfcheetah --impls ours \
         --seeds 0,1,2 --lock /tmp/rlsuite-heavy.lock --max-wall-s 2400 --resume \
-        --out benchmarks/results/platform_learning_halfcheetah.json
+        --out benchmarks/results/platform/platform_learning_halfcheetah.json
 
 The online rows are stopped as RLlib's example launcher stops them: at the threshold on
 ``env_runners/episode_return_mean``, at the budget of env steps sampled, or after 200
@@ -85,7 +85,7 @@ the heavy-job lock only while it computes, in segments of at most ``--segment-s`
     .venv/bin/python benchmarks/platform_learning.py --tasks sync-cartpole,replay-cartpole \\
         --seeds 0,1,2 --lock /tmp/rlsuite-heavy.lock --resume
 
-Results: ``benchmarks/results/platform_learning.json`` and
+Results: ``benchmarks/results/platform/platform_learning.json`` and
 ``platform_learning.png`` (learning curves, ours against RLlib's, per task), summarised
 and drawn by ``platform_learning_report.py``. The rows
 (RLlib's example configs and our plans' values) are in ``platform_learning_tasks.py``;
@@ -106,9 +106,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rlsuite.bench import results_dir
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import platform_learning_tasks  # noqa: E402
 from platform_learning_report import (  # noqa: E402, F401  (_median, WALL_TARGET: re-exported)
@@ -125,7 +125,7 @@ from platform_learning_report import (  # noqa: E402, F401  (_median, WALL_TARGE
 )
 from platform_learning_tasks import SKIPPED, TASKS, Task  # noqa: E402
 
-RESULTS = os.path.join(ROOT, "benchmarks", "results")
+RESULTS = results_dir("platform")
 JSON_PATH = os.path.join(RESULTS, "platform_learning.json")
 PNG_PATH = os.path.join(RESULTS, "platform_learning.png")
 NUM_CPUS = 2

@@ -49,7 +49,7 @@ Run (one cell at a time under the heavy-job lock, saved after each cell)::
     .venv/bin/python benchmarks/platform_learning_es.py --tasks es-swimmer,es-halfcheetah \\
         --impls ars_zoo,ars_n8,es_mlp --seeds 0,1,2 --lock /tmp/rlsuite-heavy.lock --resume
 
-Results: ``benchmarks/results/platform_learning_es.json`` and ``platform_learning_es.png``.
+Results: ``benchmarks/results/platform/platform_learning_es.json`` and ``platform_learning_es.png``.
 """
 
 from __future__ import annotations
@@ -64,13 +64,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from rlsuite.bench import results_dir
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 from platform_learning import _csv, _HeavyLock, _load, _median  # noqa: E402
 
-RESULTS = os.path.join(ROOT, "benchmarks", "results")
+RESULTS = results_dir("platform")
 JSON_PATH = os.path.join(RESULTS, "platform_learning_es.json")
 NUM_CPUS = 2
 EVAL_SEEDS = range(1_000_000_000, 1_000_000_005)

@@ -7,11 +7,7 @@ after each cell.
 from __future__ import annotations
 
 import math
-import os
-import sys
 from typing import Any
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from platform_learning_tasks import TASKS, Task  # noqa: E402
 

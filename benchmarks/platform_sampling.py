@@ -59,7 +59,7 @@ Usage:
                     overlap-priority,overlap-learning,gpu-learner]
         [--runners 1,2,4,8,15] [--rounds 3] [--seeds 0,1,2] [--num-cpus N]
 
-Writes benchmarks/results/platform_sampling.json (``--out``) and, with the baseline,
+Writes benchmarks/results/platform/platform_sampling.json (``--out``) and, with the baseline,
 platform_sampling.png.
 
 This file parses the flags and runs the sections; they live beside it:
@@ -81,9 +81,9 @@ import sys
 import gymnasium as gym
 import torch
 
+from rlsuite.bench import results_dir
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import platform_sampling_rates  # noqa: E402
 import platform_sampling_sync  # noqa: E402
@@ -105,7 +105,7 @@ from platform_sampling_sync import (  # noqa: E402
     sync_iterations,
 )
 
-RESULTS = os.path.join(ROOT, "benchmarks", "results")
+RESULTS = results_dir("platform")
 
 
 def _machine() -> str:

@@ -8,14 +8,15 @@ Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/queryopt_joins.py \
         [--train-queries 50] [--test-queries 20] [--iterations 6] [--dsn DSN]
 
-Writes benchmarks/results/queryopt_joins.json and queryopt_joins.png.
+Writes benchmarks/results/queryopt/queryopt_joins.json and queryopt_joins.png.
 """
 
 from __future__ import annotations
 
-import queryopt_common as common
 from rich.console import Console
 from rich.table import Table
+
+from rlsuite.apps.queryopt import benchmarking as common
 
 
 def main() -> int:

@@ -38,7 +38,7 @@ Usage:
 
 ``--quick``: 150 executions per cost, 6 queries, from no model only, no joins run (about
 3 minutes). ``--start ''`` with ``--joins N`` runs the joins part alone.
-Writes benchmarks/results/queryopt_online.json and queryopt_online.png
+Writes benchmarks/results/queryopt/queryopt_online.json and queryopt_online.png
 (``queryopt_online_quick.*`` with ``--quick``).
 """
 
@@ -55,10 +55,11 @@ import sys
 import tempfile
 import time
 
-from queryopt_common import RESULTS, database, write_json
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+
+from rlsuite.apps.queryopt.benchmarking import RESULTS, database, write_json
 
 OFFLINE = {10: 3.4, 100: 5.96, 1000: 7.4, 10000: 7.9, 30000: 8.0}
 """The offline-trained learned rewriter's geo-mean speed-up per UDF cost (RESULTS.md, udf)."""

@@ -24,9 +24,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import queryopt_online as B
-from queryopt_common import database
 from rich.console import Console
 from rich.table import Table
+
+from rlsuite.apps.queryopt.benchmarking import database
 
 WINDOW = 50
 

@@ -14,7 +14,7 @@ Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/queryopt_plugin.py \
         [--workload joins] [--queries 20] [--latency-repeat 20] [--rules eager_aggregation | --model PATH] [--dsn DSN]
 
-Writes benchmarks/results/queryopt_plugin.json and .png (``queryopt_plugin_<workload>.*``
+Writes benchmarks/results/queryopt/queryopt_plugin.json and .png (``queryopt_plugin_<workload>.*``
 for other workloads than joins).
 """
 
@@ -31,10 +31,11 @@ import sys
 import time
 from collections import Counter
 
-from queryopt_common import RESULTS, database, speedup_plot, write_json
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+
+from rlsuite.apps.queryopt.benchmarking import RESULTS, database, speedup_plot, write_json
 
 
 def plugin_options(sock: str, timeout_ms: int) -> str:

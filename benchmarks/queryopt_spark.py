@@ -27,7 +27,7 @@ Usage:
         --workloads tpch --out queryopt_spark_tpch --timeout-ms 20000 --train-timeout-ms 10000 \
         --check-runs 5
 
-Writes benchmarks/results/<out>.json and <out>.png (default ``queryopt_spark``; joins and
+Writes benchmarks/results/queryopt/<out>.json and <out>.png (default ``queryopt_spark``; joins and
 udf take ~15 min on 2 cores, TPC-H ~9 min).
 """
 
@@ -40,8 +40,9 @@ import os
 import shutil
 import time
 
-from queryopt_common import RESULTS, write_json
 from rich.console import Console
+
+from rlsuite.apps.queryopt.benchmarking import RESULTS, write_json
 
 
 def main() -> int:

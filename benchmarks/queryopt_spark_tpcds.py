@@ -38,7 +38,7 @@ Usage:
     flock /tmp/rlsuite-heavy.lock nice -n 15 .venv/bin/python benchmarks/queryopt_spark_tpcds.py \\
         [--scale 1] [--cap-s 30] [--queries 1,4,11] [--search-budget-s 600] [--resume]
 
-Writes benchmarks/results/queryopt_spark_tpcds.json, .png and _vs_postgres.md (the
+Writes benchmarks/results/queryopt/queryopt_spark_tpcds.json, .png and _vs_postgres.md (the
 per-query table; ``--out-name``).
 """
 
@@ -50,9 +50,10 @@ import math
 import os
 import time
 
-import queryopt_common as common
 from rich.console import Console
 from rich.table import Table
+
+from rlsuite.apps.queryopt import benchmarking as common
 
 CANDIDATES = (
     ("aqe_off",),

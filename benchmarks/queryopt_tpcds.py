@@ -51,7 +51,7 @@ Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/queryopt_tpcds.py \
         [--scale 1] [--cap-s 30] [--queries 1,4,11] [--resume] [--answers] [--dsn DSN]
 
-Writes benchmarks/results/queryopt_tpcds.json and queryopt_tpcds.png
+Writes benchmarks/results/queryopt/queryopt_tpcds.json and queryopt_tpcds.png
 (``--earlier-candidates``: queryopt_tpcds_earlier.json and .png, unless ``--out-name``
 says). ``--resume`` keeps every query already in the results file and runs the
 others of ``--queries``, so a run can be split into chunks. With a lower
@@ -68,9 +68,10 @@ import os
 import sys
 import time
 
-import queryopt_common as common
 from rich.console import Console
 from rich.table import Table
+
+from rlsuite.apps.queryopt import benchmarking as common
 
 ARMS = ("arm_no_nestloop", "unnest_subqueries", "arm_no_hashjoin", "arm_no_mergejoin")
 """The runtime chooser's single-rule candidates (the set earlier results were measured with)."""

@@ -37,7 +37,7 @@ Usage:
         .venv/bin/python benchmarks/queryopt_tpcds_learn.py [--splits odd,even] \
         [--beam 2] [--iterations 8] [--resume]
 
-Writes benchmarks/results/queryopt_tpcds_learn.json, .png and the runtime cache
+Writes benchmarks/results/queryopt/queryopt_tpcds_learn.json, .png and the runtime cache
 queryopt_tpcds_learn_cache.json (``--resume`` keeps the searched queries and the cache).
 """
 
@@ -50,9 +50,10 @@ import shutil
 import sys
 import time
 
-import queryopt_common as common
 from rich.console import Console
 from rich.table import Table
+
+from rlsuite.apps.queryopt import benchmarking as common
 
 SPLITS = {"odd": 1, "even": 0}
 """Split name -> parity of the query numbers trained on (the rest are held out)."""

@@ -26,7 +26,7 @@ Usage:
         benchmarks/queryopt_tpcds_repeat.py --scale 1 --repeat 3 \
         [--queries 7,27] [--pair 4:cte_not_materialized,arm_no_nestloop] [--resume]
 
-Reads benchmarks/results/queryopt_tpcds.json (``--from``); writes
+Reads benchmarks/results/queryopt/queryopt_tpcds.json (``--from``); writes
 queryopt_tpcds_repeat.json and .png (``--out-name``).
 """
 
@@ -39,10 +39,9 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import queryopt_common as common  # noqa: E402
 import queryopt_tpcds as T  # noqa: E402
+
+from rlsuite.apps.queryopt import benchmarking as common  # noqa: E402
 
 SLOWER = 1.10
 """A rewrite is "slower" when its median is more than 10% above the original's."""

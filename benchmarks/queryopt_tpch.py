@@ -12,16 +12,17 @@ Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/queryopt_tpch.py \
         [--scale 0.1] [--train-per-template 2] [--iterations 8] [--max-steps 1] [--dsn DSN]
 
-Writes benchmarks/results/queryopt_tpch.json and queryopt_tpch.png.
+Writes benchmarks/results/queryopt/queryopt_tpch.json and queryopt_tpch.png.
 """
 
 from __future__ import annotations
 
 import time
 
-import queryopt_common as common
 from rich.console import Console
 from rich.table import Table
+
+from rlsuite.apps.queryopt import benchmarking as common
 
 
 def main() -> int:

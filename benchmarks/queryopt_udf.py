@@ -19,7 +19,7 @@ Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/queryopt_udf.py \
         [--costs 10,100,1000,10000,30000] [--test-queries 10] [--dsn DSN]
 
-Writes benchmarks/results/queryopt_udf.json and queryopt_udf.png.
+Writes benchmarks/results/queryopt/queryopt_udf.json and queryopt_udf.png.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ import os
 import shutil
 import time
 
-from queryopt_common import RESULTS, database, write_json
 from rich.console import Console
 from rich.table import Table
+
+from rlsuite.apps.queryopt.benchmarking import RESULTS, database, write_json
 
 
 def main() -> int:

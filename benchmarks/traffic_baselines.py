@@ -15,7 +15,7 @@ both protocols.
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_baselines.py [--episodes 4] [--workers 2]
 
-Writes benchmarks/results/traffic_baselines.json and traffic_baselines.png.
+Writes benchmarks/results/traffic/traffic_baselines.json and traffic_baselines.png.
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.bench import results_dir
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = results_dir("traffic")
 LENGTHS = (220, 230, 260, 270)
 CONTROLLERS = ("idm", "followerstopper", "pi")
 PROTOCOLS = {

@@ -36,7 +36,7 @@ Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck.py --train-minutes 20 --export benchmarks/policies/bottleneck_es
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck.py --capacity-drop --episodes 10
 
-Writes benchmarks/results/traffic_bottleneck.json and traffic_bottleneck.png (outflow over
+Writes benchmarks/results/traffic/traffic_bottleneck.json and traffic_bottleneck.png (outflow over
 time per controller; the outflow per controller) and traffic_bottleneck_inflow.png (the
 inflow-outflow curve).
 """
@@ -51,9 +51,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from traffic_common import MACHINE, RESULTS  # noqa: E402
+from rlsuite.apps.traffic.benchmarking import MACHINE, RESULTS  # noqa: E402
 
 ENV_ID = "rlsuite/Bottleneck-v0"
 POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "bottleneck_es")
@@ -77,8 +75,7 @@ stayed below all-human; RESULTS.md)."""
 
 def train(args, console) -> str:
     """Train the es plan for ``--train-minutes``; returns the checkpoint."""
-    from traffic_common import train_for_minutes
-
+    from rlsuite.apps.traffic.benchmarking import train_for_minutes
     from rlsuite.platform import envs, optimizers
 
     envs.rllib_env(ENV_ID)
@@ -280,7 +277,7 @@ def evaluate(args, console, argv) -> int:
     checks = {f"learned >= {GAIN} x all-human": learned >= GAIN * hv,
               "learned >= the ALINEA ramp meter": learned >= out["rows"]["alinea"]["outflow_veh_h"]}  # fmt: skip
     if args.speed:
-        from traffic_common import sampler_rate
+        from rlsuite.apps.traffic.benchmarking import sampler_rate
 
         raw, local = raw_rate(2000), env_rate(2000)
         sampler = sampler_rate(ENV_ID, {}, 2000)

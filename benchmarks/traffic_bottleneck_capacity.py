@@ -25,7 +25,7 @@ are kept unless ``--redo``), so versions and settings run as separate calls:
 
 SUMO X installs with ``pip install --no-deps --target ~/.cache/rlsuite/sumo-X eclipse-sumo==X``.
 
-Writes benchmarks/results/traffic_bottleneck_capacity.json and .png (inflow against outflow,
+Writes benchmarks/results/traffic/traffic_bottleneck_capacity.json and .png (inflow against outflow,
 one panel per setting, one curve per version).
 """
 
@@ -39,9 +39,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from traffic_common import MACHINE, RESULTS  # noqa: E402
+from rlsuite.apps.traffic.benchmarking import MACHINE, RESULTS  # noqa: E402
 
 PATH = os.path.join(RESULTS, "traffic_bottleneck_capacity.json")
 VERSIONS = ("1.8.0", "1.9.2", "1.14.1", "1.28")

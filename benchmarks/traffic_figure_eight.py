@@ -22,7 +22,7 @@ learned / all-human >= 1.98 / 1.54 / 1.43.
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_figure_eight.py --variant 0 --plan es --minutes 20
 
-Writes benchmarks/results/traffic_figure_eight_<variant>.json and .png (``--out`` names
+Writes benchmarks/results/traffic/traffic_figure_eight_<variant>.json and .png (``--out`` names
 them otherwise), and the run under runs/benchmarks/traffic_figure_eight_<variant>.
 ``--env-set`` sets an env option for training and every evaluated controller, e.g.
 ``av_min_gap=2.5`` (Flow's learning vehicle's SUMO minGap).
@@ -33,7 +33,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from traffic_common import evaluate_controllers, finish, train_for_minutes, training_parser
+
+from rlsuite.apps.traffic.benchmarking import (
+    evaluate_controllers,
+    finish,
+    train_for_minutes,
+    training_parser,
+)
 
 VARIANTS = {
     0: ("rlsuite/FigureEight-v0", "figure_eight", 1, 8.26, 1.98),

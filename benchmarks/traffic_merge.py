@@ -38,7 +38,7 @@ Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_merge.py [--controller DIR] [--controller-1 DIR] [--controller-2 DIR] [--episodes 3] [--speed]
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_merge.py --speed-only [--copies 8]
 
-Writes benchmarks/results/traffic_merge.json and traffic_merge.png (mean speed over time
+Writes benchmarks/results/traffic/traffic_merge.json and traffic_merge.png (mean speed over time
 on merge 0, and the mean speeds of every controller on merge 0/1/2).
 """
 
@@ -52,10 +52,8 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from traffic_common import MACHINE, RESULTS  # noqa: E402
-from traffic_common import sampler_rate as rllib_sampler_rate  # noqa: E402
+from rlsuite.apps.traffic.benchmarking import MACHINE, RESULTS  # noqa: E402
+from rlsuite.apps.traffic.benchmarking import sampler_rate as rllib_sampler_rate  # noqa: E402
 
 ENV_ID = "rlsuite/MergeMulti-v0"
 POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "merge_es")

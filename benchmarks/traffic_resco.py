@@ -23,7 +23,7 @@ Usage:
     ... --maps cologne1,ingolstadt1 --controllers fixed,greedy --sumo 1.9.2 --seeds 2
 
 ``--install-sumo`` installs SUMO 1.9.2 under ``~/.cache/rlsuite/sumo-1.9.2`` when missing.
-Writes benchmarks/results/traffic_resco.json and traffic_resco.png (bars per map).
+Writes benchmarks/results/traffic/traffic_resco.json and traffic_resco.png (bars per map).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 
-from traffic_common import MACHINE, RESULTS
+from rlsuite.apps.traffic.benchmarking import MACHINE, RESULTS
 
 CONTROLLERS = ("fixed", "greedy", "maxpressure", "actuated")
 PUBLISHED_LABEL = {"fixed": "Fixed", "greedy": "Greedy", "maxpressure": "MaxPressure"}

@@ -28,7 +28,7 @@ Usage:
         --part scales --resume
     ... --part routes --resume
 
-Writes benchmarks/results/traffic_resco_beyond.json and .png (delay against the demand
+Writes benchmarks/results/traffic/traffic_resco_beyond.json and .png (delay against the demand
 scale on cologne1; per route file on the grid).
 """
 
@@ -42,8 +42,8 @@ import subprocess
 import sys
 import time
 
-from traffic_common import MACHINE, RESULTS
-from traffic_resco_scoring import run_seeds
+from rlsuite.apps.traffic.benchmarking import MACHINE, RESULTS
+from rlsuite.apps.traffic.resco_scoring import run_seeds
 
 POLICY = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "policies", "resco_cologne1_replay"

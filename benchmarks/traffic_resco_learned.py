@@ -41,7 +41,7 @@ Usage (each call under 8 minutes, so under the heavy-job lock):
     flock /tmp/rlsuite-heavy.lock timeout 480 .venv/bin/python benchmarks/traffic_resco_learned.py \\
         --maps cologne1 --plan replay --episodes 100 --minutes 5.5
 
-Writes benchmarks/results/traffic_resco_learned.json and .png (``_sync`` for the PPO plan;
+Writes benchmarks/results/traffic/traffic_resco_learned.json and .png (``_sync`` for the PPO plan;
 training delay per episode against RESCO's IDQN and IPPO, with the held-out delay), and
 runs under
 runs/benchmarks/traffic_resco_learned/<map>_<plan>_<sumo>_s<seed>/.
@@ -55,8 +55,8 @@ import os
 import sys
 import time
 
-from traffic_common import MACHINE, RESULTS
-from traffic_resco_scoring import (  # noqa: F401  (SampledPolicy, eval_labels: the tests' API)
+from rlsuite.apps.traffic.benchmarking import MACHINE, RESULTS
+from rlsuite.apps.traffic.resco_scoring import (  # noqa: F401  (SampledPolicy, eval_labels: the tests' API)
     BASELINES,
     ENV_ID,
     SampledPolicy,

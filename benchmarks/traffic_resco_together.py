@@ -25,7 +25,7 @@ Usage:
         --maps cologne1,cologne3,cologne8,ingolstadt1,ingolstadt7,ingolstadt21 \\
         --plan sync --episodes 600 --minutes 42 --action-mask
 
-Writes benchmarks/results/traffic_resco_together.json and .png (per map: the shared
+Writes benchmarks/results/traffic/traffic_resco_together.json and .png (per map: the shared
 policy, the map's own policy, the baselines and RESCO's best learner), and the run under
 runs/benchmarks/traffic_resco_together/<maps>_<plan>_<sumo>_s<seed>/.
 """
@@ -40,8 +40,9 @@ import sys
 import time
 
 import traffic_resco_learned as single
-from traffic_common import MACHINE, RESULTS
-from traffic_resco_scoring import BASELINES, run_seeds
+
+from rlsuite.apps.traffic.benchmarking import MACHINE, RESULTS
+from rlsuite.apps.traffic.resco_scoring import BASELINES, run_seeds
 
 CALL_BUDGET_S = 420
 """A call scores maps while it has been running less than this (heavy-lock etiquette)."""
@@ -189,7 +190,7 @@ def ship(args: argparse.Namespace, maps: list[str], state: dict, rows: list[dict
     note = (
         f"{state['command']} (final checkpoint; held-out seeds {seeds[0]}-{seeds[-1]} of each "
         f"map on SUMO {cfg['sumo_version']}, per map in "
-        f"benchmarks/results/{os.path.basename(args.json)}). Evaluate on one map (any of "
+        f"benchmarks/results/traffic/{os.path.basename(args.json)}). Evaluate on one map (any of "
         f"{', '.join(maps)}): traffic-train evaluate --scenario signals --env-set network=<map> "
         f"{sets} --controller {os.path.relpath(out)} --episodes {len(seeds)} --seed {seeds[0]} "
         "--workers 0"

@@ -42,7 +42,7 @@ Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_ring_2lane.py [--policy DIR] [--episodes 4]
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_ring_2lane.py --speed [--rings 32]
 
-Writes benchmarks/results/traffic_ring_2lane.json, and the space-time diagrams (one panel per
+Writes benchmarks/results/traffic/traffic_ring_2lane.json, and the space-time diagrams (one panel per
 lane) of the learned AV and of all-human on the first seed: traffic_ring_2lane_learned.png
 and traffic_ring_2lane_human.png.
 """
@@ -55,8 +55,8 @@ import os
 import sys
 import time
 
-from traffic_common import MACHINE, RESULTS, evaluate_controllers
-from traffic_common import sampler_rate as rllib_sampler_rate
+from rlsuite.apps.traffic.benchmarking import MACHINE, RESULTS, evaluate_controllers
+from rlsuite.apps.traffic.benchmarking import sampler_rate as rllib_sampler_rate
 
 ENV_ID = "rlsuite/Ring2Lane-v0"
 POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "ring_2lane_es")

@@ -19,7 +19,7 @@ Pass criterion: the learned AVs at least match PI on every AV (within 2%) at 230
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_ring_multi.py --avs 3 --plan es --minutes 10
 
-Writes benchmarks/results/traffic_ring_multi.json and .png (``--out NAME``: NAME.json and
+Writes benchmarks/results/traffic/traffic_ring_multi.json and .png (``--out NAME``: NAME.json and
 .png), and the run under runs/benchmarks/traffic_ring_multi.
 """
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 
-from traffic_common import finish, train_for_minutes, training_parser
+from rlsuite.apps.traffic.benchmarking import finish, train_for_minutes, training_parser
 
 ENV_ID = "rlsuite/RingMulti-v0"
 LENGTHS = (230, 260)
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         help="ring lengths (m) also evaluated and reported, outside the pass criterion",
     )  # fmt: skip
     p.add_argument("--out", default="traffic_ring_multi",
-                   help="results file name under benchmarks/results/ (without .json)")  # fmt: skip
+                   help="results file name under benchmarks/results/traffic/ (without .json)")  # fmt: skip
     args = p.parse_args(argv)
     console = Console(width=140)
     cfg = dict(ring_length=[220, 270], num_avs=args.avs)

@@ -17,7 +17,7 @@ one ``RingEnv`` per runner.
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_sampling.py [--rings 24] [--scalar] [--address HOST:PORT] [--out NAME]
 
-Writes benchmarks/results/<NAME>.json and <NAME>.png (default traffic_sampling).
+Writes benchmarks/results/traffic/<NAME>.json and <NAME>.png (default traffic_sampling).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.bench import results_dir
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = results_dir("traffic")
 ENV_ID = "rlsuite/Ring-v0"
 
 

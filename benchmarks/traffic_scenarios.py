@@ -12,7 +12,7 @@ signal network; every figure-eight run is collision-free.
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_scenarios.py [--episodes 2] [--networks single,grid2x2]
 
-Writes benchmarks/results/traffic_scenarios.json.
+Writes benchmarks/results/traffic/traffic_scenarios.json.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.bench import results_dir
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = results_dir("traffic")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,13 +12,18 @@ Pass criterion: the learned policy's mean waiting time is below fixed-time contr
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_signals.py --minutes 10
 
-Writes benchmarks/results/traffic_signals.json and traffic_signals.png, and the run under
+Writes benchmarks/results/traffic/traffic_signals.json and traffic_signals.png, and the run under
 runs/benchmarks/traffic_signals.
 """
 
 from __future__ import annotations
 
-from traffic_common import evaluate_controllers, finish, train_for_minutes, training_parser
+from rlsuite.apps.traffic.benchmarking import (
+    evaluate_controllers,
+    finish,
+    train_for_minutes,
+    training_parser,
+)
 
 ENV_ID = "rlsuite/Signals-v0"
 BASELINES = ("fixed", "actuated", "maxpressure")

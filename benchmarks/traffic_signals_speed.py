@@ -31,7 +31,7 @@ beside it.
 Usage (under the heavy-job lock; ~1 minute for cologne8):
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_signals_speed.py [--map cologne8] [--seconds 0]
 
-Writes benchmarks/results/traffic_signals_speed.json.
+Writes benchmarks/results/traffic/traffic_signals_speed.json.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.bench import results_dir
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = results_dir("traffic")
 ENV_ID = "rlsuite/Signals-v0"
 VECTOR_ID = "rlsuite/SignalsShared-v0"
 

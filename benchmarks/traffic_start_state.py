@@ -17,7 +17,7 @@ In-process on one core (libsumo).
 Usage:
     .venv/bin/python benchmarks/traffic_start_state.py [--episodes 2]
 
-Writes benchmarks/results/traffic_start_state.json.
+Writes benchmarks/results/traffic/traffic_start_state.json.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.bench import results_dir
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = results_dir("traffic")
 LENGTHS = (220, 230, 260, 270)
 STARTS = (0.0, 20.0, 50.0)
 WARMUPS = (500, 750, 1000, 1500, 3000)

@@ -26,7 +26,7 @@ above uniform flow on this ring; both percentages are reported):
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_train.py --minutes 30
 
-Writes benchmarks/results/OUT.json, OUT.png (speed vs wall-clock; ``--out``, default
+Writes benchmarks/results/traffic/OUT.json, OUT.png (speed vs wall-clock; ``--out``, default
 traffic_train) and the run (checkpoints, metrics, learning curve, the plan with its
 full config in every checkpoint's rlsuite.json) under ``--run-dir``.
 """
@@ -40,7 +40,7 @@ import sys
 import time
 from typing import Any
 
-from traffic_common import RESULTS, add_demonstrations_flag, training_parser
+from rlsuite.apps.traffic.benchmarking import RESULTS, add_demonstrations_flag, training_parser
 
 ENV_ID = "rlsuite/Ring-v0"
 LENGTHS = (220, 230, 260, 270)

@@ -16,7 +16,7 @@ In-process on one core (libsumo), seeds 0..E-1, at 220, 230 and 270 m.
 Usage:
     flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_wave_probe.py [--episodes 2]
 
-Writes benchmarks/results/traffic_wave_probe.json.
+Writes benchmarks/results/traffic/traffic_wave_probe.json.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.bench import results_dir
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = results_dir("traffic")
 LENGTHS = (220, 230, 270)
 
 

@@ -5,6 +5,7 @@
     rlsuite evaluate --controller runs/cp --env CartPole-v1 --episodes 10 [--json out.json]
     rlsuite tune --plan sync --env CartPole-v1 --search lr=loguniform:1e-4:1e-2 --samples 4
     rlsuite export --controller runs/cp --out policies/cartpole   a small policy-only copy to ship
+    rlsuite bench list | run NAME [--quick] [--resume] [--seeds 0,1,2] | report [--check]
 
 Plan fields are set with repeated ``--set key=value`` (values are parsed as JSON
 when they can be: ``--set hidden=[128,128] --set lr=1e-3``). A search space is
@@ -24,6 +25,7 @@ import json
 import subprocess
 import sys
 
+from rlsuite.bench import cli as bench_cli
 from rlsuite.cli_common import (
     PROBES_GROUP,
     Probe,
@@ -93,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--controller", required=True, help="checkpoint or run directory")
     x.add_argument("--out", required=True, help="new directory for the policy")
     x.add_argument("--note", default="", help="kept in its rlsuite.json (e.g. how it was trained)")
+
+    bench_cli.add_parser(sub)
     return p
 
 
@@ -101,7 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         commands = dict(
-            info=cmd_info, train=cmd_train, evaluate=cmd_evaluate, tune=cmd_tune, export=cmd_export
+            info=cmd_info,
+            train=cmd_train,
+            evaluate=cmd_evaluate,
+            tune=cmd_tune,
+            export=cmd_export,
+            bench=bench_cli.main,
         )
         return commands[args.command](args)
     except (ValueError, FileNotFoundError, FileExistsError, ConnectionError) as e:

@@ -14,7 +14,7 @@ BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 def load(script: str) -> ModuleType:
     """``benchmarks/<script>`` as the module ``rlsuite_bench_<stem>``, registered in
     ``sys.modules`` (pickling by value looks it up there), with ``benchmarks/`` on the path
-    for its ``from traffic_common import ...``."""
+    for a script that imports a sibling script (as ``python benchmarks/x.py`` has)."""
     if str(BENCHMARKS) not in sys.path:
         sys.path.insert(0, str(BENCHMARKS))
     name = f"rlsuite_bench_{Path(script).stem}"

@@ -1,4 +1,4 @@
-"""benchmarks/traffic_resco_scoring.py: seeds scored in parallel Ray workers give what one
+"""rlsuite.apps.traffic.resco_scoring: seeds scored in parallel Ray workers give what one
 seed at a time in the driver gives (real SUMO, a 2-minute cologne1 window), each scored
 episode runs in its own SUMO process (real SUMO, RESCO's full window), and a
 scoring call cut short by its time keeps every finished unit, so the next call goes on from
@@ -11,10 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.apps.traffic._benchmarks import load
+from rlsuite.apps.traffic import resco_scoring as scoring
 from tests.apps.traffic._sumo_starts import record_sumo_starts
-
-scoring = load("traffic_resco_scoring.py")
 
 
 def test_parallel_seeds_match_one_at_a_time(capsys) -> None:

@@ -10,9 +10,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.bench import results_dir
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = results_dir("traffic")
 MACHINE = "2-core CPU, no GPU, shared"
 
 

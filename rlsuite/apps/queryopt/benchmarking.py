@@ -10,14 +10,13 @@ import math
 import os
 import platform
 import shutil
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.bench import results_dir
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = results_dir("queryopt")
 MACHINE = f"{os.cpu_count()}-core CPU, no GPU ({platform.processor() or platform.machine()})"
 
 

@@ -18,15 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rlsuite.bench import results_dir
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = results_dir("hierarchy")
 ROWS = ("php", "php (weak only)", "php (strong only)", "flat-lstm", "npi")
 """The rows every program runs (and ``npi (N strong)`` with ``--npi-strong N``)."""
 

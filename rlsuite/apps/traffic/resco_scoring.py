@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections.abc import Callable
 
@@ -83,10 +82,6 @@ def run_seeds(ctrl, label: str, seeds: list[int], cfg: dict, what: str, workers:
     row.update(seeds_done=[], sumo_crashed=[])
     episodes = None
     if workers > 1 and len(seeds) > 1:
-        import ray.cloudpickle
-
-        # SampledPolicy lives in this script, which Ray's workers cannot import by name
-        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
         try:
             episodes = evaluation.evaluate(
                 ctrl, evaluation.scenarios(ENV_ID, seeds, cfg),

@@ -1,0 +1,68 @@
+"""Learned signal control on RESCO's maps: one policy shared by every light of a map (IDQN / IPPO
+style: each light acts on its own local observation, all with the same weights; RESCO gave each
+light its own, which ``--plan-set policies=per_agent`` runs), trained through the platform's
+plans under RESCO's protocol and scored on held-out seeds."""
+
+from rlsuite.bench import Benchmark, Row, Value, pub
+
+
+def _resco_valsel(
+    what: str,
+    map_: str,
+    json_file: str,
+    learner: str,
+    published: float,
+    args: str,
+    shipped: str,
+    note: str = "",
+) -> Row:
+    """A RESCO learned-control row (``traffic_resco_learned.py``): the validation-chosen
+    checkpoint's held-out delay against a RESCO learner's best training episode."""
+    return Row(
+        "traffic", f"signals, RESCO {what}",
+        f"average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds{note}",
+        json_file, Value(("rows", {"map": map_}, "heldout", "learned_valsel", "delay_mean")),
+        pub(f"RESCO v1.0 {learner}, best training episode", published),
+        f"rlsuite bench run traffic_resco_learned --maps {map_} {args} --json benchmarks/results/traffic/{json_file}",
+        shipped, lower_is_better=True,
+    )  # fmt: skip
+
+
+# fmt: off
+BENCHMARK = Benchmark(script="traffic_resco_learned.py", quick=dict(maps="cologne1", plan="sync", sumo="1.28", episodes=1, minutes=0.3, eval_seeds=1, no_baselines=True), rows=(
+    _resco_valsel("cologne1 (1 light), shared DQN at RESCO's replay ratio on SUMO 1.9.2", "cologne1", "traffic_resco_learned_cologne1_replay_ri32.json",
+                  "IDQN", 26.05, "--plan replay --episodes 100 --minutes 40 --val-seeds 4 --val-snapshots 8 --plan-set training_intensity=32 --tag ri32",
+                  "- (not shipped: it jams at 1.2x demand and on SUMO 1.28; `resco_cologne1_replay` is the ratio-64 DQN, 26.41)",
+                  note=" (plan seed 0; seed 2: 25.90; seed 1: 165.46, one held-out seed jammed)"),
+    _resco_valsel("ingolstadt1 (1 light), shared DQN at RESCO's replay ratio on SUMO 1.9.2", "ingolstadt1", "traffic_resco_learned_ingolstadt1_replay_ri32.json",
+                  "IPPO", 20.90, "--plan replay --episodes 100 --minutes 40 --val-seeds 4 --val-snapshots 8 --plan-set training_intensity=32 --tag ri32 --ship",
+                  "`resco_ingolstadt1_replay`"),
+    Row("traffic", "signals, RESCO cologne1 (1 light), shared PPO on SUMO 1.9.2",
+        "average delay, s/veh, 10 held-out seeds", "traffic_resco_learned_sync.json",
+        Value(("rows", {"map": "cologne1"}, "heldout", "learned", "delay_mean")),
+        pub("RESCO v1.0 IPPO, best training episode", 43.24),
+        "rlsuite bench run traffic_resco_learned --maps cologne1 --plan sync --episodes 200 --minutes 25",
+        "- (not shipped: greedy's 27.11 is lower)", lower_is_better=True),
+    _resco_valsel("grid4x4 (16 lights), shared PPO with action masks on SUMO 1.9.2", "grid4x4_resco", "traffic_resco_learned_grid4x4_resco_sync_mask200.json",
+                  "IDQN", 32.95, "--plan sync --episodes 200 --minutes 7 --val-seeds 4 --val-snapshots 4 --action-mask --tag mask200 --ship",
+                  "`resco_grid4x4_resco_sync`"),
+    _resco_valsel("cologne3 (3 lights, 3 and 4 phases), shared DQN with action masks at RESCO's replay ratio on SUMO 1.9.2", "cologne3",
+                  "traffic_resco_learned_cologne3_replay_maskri32.json", "IDQN", 23.99,
+                  "--plan replay --episodes 100 --minutes 45 --val-seeds 4 --val-snapshots 8 --action-mask --plan-set training_intensity=32 --tag maskri32",
+                  "- (not shipped: max-pressure's 34.10 is lower)", note=" (plan seed 0: 1 of 10 seeds jams, median 24.08; plan seed 1: 187.42, 3 jam)"),
+    _resco_valsel("cologne8 (8 lights), one DQN per light (RESCO's IDQN layout) with action masks at RESCO's replay ratio on SUMO 1.9.2", "cologne8",
+                  "traffic_resco_learned_cologne8_replay_masklidpa32.json", "IPPO", 21.62,
+                  "--plan replay --episodes 100 --minutes 45 --val-seeds 4 --val-snapshots 8 --action-mask --env-set light_index=true --plan-set policies=per_agent --plan-set training_intensity=32 --tag masklidpa32",
+                  "- (not shipped: greedy's 21.45 is lower)", note=" (below RESCO's IDQN 22.06; one network shared by the lights: 24.27)"),
+    _resco_valsel("ingolstadt7 on RESCO's own network (7 lights), shared DQN with action masks on SUMO 1.9.2", "ingolstadt7_resco", "traffic_resco_learned_ingolstadt7_resco_replay_mask.json",
+                  "IDQN", 31.19, "--plan replay --episodes 100 --minutes 40 --val-seeds 4 --val-snapshots 8 --action-mask --tag mask --ship",
+                  "`resco_ingolstadt7_resco_replay`", note=" (with each light's index: 32.59)"),
+    _resco_valsel("ingolstadt21 on RESCO's own network (21 lights), shared DQN with action masks and each light's index at RESCO's replay ratio, 50 episodes, on SUMO 1.9.2", "ingolstadt21_resco",
+                  "traffic_resco_learned_ingolstadt21_resco_replay_masklid32e50.json", "IDQN", 59.64,
+                  "--plan replay --episodes 50 --minutes 55 --val-seeds 4 --val-snapshots 8 --action-mask --env-set light_index=true --plan-set training_intensity=32 --tag masklid32e50",
+                  "- (not shipped: fixed-time's 152.33 is lower)", note=" (4 of 10 seeds jam; PPO on sumo-rl's copy: 302.14, every seed jammed)"),
+    _resco_valsel("arterial4x4 (16 lights), shared PPO with action masks on SUMO 1.9.2", "arterial4x4", "traffic_resco_learned_arterial4x4_sync_mask.json",
+                  "FMA2C", 654.13, "--plan sync --episodes 100 --minutes 12 --val-seeds 4 --val-snapshots 4 --action-mask --tag mask",
+                  "- (not shipped: max-pressure's 760.93 is lower)", note=" (it jams)"),
+))
+# fmt: on
