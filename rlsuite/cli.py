@@ -104,14 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        commands = dict(
-            info=cmd_info,
-            train=cmd_train,
-            evaluate=cmd_evaluate,
-            tune=cmd_tune,
-            export=cmd_export,
-            bench=bench_cli.main,
-        )
+        commands = dict(info=cmd_info, train=cmd_train, evaluate=cmd_evaluate, tune=cmd_tune)
+        commands.update(export=cmd_export, bench=bench_cli.main)
         return commands[args.command](args)
     except (ValueError, FileNotFoundError, FileExistsError, ConnectionError) as e:
         print(f"rlsuite {args.command}: error: {e}", file=sys.stderr)
