@@ -12,7 +12,7 @@ id is asked for, so the platform never imports an app by name.
 Example::
 
     >>> from rlsuite.platform import envs
-    >>> envs.register("rlsuite/Example-v0", "gymnasium.envs.classic_control:CartPoleEnv")
+    >>> _ = envs.register("rlsuite/Example-v0", "gymnasium.envs.classic_control:CartPoleEnv")
     >>> env = envs.make("rlsuite/Example-v0")
     >>> env.observation_space.shape
     (4,)
@@ -114,6 +114,27 @@ def register(
     if not multi_agent and env_id not in gym.registry:
         gym.register(id=env_id, entry_point=entry_point, kwargs=dict(spec.default_config))
     return spec
+
+
+def register_table(package: str, table: Mapping[str, Mapping[str, Any]]) -> list[EnvSpec]:
+    """Register each ``env_id: {register's keywords}`` row of ``table`` (an app's envs, one
+    table); an entry point starting with ``.`` is a module of ``package``.
+
+    Example::
+
+        >>> register_table("gymnasium.envs", {"rlsuite/Table-v0": {
+        ...     "entry_point": ".classic_control:CartPoleEnv", "description": "a pole"}})[0].entry_point
+        'gymnasium.envs.classic_control:CartPoleEnv'
+    """
+
+    def absolute(path: Any) -> Any:
+        return package + path if isinstance(path, str) and path.startswith(".") else path
+
+    keys = ("entry_point", "vector_entry_point", "vector_size")
+    return [
+        register(env_id, **{k: absolute(v) if k in keys else v for k, v in row.items()})
+        for env_id, row in table.items()
+    ]
 
 
 def _load_plugins() -> None:

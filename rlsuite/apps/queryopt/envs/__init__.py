@@ -2,21 +2,26 @@
 
 from rlsuite.platform import envs
 
-envs.register(
-    "rlsuite/QueryRewrite-v0",
-    "rlsuite.apps.queryopt.envs.rewrite:QueryRewriteEnv",
-    default_config={"workload": "joins"},
-    description="rewrite SQL queries on PostgreSQL with semantics-preserving rules; reward -runtime",
-)
-envs.register(
-    "rlsuite/QueryRewriteReplay-v0",
-    "rlsuite.apps.queryopt.envs.replay:ReplayRewriteEnv",
-    default_config={"workload": "joins"},
-    description="rewrite decisions replayed from pg_qopt's experience store; reward -relative runtime",
-)
-envs.register(
-    "rlsuite/SparkQueryRewrite-v0",
-    "rlsuite.apps.queryopt.envs.rewrite:QueryRewriteEnv",
-    default_config={"workload": "joins", "engine": "spark"},
-    description="rewrite SQL queries on Spark SQL (rules, join hints, AQE switches); reward -relative runtime",
-)
+ENVS = {
+    "rlsuite/QueryRewrite-v0": {
+        "entry_point": ".rewrite:QueryRewriteEnv",
+        "default_config": {"workload": "joins"},
+        "description": "rewrite SQL queries on PostgreSQL with semantics-preserving rules; "
+        "reward -runtime",
+    },
+    "rlsuite/QueryRewriteReplay-v0": {
+        "entry_point": ".replay:ReplayRewriteEnv",
+        "default_config": {"workload": "joins"},
+        "description": "rewrite decisions replayed from pg_qopt's experience store; "
+        "reward -relative runtime",
+    },
+    "rlsuite/SparkQueryRewrite-v0": {
+        "entry_point": ".rewrite:QueryRewriteEnv",
+        "default_config": {"workload": "joins", "engine": "spark"},
+        "description": "rewrite SQL queries on Spark SQL (rules, join hints, AQE switches); "
+        "reward -relative runtime",
+    },
+}
+"""The queryopt envs, by id (the keywords of :func:`rlsuite.platform.envs.register`)."""
+
+envs.register_table(__name__, ENVS)
