@@ -17,8 +17,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import shutil
-import tempfile
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -29,6 +27,7 @@ import numpy as np
 from rlsuite.apps.traffic import kernel, networks, sumo_versions
 from rlsuite.apps.traffic.controllers import AlineaMeter
 from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
+from rlsuite.apps.traffic.envs.road import RoadSimulation
 
 EDGES = networks.BOTTLENECK_EDGES
 """The road's edges in driving order (Flow's names)."""
@@ -196,12 +195,7 @@ class BottleneckConfig(EnvConfig):
             )
         if not 0 < self.meter_occupancy < 100 or self.meter_gain < 0:
             raise ValueError("need meter_occupancy within (0, 100) % and meter_gain >= 0")
-        if self.teleport_time != -1 and self.teleport_time <= 0:
-            raise ValueError(f"teleport_time must be > 0 s or -1 (never), got {self.teleport_time}")
-        if self.max_teleports < 0:
-            raise ValueError(f"max_teleports must be >= 0, got {self.max_teleports}")
-        if self.backend not in kernel.BACKENDS:
-            raise ValueError(f"backend must be one of {kernel.BACKENDS}, got {self.backend!r}")
+        self.check_sumo_options()
         if self.capacity_drop and self.human_type.speed_dev != flow_human().speed_dev:
             raise ValueError(
                 f"capacity_drop sets the drivers' speed_dev to {CAPACITY_DROP_SPEED_DEV}, but "
@@ -236,16 +230,17 @@ class BottleneckConfig(EnvConfig):
         return 4 * sum(n * self.lanes(e) for e, n in OBSERVED_SEGMENTS.items()) + 1
 
 
-class BottleneckSimulation:
+class BottleneckSimulation(RoadSimulation):
     """The bottleneck's SUMO simulation: the vehicles, the AVs' speed limits, the meter and
     the episode's measurements. :meth:`advance` runs one step with the given per lane-segment
     shifts of the AVs' speed limits (None: no action, the AVs keep their limits)."""
+
+    workdir_prefix = "rlsuite-bottleneck-"
 
     def __init__(self, config: BottleneckConfig, name: str = "bottleneck"):
         self.cfg = config
         self._home = sumo_versions.sumo_home_for(config.sumo_version)
         self.sim = kernel.Simulation(config.backend, gui=config.gui, name=name, home=self._home)
-        self._dir: str | None = None
         self.t = 0
         self.state: dict[str, tuple[float, str, float, int]] = {}
         self.av_limit: dict[str, float] = {}
@@ -284,9 +279,7 @@ class BottleneckSimulation:
         net = networks.bottleneck_network(
             cfg.lane_scale, metered=cfg.meter == "alinea", sumo=(cfg.sumo_version, self._home)
         )
-        if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="rlsuite-bottleneck-")
-        routes = os.path.join(self._dir, "bottleneck.rou.xml")
+        routes = os.path.join(self._workdir(), "bottleneck.rou.xml")
         networks.bottleneck_routes(
             routes, cfg.drivers(), cfg.inflow, cfg.av_share, cfg.episode_seconds, AV_FLOW
         )
@@ -447,9 +440,7 @@ class BottleneckSimulation:
             "inflow_veh_h": self.departures / (cfg.warmup_steps + steps) / cfg.sim_step * 3600.0,
             "mean_speed": self.speed_sum / max(self.samples, 1),
             "vehicles": self.samples / steps,
-            "waiting_to_enter": self.waiting_sum / steps,
-            "collisions": float(self.collisions),
-            "teleports": float(self.teleports),
+            **self._trouble(steps),
         }
 
     def series(self) -> dict[str, np.ndarray]:
@@ -460,12 +451,6 @@ class BottleneckSimulation:
             "mean_speed": np.array(self.series_speed),
             "meter_rate": np.array(self.series_rate),
         }
-
-    def close(self) -> None:
-        self.sim.close()
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
 
 
 class BottleneckEnv(gym.Env):

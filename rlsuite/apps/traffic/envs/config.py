@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, ClassVar, TypeVar
 
-from rlsuite.apps.traffic import networks
+from rlsuite.apps.traffic import kernel, networks
 
 C = TypeVar("C", bound="EnvConfig")
 
@@ -36,6 +36,19 @@ class EnvConfig:
                 f"unknown {cls.KIND} option(s) {unknown}; valid options: {sorted(known)}"
             )
         return cls(**kwargs)
+
+    def check_sumo_options(self) -> None:
+        """Refuse bad ``teleport_time``, ``max_teleports`` and ``backend`` (the options of
+        the envs whose SUMO may teleport jammed vehicles)."""
+        teleport_time, max_teleports, backend = (
+            getattr(self, k) for k in ("teleport_time", "max_teleports", "backend")
+        )
+        if teleport_time != -1 and teleport_time <= 0:
+            raise ValueError(f"teleport_time must be > 0 s or -1 (never), got {teleport_time}")
+        if max_teleports < 0:
+            raise ValueError(f"max_teleports must be >= 0, got {max_teleports}")
+        if backend not in kernel.BACKENDS:
+            raise ValueError(f"backend must be one of {kernel.BACKENDS}, got {backend!r}")
 
 
 def vehicle_type(value: networks.VehicleType | dict) -> networks.VehicleType:

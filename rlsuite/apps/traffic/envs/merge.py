@@ -218,6 +218,36 @@ class MergeMultiEnv(_Episode, ParallelEnv):
         return None
 
 
+def centralised_spaces(cfg: MergeConfig) -> tuple[gym.spaces.Box, gym.spaces.Box]:
+    """The centralised merge's observation and action spaces (:class:`MergeEnv`'s)."""
+    k = cfg.num_rl
+    row_low, row_high = [0.0, -1.5, 0.0, -1.5, 0.0], [1.5, 1.5, 1.0, 1.5, 1.0]
+    observation_space = gym.spaces.Box(
+        np.tile(np.array(row_low, np.float32), k), np.tile(np.array(row_high, np.float32), k),
+        dtype=np.float32,
+    )  # fmt: skip
+    action_space = gym.spaces.Box(-cfg.max_decel, cfg.max_accel, shape=(k,), dtype=np.float32)
+    return observation_space, action_space
+
+
+def road_length(cfg: MergeConfig) -> float:
+    """The network's length L (both inflows, the highway and the merge), Flow's gap scale."""
+    return (
+        2 * networks.MERGE_INFLOW_LENGTH
+        + cfg.pre_merge_length + cfg.post_merge_length + cfg.merge_length
+    )  # fmt: skip
+
+
+def slot_state(n: Neighbours, vmax: float, length: float) -> list[float]:
+    """Flow's five state features of one AV slot (:class:`MergeEnv`'s States)."""
+    lead_v, lead_gap = (n.lead_v, n.lead_gap) if n.has_leader else (vmax, length)
+    follow_gap = n.follow_gap if n.follow_gap < MAX_GAP else length
+    return [
+        n.v / vmax, (lead_v - n.v) / vmax, lead_gap / length,
+        (n.v - n.follow_v) / vmax, follow_gap / length,
+    ]  # fmt: skip
+
+
 class MergeEnv(_Episode, gym.Env):
     """Flow's merge under one centralised policy acting for up to ``num_rl`` AVs (Flow's
     ``MergePOEnv``).
@@ -246,20 +276,8 @@ class MergeEnv(_Episode, gym.Env):
     def __init__(self, **kwargs: Any):
         self.cfg = MergeConfig.from_kwargs(**kwargs)
         self.core = MergeSimulation(self.cfg, name="rlsuite/Merge-v0")
-        k = self.cfg.num_rl
-        row_low, row_high = [0.0, -1.5, 0.0, -1.5, 0.0], [1.5, 1.5, 1.0, 1.5, 1.0]
-        self.observation_space = gym.spaces.Box(
-            np.tile(np.array(row_low, np.float32), k), np.tile(np.array(row_high, np.float32), k),
-            dtype=np.float32,
-        )  # fmt: skip
-        self.action_space = gym.spaces.Box(
-            -self.cfg.max_decel, self.cfg.max_accel, shape=(k,), dtype=np.float32
-        )
-        cfg = self.cfg
-        self._length = (
-            2 * networks.MERGE_INFLOW_LENGTH
-            + cfg.pre_merge_length + cfg.post_merge_length + cfg.merge_length
-        )  # fmt: skip
+        self.observation_space, self.action_space = centralised_spaces(self.cfg)
+        self._length = road_length(self.cfg)
         self.slots: list[str] = []
         self._end_reason = ""
 
@@ -277,12 +295,7 @@ class MergeEnv(_Episode, gym.Env):
         nbs = {}
         for i, a in enumerate(self.slots):
             n = nbs[a] = self.core.neighbours(a)
-            lead_v, lead_gap = (n.lead_v, n.lead_gap) if n.has_leader else (vmax, length)
-            follow_gap = n.follow_gap if n.follow_gap < MAX_GAP else length
-            o[FLOW_FEATURES * i : FLOW_FEATURES * (i + 1)] = [
-                n.v / vmax, (lead_v - n.v) / vmax, lead_gap / length,
-                (n.v - n.follow_v) / vmax, follow_gap / length,
-            ]  # fmt: skip
+            o[FLOW_FEATURES * i : FLOW_FEATURES * (i + 1)] = slot_state(n, vmax, length)
         return np.clip(o, self.observation_space.low, self.observation_space.high), nbs
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):

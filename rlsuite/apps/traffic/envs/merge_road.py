@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
@@ -21,6 +19,7 @@ import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
 from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
+from rlsuite.apps.traffic.envs.road import RoadSimulation
 from rlsuite.apps.traffic.rewards import desired_velocity_reward
 
 AV_FLOW = "av"
@@ -155,12 +154,7 @@ class MergeConfig(EnvConfig):
             raise ValueError("headway_penalty must be >= 0 and min_headway > 0")
         if not 1 <= self.num_rl <= 100:
             raise ValueError(f"num_rl must be within [1, 100], got {self.num_rl}")
-        if self.teleport_time != -1 and self.teleport_time <= 0:
-            raise ValueError(f"teleport_time must be > 0 s or -1 (never), got {self.teleport_time}")
-        if self.max_teleports < 0:
-            raise ValueError(f"max_teleports must be >= 0, got {self.max_teleports}")
-        if self.backend not in kernel.BACKENDS:
-            raise ValueError(f"backend must be one of {kernel.BACKENDS}, got {self.backend!r}")
+        self.check_sumo_options()
         for name in ("human_speed_mode", "av_speed_mode"):
             if not 0 <= getattr(self, name) <= 127:
                 raise ValueError(
@@ -222,7 +216,7 @@ def merge_demand(
     return [human, av], flows, initial
 
 
-class MergeSimulation:
+class MergeSimulation(RoadSimulation):
     """The merge's SUMO simulation: the vehicles on the road, the AVs among them, the
     commands, and the episode's measurements.
 
@@ -230,10 +224,11 @@ class MergeSimulation:
     given AVs' accelerations for one env step and returns the AVs that entered and left.
     """
 
+    workdir_prefix = "rlsuite-merge-"
+
     def __init__(self, config: MergeConfig, name: str = "merge"):
         self.cfg = config
         self.sim = kernel.Simulation(config.backend, gui=config.gui, name=name)
-        self._dir: str | None = None
         self.avs: list[str] = []
         self._seen: set[str] = set()
         self.speed: dict[str, float] = {}
@@ -267,11 +262,6 @@ class MergeSimulation:
         self.series_speed: list[float] = []
         self.series_outflow: list[int] = []
         self.series_avs: list[int] = []
-
-    def _workdir(self) -> str:
-        if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="rlsuite-merge-")
-        return self._dir
 
     def _build(self) -> tuple[str, str]:
         cfg = self.cfg
@@ -436,9 +426,7 @@ class MergeSimulation:
             "throughput_veh_h": self.arrived / seconds * 3600.0,
             "av_mean_speed": self.av_speed_sum / self.av_steps if self.av_steps else math.nan,
             "vehicles": self.vehicles_sum / steps,
-            "waiting_to_enter": self.waiting_sum / steps,
-            "collisions": float(self.collisions),
-            "teleports": float(self.teleports),
+            **self._trouble(steps),
         }
 
     def series(self) -> dict[str, np.ndarray]:
@@ -449,9 +437,3 @@ class MergeSimulation:
             "outflow": np.array(self.series_outflow),
             "avs": np.array(self.series_avs),
         }
-
-    def close(self) -> None:
-        self.sim.close()
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None

@@ -24,22 +24,23 @@ import shutil
 import tempfile
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import batch_space
 
 from rlsuite.apps.traffic import kernel, networks
-from rlsuite.apps.traffic.envs.merge import FLOW_FEATURES
+from rlsuite.apps.traffic.envs.merge import (
+    FLOW_FEATURES,
+    centralised_spaces,
+    road_length,
+    slot_state,
+)
 from rlsuite.apps.traffic.envs.merge_road import (
     AV_FLOW,
-    MAX_GAP,
     SUMO_DEFAULT_SPEED_MODE,
     MergeConfig,
     MergeSimulation,
     merge_demand,
 )
-from rlsuite.apps.traffic.envs.ring_vector import seed_copies
+from rlsuite.apps.traffic.envs.vector import CopiesVectorEnv, check_copies
 
 MAX_COPIES = 64
 """Most merges in one simulation (a sanity bound)."""
@@ -134,8 +135,7 @@ class MergeCopies:
     :class:`MergeCopy`."""
 
     def __init__(self, config: MergeConfig, copies: int, name: str = "merges"):
-        if not 1 <= int(copies) <= MAX_COPIES:
-            raise ValueError(f"num_envs (merges in one simulation) must be in [1, {MAX_COPIES}]")
+        copies = check_copies(copies, MAX_COPIES, "merges")
         if config.gui:
             raise ValueError("gui=True is kept by rlsuite/Merge-v0 only (one merge, sumo-gui)")
         self.cfg = config
@@ -261,7 +261,7 @@ class MergeCopies:
             self._dir = None
 
 
-class MergeVectorEnv(gym.vector.VectorEnv):
+class MergeVectorEnv(CopiesVectorEnv):
     """``num_envs`` of Flow's merges under the centralised policy of ``rlsuite/Merge-v0``,
     stepped by one SUMO simulation.
 
@@ -283,38 +283,17 @@ class MergeVectorEnv(gym.vector.VectorEnv):
         reason in ``info["reason"]``). Autoreset is gymnasium's next-step mode.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    reason_key = "reason"
 
     def __init__(self, num_envs: int = 8, **kwargs: Any):
         self.cfg = cfg = MergeConfig.from_kwargs(**kwargs)
         self.core = MergeCopies(cfg, int(num_envs), name="rlsuite/MergeVec-v0")
-        self.num_envs = self.core.n
-        k = cfg.num_rl
-        row_low, row_high = [0.0, -1.5, 0.0, -1.5, 0.0], [1.5, 1.5, 1.0, 1.5, 1.0]
-        self.single_observation_space = gym.spaces.Box(
-            np.tile(np.array(row_low, np.float32), k), np.tile(np.array(row_high, np.float32), k),
-            dtype=np.float32,
-        )  # fmt: skip
-        self.single_action_space = gym.spaces.Box(
-            -cfg.max_decel, cfg.max_accel, shape=(k,), dtype=np.float32
-        )
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._length = (
-            2 * networks.MERGE_INFLOW_LENGTH
-            + cfg.pre_merge_length + cfg.post_merge_length + cfg.merge_length
-        )  # fmt: skip
-        self.rngs = [np.random.default_rng() for _ in range(self.num_envs)]
-        self._seeded = False
+        self._init_copies(self.core.n, *centralised_spaces(cfg))
+        self._length = road_length(cfg)
         self.slots: list[list[str]] = [[] for _ in range(self.num_envs)]
-        self._needs_reset = True
-        self._obs_last = np.zeros(self.observation_space.shape, np.float32)
 
-    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
-        """Restart every copy. ``seed``: an int (copy ``i`` gets ``seed + i``) or one per copy."""
-        seed_copies(self, seed)
-        self._start()
-        return self._obs_last, {}
+    def _sumo(self) -> kernel.Simulation:
+        return self.core.sim
 
     def _start(self) -> None:
         self.core.start(self.rngs)
@@ -322,7 +301,6 @@ class MergeVectorEnv(gym.vector.VectorEnv):
         for i in range(self.num_envs):
             self._fill_slots(i)
         self._obs_last = self._obs()[0]
-        self._needs_reset = False
 
     def _fill_slots(self, i: int) -> None:
         c = self.core.copies[i]
@@ -343,21 +321,12 @@ class MergeVectorEnv(gym.vector.VectorEnv):
             nbs = {}
             for j, a in enumerate(self.slots[i]):
                 n = nbs[a] = c.neighbours(a)
-                lead_v, lead_gap = (n.lead_v, n.lead_gap) if n.has_leader else (vmax, length)
-                follow_gap = n.follow_gap if n.follow_gap < MAX_GAP else length
-                obs[i, FLOW_FEATURES * j : FLOW_FEATURES * (j + 1)] = [
-                    n.v / vmax, (lead_v - n.v) / vmax, lead_gap / length,
-                    (n.v - n.follow_v) / vmax, follow_gap / length,
-                ]  # fmt: skip
+                obs[i, FLOW_FEATURES * j : FLOW_FEATURES * (j + 1)] = slot_state(n, vmax, length)
             all_nbs.append(nbs)
         sp = self.single_observation_space
         return np.clip(obs, sp.low, sp.high), all_nbs
 
-    def step(self, actions):
-        if self._needs_reset:  # next-step autoreset: the episodes ended last step
-            self._start()
-            z = np.zeros(self.num_envs, dtype=bool)
-            return self._obs_last, np.zeros(self.num_envs), z, z.copy(), {}
+    def _step(self, actions):
         cfg = self.cfg
         act = np.asarray(actions, dtype=float).reshape(self.num_envs, -1)
         if act.shape[1] != cfg.num_rl or not np.all(np.isfinite(act)):
@@ -369,11 +338,7 @@ class MergeVectorEnv(gym.vector.VectorEnv):
         try:
             self.core.advance([dict(zip(acting[i], act[i])) for i in range(self.num_envs)])
         except kernel.SimulationError as e:
-            self.core.sim.close()
-            self._needs_reset = True
-            term = np.ones(self.num_envs, dtype=bool)
-            info = {"reason": np.array([f"SUMO failed: {e}"] * self.num_envs)}
-            return self._obs_last, np.zeros(self.num_envs), term, ~term, info
+            return self._failed(e)
         for i in range(self.num_envs):
             self._fill_slots(i)
         obs, nbs = self._obs()
@@ -389,15 +354,8 @@ class MergeVectorEnv(gym.vector.VectorEnv):
             for c in self.core.copies
         ]  # fmt: skip
         terminated = np.array([bool(r) for r in reasons])
-        truncated = np.full(self.num_envs, self.core.copies[0].t >= cfg.horizon)
-        info: dict[str, Any] = {}
-        if terminated.any():
-            truncated = ~terminated
-            info["reason"] = np.array(reasons)
-        if terminated.any() or truncated.any():
-            self._needs_reset = True
-        self._obs_last = obs
-        return obs, reward.astype(np.float64), terminated, truncated, info
+        ends = self._ends(terminated, self.core.copies[0].t >= cfg.horizon, reasons)
+        return obs, reward.astype(np.float64), *ends
 
     def episode_metrics(self) -> list[dict[str, float]]:
         """MergeEnv's ``episode_metrics()`` for every copy of the current episode."""

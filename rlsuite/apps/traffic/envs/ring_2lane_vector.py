@@ -14,14 +14,10 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import batch_space
 
 from rlsuite.apps.traffic import kernel, networks
 from rlsuite.apps.traffic.envs import ring as ring_mod
@@ -33,7 +29,8 @@ from rlsuite.apps.traffic.envs.ring_2lane import (
     lane_request,
     observation_space,
 )
-from rlsuite.apps.traffic.envs.ring_vector import seed_copies
+from rlsuite.apps.traffic.envs.ring_vector import RingCopies
+from rlsuite.apps.traffic.envs.vector import check_copies
 
 MAX_RINGS = 128
 """Most rings in one simulation (a sanity bound: 128 rings are 5,376 vehicles)."""
@@ -68,7 +65,7 @@ def lane_rings_routes(
         f.write("\n".join(lines) + "\n")
 
 
-class Ring2LaneVectorEnv(gym.vector.VectorEnv):
+class Ring2LaneVectorEnv(RingCopies):
     """``num_envs`` two-lane rings with one AV each, stepped by one SUMO simulation.
 
     Ring ``i`` behaves as a :class:`~rlsuite.apps.traffic.envs.ring_2lane.Ring2LaneEnv`
@@ -104,11 +101,10 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
         (4, 13)
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    workdir_prefix = "rlsuite-traffic-vec2-"
 
     def __init__(self, num_envs: int = 8, **kwargs: Any):
-        if not 1 <= int(num_envs) <= MAX_RINGS:
-            raise ValueError(f"num_envs (rings in one simulation) must be in [1, {MAX_RINGS}]")
+        num_envs = check_copies(num_envs, MAX_RINGS, "rings")
         self.cfg = cfg = Ring2LaneConfig.from_kwargs(**kwargs)
         for name, bad, why in (
             ("av_driver", cfg.av_driver != "policy", "av_driver='sumo' (the all-human baseline)"),
@@ -119,23 +115,14 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
                 raise ValueError(
                     f"{why} is kept by Ring2LaneEnv only; use rlsuite/Ring2Lane-v0 ({name})"
                 )
-        self.num_envs = int(num_envs)
-        self.single_observation_space = observation_space(cfg)
-        self.single_action_space = gym.spaces.Box(
+        action_space = gym.spaces.Box(
             np.array([-cfg.max_decel, -1.0], np.float32),
             np.array([cfg.max_accel, 1.0], np.float32),
             dtype=np.float32,
         )
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
-
+        self._init_copies(num_envs, observation_space(cfg), action_space)
         n, N = cfg.num_vehicles, self.num_envs
-        self._names = ring_mod.vehicle_ids(n, 1)
-        self.av_slot = self._names.index("av_0")
-        self.ids = [f"r{i}.{v}" for i in range(N) for v in self._names]
-        self.av_ids = [f"r{i}.av_0" for i in range(N)]
-        self._human = np.array([v.startswith("human_") for v in self._names])
-        self._humans_flat = [vid for vid in self.ids if ".human_" in vid]  # ring-major
+        self._name_vehicles(ring_mod.vehicle_ids(n, 1))
         self._others = np.arange(n) != self.av_slot
         self.length = float(cfg.ring_length)
         self._edge_start = {  # metres from the ring's start to each edge, as the scalar ring
@@ -143,19 +130,13 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
             for i in range(N) for k, e in enumerate(networks.RING_EDGES)
         }  # fmt: skip
         self.sim = kernel.Simulation(cfg.backend, name="rlsuite/Ring2LaneVec-v0")
-        self.rngs = [np.random.default_rng() for _ in range(N)]
-        self._seeded = False
         self.x = np.zeros((N, n))
         self.v = np.zeros((N, n))
         self.lane = np.zeros((N, n), dtype=int)
         self.teleporting = np.zeros((N, n), dtype=bool)
-        self._dir: str | None = None
-        self._needs_reset = True
-        self.closed = False
         self.t = 0  # controlled steps this episode
         self.controlled = False  # AVs are human-driven during the warm-up
         self.step_count = 0  # simulation steps this episode (warm-up included)
-        self._obs_last = np.zeros(self.observation_space.shape, np.float32)
         self._reset_measurements()
 
     # --- episode ------------------------------------------------------------------
@@ -180,21 +161,11 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
         self.av_lane_steps = np.zeros((N, lanes))
         self.last_change = np.full(N, -(10**9))  # controlled step of each AV's last change
 
-    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
-        """Restart the simulation with every ring. ``seed``: an int (ring ``i`` gets
-        ``seed + i``, as gymnasium's SyncVectorEnv seeds its copies) or one per ring."""
-        seed_copies(self, seed)
-        self._start()
-        return self._obs_last, {"ring_length": np.full(self.num_envs, self.length)}
-
-    def _workdir(self) -> str:
-        if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="rlsuite-traffic-vec2-")
-        return self._dir
+    def _reset_info(self) -> dict[str, Any]:
+        return {"ring_length": np.full(self.num_envs, self.length)}
 
     def _start(self) -> None:
         cfg = self.cfg
-        self.closed = False
         seeds = [int(rng.integers(0, 2**31 - 1)) for rng in self.rngs]  # the scalar env's draw
         net = networks.rings_network([self.length] * self.num_envs, lanes=cfg.lanes)
         routes = os.path.join(self._workdir(), "rings_2lane.rou.xml")
@@ -216,7 +187,6 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
         for vid in self.av_ids:
             self.sim.set_speed_mode(vid, AV_SPEED_MODE)
             self.sim.set_lane_change_mode(vid, AV_LANE_CHANGE_MODE)
-        self._needs_reset = False
         self._obs_last = self._obs()
 
     # --- simulation ---------------------------------------------------------------
@@ -241,20 +211,12 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
     def _advance(self, measure: bool) -> None:
         """One simulation step of every ring: step, read, the humans' noise, measurements
         (the scalar ring's ``_advance`` over the rings)."""
-        cfg = self.cfg
         x_before, lane_before = self.x.copy(), self.lane.copy()
         self.sim.step()
         self._read()
         if self.step_count == 0:
             x_before = self.x.copy()
-        if cfg.accel_noise > 0:
-            dt, n = cfg.sim_step, cfg.num_vehicles
-            sd = math.sqrt(dt)
-            noise = np.stack([sd * rng.normal(0.0, cfg.accel_noise, n) for rng in self.rngs])
-            mask = self._human if self.controlled else np.ones(n, bool)
-            self.v[:, mask] = np.maximum(0.0, self.v[:, mask] + noise[:, mask] * dt)
-            ids = self._humans_flat if self.controlled else self.ids
-            self.sim.set_previous_speeds(ids, self.v[:, mask].ravel().tolist())
+        self._human_noise()
         self.step_count += 1
         if self.sim.teleports_started():
             for vid in self.sim.call("simulation", "getStartingTeleportIDList"):
@@ -262,13 +224,8 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
         if measure:
             self._measure(x_before, lane_before)
 
-    def _ring_of(self, vid: str) -> int:
-        return int(str(vid).split(".", 1)[0][1:])
-
     def _measure(self, x_before: np.ndarray, lane_before: np.ndarray) -> None:
-        if self.sim.collisions():
-            for vid in self.sim.call("simulation", "getCollidingVehiclesIDList"):
-                self.collisions[self._ring_of(vid)] += 1
+        self._count_collisions()
         v, n = self.v, self.cfg.num_vehicles
         self.samples += n
         self.speed_sum += v.sum(axis=1)
@@ -348,11 +305,7 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
 
     # --- gymnasium ------------------------------------------------------------------
 
-    def step(self, actions):
-        if self._needs_reset:  # next-step autoreset: the episodes ended last step
-            self._start()
-            z = np.zeros(self.num_envs, dtype=bool)
-            return self._obs_last, np.zeros(self.num_envs), z, z.copy(), {}
+    def _step(self, actions):
         cfg = self.cfg
         act = np.asarray(actions, dtype=float).reshape(self.num_envs, -1)
         if act.shape[1] != 2 or not np.all(np.isfinite(act)):
@@ -363,34 +316,21 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
         try:
             changed = self._drive(act)
         except kernel.SimulationError as e:
-            self.sim.close()
-            self._needs_reset = True
-            term = np.ones(self.num_envs, dtype=bool)
-            info = {"termination_reason": np.array([f"SUMO failed: {e}"] * self.num_envs)}
-            return self._obs_last, np.zeros(self.num_envs), term, ~term, info
+            return self._failed(e)
         v = self.v
         target = cfg.target_velocity
         max_cost = target * math.sqrt(cfg.num_vehicles)
         reward = np.maximum(max_cost - np.linalg.norm(v - target, axis=1), 0.0) / max_cost
         reward = reward - cfg.lane_change_penalty * np.abs(changed)
         storm = self.teleports > cfg.max_teleports
-        terminated = (self.collisions > 0) | storm
-        truncated = np.full(self.num_envs, self.t >= cfg.horizon)
-        info: dict[str, Any] = {}
-        if terminated.any():
-            truncated = ~terminated
-            info["termination_reason"] = np.array(
-                [
-                    f"collision ({c:g} in SUMO)" if c else
-                    f"teleport storm: SUMO teleported {k:g} jammed vehicle(s) (more than "
-                    f"max_teleports={cfg.max_teleports})" if s else ""
-                    for c, k, s in zip(self.collisions, self.teleports, storm, strict=True)
-                ]
-            )  # fmt: skip
-        if terminated.any() or truncated.any():
-            self._needs_reset = True
-        self._obs_last = self._obs()
-        return self._obs_last, reward.astype(np.float64), terminated, truncated, info
+        reasons = [
+            f"collision ({c:g} in SUMO)" if c else
+            f"teleport storm: SUMO teleported {k:g} jammed vehicle(s) (more than "
+            f"max_teleports={cfg.max_teleports})" if s else ""
+            for c, k, s in zip(self.collisions, self.teleports, storm, strict=True)
+        ]  # fmt: skip
+        ends = self._ends((self.collisions > 0) | storm, self.t >= cfg.horizon, reasons)
+        return self._obs(), reward.astype(np.float64), *ends
 
     def _drive(self, act: np.ndarray) -> np.ndarray:
         """One controlled step of every ring (Ring2LaneSimulation's ``drive``); returns the
@@ -452,11 +392,3 @@ class Ring2LaneVectorEnv(gym.vector.VectorEnv):
             m["teleports"] = float(self.teleports[i])
             rows.append(m)
         return rows
-
-    def close_extras(self, **kwargs: Any) -> None:
-        """Stop SUMO and remove the episode files (``close()`` calls this once)."""
-        if getattr(self, "sim", None) is not None:
-            self.sim.close()
-        if getattr(self, "_dir", None) is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None

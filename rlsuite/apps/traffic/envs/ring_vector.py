@@ -13,42 +13,58 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.utils import seeding
-from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import batch_space
 
 from rlsuite.apps.traffic import kernel, networks
 from rlsuite.apps.traffic.envs import ring as ring_mod
 from rlsuite.apps.traffic.envs.ring import SLOW_SPEED, RingConfig
+from rlsuite.apps.traffic.envs.vector import CopiesVectorEnv, check_copies
 from rlsuite.apps.traffic.rewards import ring_reward
 
 MAX_RINGS = 256
 """Most rings in one simulation (a sanity bound: 256 rings are 5,632 vehicles)."""
 
 
-def seed_copies(env: Any, seed: int | list[int] | None) -> None:
-    """Give each copy of a vector env (``env.num_envs`` of them) its own generator in
-    ``env.rngs``. ``seed``: an int (copy ``i`` gets ``seed + i``, as gymnasium's
-    SyncVectorEnv seeds its copies) or one per copy; ``None`` keeps the generators (fresh,
-    unseeded ones on the first reset)."""
-    if seed is not None:
-        seeds = [seed + i for i in range(env.num_envs)] if isinstance(seed, int) else list(seed)
-        if len(seeds) != env.num_envs:
-            raise ValueError(f"reset needs {env.num_envs} seeds, got {len(seeds)}")
-        env.rngs = [seeding.np_random(int(s))[0] for s in seeds]
-        env._seeded = True
-    elif not env._seeded:
-        env.rngs = [seeding.np_random(None)[0] for _ in range(env.num_envs)]
-        env._seeded = True
+class RingCopies(CopiesVectorEnv):
+    """What the single- and two-lane ring vector envs share: ring ``i``'s vehicles are
+    ``r{i}.{name}``, the humans' acceleration noise, and collisions counted per ring."""
+
+    def _name_vehicles(self, names: list[str]) -> None:
+        """The ids of every ring's vehicles ``names`` (one of them ``av_0``)."""
+        self._names = names
+        self.av_slot = names.index("av_0")
+        self.ids = [f"r{i}.{v}" for i in range(self.num_envs) for v in names]
+        self.av_ids = [f"r{i}.av_0" for i in range(self.num_envs)]
+        self._human = np.array([v.startswith("human_") for v in names])
+        self._humans_flat = [vid for vid in self.ids if ".human_" in vid]  # ring-major
+
+    def _human_noise(self) -> None:
+        """The scalar ring's speed noise on the humans (on everyone in the warm-up), each
+        ring drawing from its own generator."""
+        cfg = self.cfg
+        if cfg.accel_noise > 0:
+            dt, n = cfg.sim_step, cfg.num_vehicles
+            sd = math.sqrt(dt)
+            noise = np.stack([sd * rng.normal(0.0, cfg.accel_noise, n) for rng in self.rngs])
+            mask = self._human if self.controlled else np.ones(n, bool)
+            self.v[:, mask] = np.maximum(0.0, self.v[:, mask] + noise[:, mask] * dt)
+            ids = self._humans_flat if self.controlled else self.ids
+            self.sim.set_previous_speeds(ids, self.v[:, mask].ravel().tolist())
+
+    @staticmethod
+    def _ring_of(vid: str) -> int:
+        return int(str(vid).split(".", 1)[0][1:])
+
+    def _count_collisions(self) -> None:
+        if self.sim.collisions():
+            for vid in self.sim.call("simulation", "getCollidingVehiclesIDList"):
+                self.collisions[self._ring_of(vid)] += 1
 
 
-class RingVectorEnv(gym.vector.VectorEnv):
+class RingVectorEnv(RingCopies):
     """``num_envs`` rings with one AV each, stepped by one SUMO simulation.
 
     Ring ``i`` behaves as a :class:`~rlsuite.apps.traffic.envs.ring.RingEnv` with the
@@ -86,11 +102,8 @@ class RingVectorEnv(gym.vector.VectorEnv):
         (4, 3)
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
-
     def __init__(self, num_envs: int = 8, **kwargs: Any):
-        if not 1 <= int(num_envs) <= MAX_RINGS:
-            raise ValueError(f"num_envs (rings in one simulation) must be in [1, {MAX_RINGS}]")
+        num_envs = check_copies(num_envs, MAX_RINGS, "rings")
         self.cfg = RingConfig.from_kwargs(**kwargs)
         if self.cfg.num_avs != 1:
             raise ValueError(
@@ -100,27 +113,16 @@ class RingVectorEnv(gym.vector.VectorEnv):
             raise ValueError(
                 "record=True (space-time diagrams) is kept by RingEnv only; use rlsuite/Ring-v0"
             )
-        self.num_envs = int(num_envs)
-        self.single_observation_space = ring_mod.observation_space(self.cfg)
-        steps = self.cfg.memory_steps
-        self.memory = ring_mod.Memory(self.num_envs, steps) if steps else None
-        self.single_action_space = gym.spaces.Box(
+        action_space = gym.spaces.Box(
             low=-self.cfg.max_decel, high=self.cfg.max_accel, shape=(1,), dtype=np.float32
         )
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
-
+        self._init_copies(num_envs, ring_mod.observation_space(self.cfg), action_space)
+        steps = self.cfg.memory_steps
+        self.memory = ring_mod.Memory(self.num_envs, steps) if steps else None
         n = self.cfg.num_vehicles
         names = ring_mod.vehicle_ids(n, 1)
-        self._names = names
-        self.av_slot = names.index("av_0")
-        self.ids = [f"r{i}.{v}" for i in range(self.num_envs) for v in names]
-        self.av_ids = [f"r{i}.av_0" for i in range(self.num_envs)]
-        self._human = np.array([v.startswith("human_") for v in names])
-        self._humans_flat = [vid for vid in self.ids if ".human_" in vid]  # ring-major
+        self._name_vehicles(names)
         self.sim = kernel.Simulation(self.cfg.backend, gui=self.cfg.gui, name="rlsuite/RingVec-v0")
-        self.rngs = [np.random.default_rng() for _ in range(self.num_envs)]
-        self._seeded = False
         self.lengths = np.zeros(self.num_envs)
         self._track_slots = [self.av_slot, (self.av_slot + 1) % n]  # the AV and its leader
         self._tracked = [
@@ -129,9 +131,7 @@ class RingVectorEnv(gym.vector.VectorEnv):
         self.x_av = np.zeros((self.num_envs, 2))  # positions of each AV and its leader (m)
         self.v = np.zeros((self.num_envs, n))
         self._x0 = np.zeros((self.num_envs, n))
-        self._dir: str | None = None
         self._subscribed = False
-        self._needs_reset = True
         self.t = 0  # controlled steps this episode
         self.controlled = False  # AVs are human-driven during the warm-up
         self.step_count = 0  # simulation steps this episode (warm-up included)
@@ -152,21 +152,11 @@ class RingVectorEnv(gym.vector.VectorEnv):
         self._laps_start: np.ndarray | None = None
         self._laps_before: np.ndarray | None = None
 
-    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
-        """Restart the simulation with every ring. ``seed``: an int (ring ``i`` gets
-        ``seed + i``, as gymnasium's SyncVectorEnv seeds its copies) or one per ring."""
-        seed_copies(self, seed)
-        self._start()
-        return self._obs(), {"ring_length": self.lengths.copy()}
-
-    def _workdir(self) -> str:
-        if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="rlsuite-traffic-vec-")
-        return self._dir
+    def _reset_info(self) -> dict[str, Any]:
+        return {"ring_length": self.lengths.copy()}
 
     def _start(self) -> None:
         cfg = self.cfg
-        self.closed = False  # a reset after close() starts a new simulation
         if self.memory is not None:
             self.memory.reset()
         lo, hi = cfg.length_range
@@ -201,7 +191,7 @@ class RingVectorEnv(gym.vector.VectorEnv):
             self.sim.set_speed_mode(vid, ring_mod.AV_SPEED_MODE)
         for _ in range(cfg.warmup_steps):
             self._advance(measure=False)
-        self._needs_reset = False
+        self._obs_last = self._obs()
 
     # --- simulation ---------------------------------------------------------------
 
@@ -251,20 +241,12 @@ class RingVectorEnv(gym.vector.VectorEnv):
         return spacing[:, None] * np.arange(n)[None, :]
 
     def _advance(self, measure: bool) -> None:
-        cfg = self.cfg
         if self.step_count == 0:
             self._x0 = self._start_positions()
         self.sim.step()
         self._read()
-        if cfg.accel_noise > 0 and self._human.any():
-            dt = cfg.sim_step
-            n = cfg.num_vehicles
-            sd = math.sqrt(dt)
-            noise = np.stack([sd * rng.normal(0.0, cfg.accel_noise, n) for rng in self.rngs])
-            mask = self._human if self.controlled else np.ones(n, bool)
-            self.v[:, mask] = np.maximum(0.0, self.v[:, mask] + noise[:, mask] * dt)
-            ids = self._humans_flat if self.controlled else self.ids
-            self.sim.set_previous_speeds(ids, self.v[:, mask].ravel().tolist())
+        if self._human.any():
+            self._human_noise()
         self.step_count += 1
         if measure:
             self._measure()
@@ -272,11 +254,7 @@ class RingVectorEnv(gym.vector.VectorEnv):
     def _measure(self) -> None:
         if self.measured_steps == 0:  # laps are counted from the state before this step
             self._laps_start = self._laps_before
-        if self.sim.collisions():
-            hit = self.sim.call("simulation", "getCollidingVehiclesIDList")
-            for vid in hit:
-                ring = int(str(vid).split(".", 1)[0][1:])
-                self.collisions[ring] += 1
+        self._count_collisions()
         self.samples += self.v.shape[1]
         self.speed_sum += self.v.sum(axis=1)
         self.slow += (self.v < SLOW_SPEED).sum(axis=1)
@@ -303,11 +281,7 @@ class RingVectorEnv(gym.vector.VectorEnv):
 
     # --- gymnasium ------------------------------------------------------------------
 
-    def step(self, actions):
-        if self._needs_reset:  # next-step autoreset: the episodes ended last step
-            self._start()
-            z = np.zeros(self.num_envs, dtype=bool)
-            return self._obs(), np.zeros(self.num_envs), z, z.copy(), {}
+    def _step(self, actions):
         cfg = self.cfg
         a = np.asarray(actions, dtype=float).reshape(self.num_envs, -1)[:, 0]
         if not np.all(np.isfinite(a)):
@@ -322,14 +296,8 @@ class RingVectorEnv(gym.vector.VectorEnv):
             self._laps_before = self._laps(self._odometers())
         self._advance(measure=self.t > cfg.measure_after)
         reward = ring_reward(self.v, a[:, None], cfg.speed_weight(self.lengths), cfg.accel_penalty)
-        terminated = self.collisions > 0
-        truncated = np.full(self.num_envs, self.t >= cfg.horizon)
-        if terminated.any():
-            truncated |= ~terminated
-        if terminated.any() or truncated.any():
-            truncated &= ~terminated
-            self._needs_reset = True
-        return self._obs(), reward.astype(np.float64), terminated, truncated, {}
+        terminated, truncated, info = self._ends(self.collisions > 0, self.t >= cfg.horizon)
+        return self._obs(), reward.astype(np.float64), terminated, truncated, info
 
     def episode_metrics(self) -> list[dict[str, float]]:
         """RingEnv's ``episode_metrics()`` for every ring of the current episode (call it
@@ -352,11 +320,3 @@ class RingVectorEnv(gym.vector.VectorEnv):
             }
             for i in range(self.num_envs)
         ]
-
-    def close_extras(self, **kwargs: Any) -> None:
-        """Stop SUMO and remove the episode files (``close()`` calls this once)."""
-        if getattr(self, "sim", None) is not None:
-            self.sim.close()
-        if getattr(self, "_dir", None) is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
