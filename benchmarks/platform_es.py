@@ -575,7 +575,9 @@ def main(argv: list[str] | None = None) -> int:
         help="antithetic pairs per worker in the weak-scaling runs (default 16)",
     )
     ap.add_argument(
-        "--out", default=None, help="the JSON (default benchmarks/results/platform/platform_es.json)"
+        "--out",
+        default=None,
+        help="the JSON (default benchmarks/results/platform/platform_es.json)",
     )
     args = ap.parse_args(argv)
     global RESULTS, JSON_PATH

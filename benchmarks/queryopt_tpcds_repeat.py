@@ -39,9 +39,8 @@ import statistics
 import sys
 import time
 
-import queryopt_tpcds as T  # noqa: E402
-
 from rlsuite.apps.queryopt import benchmarking as common  # noqa: E402
+from rlsuite.apps.queryopt import runtime_chooser as T
 
 SLOWER = 1.10
 """A rewrite is "slower" when its median is more than 10% above the original's."""
@@ -62,13 +61,13 @@ def alternate(db, schema, plans, repeat, cap_ms, warmup=1, no_warmup=()):
         for label, (sql, settings) in plans.items():
             if label in no_warmup:
                 continue
-            s, _to, r = T._try(db, schema, sql, settings, cap_ms)
+            s, _to, r = T.try_rewrite(db, schema, sql, settings, cap_ms)
             out[label]["warmup_s"].append(round(s, 4))
             out["order"].append(f"{label}*")
             rows[label] = r if r is not None else rows[label]
     for _ in range(repeat):
         for label, (sql, settings) in plans.items():
-            s, to, r = T._try(db, schema, sql, settings, cap_ms)
+            s, to, r = T.try_rewrite(db, schema, sql, settings, cap_ms)
             out[label]["s"].append(round(s, 4))
             out[label]["capped"].append(bool(to))
             out["order"].append(label)

@@ -1,6 +1,6 @@
 """Old name of ``rlsuite bench report`` (``make results``), kept for one release.
 
-    python benchmarks/summary.py [--check]
+python benchmarks/summary.py [--check]
 """
 
 import sys

@@ -292,3 +292,11 @@ def _run_function(bench: Benchmark, module: Any, args: argparse.Namespace, argv:
     )
     out = bench.run(ctx)
     return out if isinstance(out, int) else 0
+
+
+def alias(name: str) -> None:
+    """Run benchmark ``name`` with this process's arguments and exit: what an old script
+    name (``python benchmarks/traffic_merge.py ...``) keeps doing for one release."""
+    from rlsuite.cli import main
+
+    sys.exit(main(["bench", "run", name, *sys.argv[1:]]))

@@ -2,7 +2,7 @@
 
 Each field ``some_name: T = default`` with a docstring below it becomes ``--some-name``
 with that help: ``bool`` -> ``--some-name/--no-some-name``, ``tuple[X, ...]`` -> a
-repeatable flag, other types their own parser. ``--quick`` replaces defaults with the
+repeatable flag taking one or more values, other types their own parser. ``--quick`` replaces defaults with the
 declaration's quick values; a flag given on the command line wins over both.
 """
 
@@ -19,7 +19,15 @@ from typing import Any
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """Each field's docstring (the string literal under it in the class body)."""
+    """Each field's docstring (the string literal under it in the class body), base classes'
+    included."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__[:-1]):
+        docs.update(_own_docs(klass))
+    return docs
+
+
+def _own_docs(cls: type) -> dict[str, str]:
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError):
@@ -47,12 +55,13 @@ def add_settings_flags(parser: argparse.ArgumentParser, cls: type) -> None:
         flag = "--" + f.name.replace("_", "-")
         kind = hints[f.name]
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        text = f"{docs.get(f.name, '')} (default: {default!r})".strip()
+        shown = "" if default in ("", ()) else f" (default: {default!r})"
+        text = f"{docs.get(f.name, '')}{shown}".strip()
         if kind is bool:
             g.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=text)
         elif typing.get_origin(kind) is tuple:
             item = typing.get_args(kind)[0]
-            g.add_argument(flag, type=item, action="append", default=None, help=text)
+            g.add_argument(flag, type=item, action="extend", nargs="+", default=None, help=text)
         else:
             g.add_argument(flag, type=kind, default=None, metavar=f.name.upper(), help=text)
 

@@ -1,13 +1,12 @@
-"""What the traffic training benchmarks share: their flags, training for a wall-clock budget,
+"""What the traffic training benchmarks share: their settings, training for a wall-clock budget,
 evaluating controllers on the same episodes, and saving the result with its two-panel PNG."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rlsuite.bench import results_dir
@@ -64,58 +63,82 @@ def evaluate_controllers(
     return rows
 
 
-def finish(
-    name: str, argv: list[str] | None, plan, cfg: dict, res, curve: list[dict], rows: list[dict],
-    train_s: float, checks: Mapping[str, bool], console, bars: list[dict] | None = None,
-    script: str | None = None, **plot: str,
+@dataclass(frozen=True)
+class TrainingSettings:
+    """The settings every traffic training benchmark takes (a benchmark's own subclass these)."""
+
+    minutes: float = 10.0
+    """training wall-clock budget in minutes"""
+    workers: int = 2
+    """env runners (and the embedded Ray's CPUs)"""
+    chunk: int = 5
+    """training iterations between progress reports and checkpoints"""
+    run_dir: str = ""
+    """the training run's folder (default runs/benchmarks/NAME)"""
+    plan_set: tuple[str, ...] = ()
+    """a plan field KEY=JSON (repeatable)"""
+    env_set: tuple[str, ...] = ()
+    """an env option KEY=JSON (repeatable)"""
+    out: str = ""
+    """results name (default: the benchmark's)"""
+
+
+def train_plan(ctx: Any, plan_name: str, fields: Mapping[str, Any], run_dir: str = ""):
+    """Make the ``plan_name`` plan of ``fields`` (``--plan-set`` on top) and train it from
+    scratch for ``ctx.settings.minutes``. Returns the plan, the last ``TrainResult``, the
+    learning curve and the training seconds."""
+    from rich.console import Console
+
+    from rlsuite.cli_common import parse_sets
+    from rlsuite.platform import optimizers
+
+    s = ctx.settings
+    plan = optimizers.make_plan(plan_name, **{**fields, **parse_sets(s.plan_set)})
+    run_dir = s.run_dir or run_dir or os.path.join("runs", "benchmarks", ctx.bench.name)
+    if ctx.quick and not s.run_dir:
+        run_dir = os.path.join("runs", "bench-quick", os.path.basename(run_dir))
+    res, curve, train_s = train_for_minutes(
+        plan, run_dir, s.minutes, s.chunk, s.workers, Console(width=140)
+    )
+    return plan, res, curve, train_s
+
+
+def save_training(
+    ctx: Any, stem: str, plan, cfg: dict, res, curve: list[dict], rows: list[dict],
+    train_s: float, checks: Mapping[str, bool], bars: list[dict] | None = None, **plot: str,
 ) -> int:  # fmt: skip
-    """Print each check's PASS/FAIL, save the result (:func:`save_training_result` with
-    ``plot``'s labels) and return the exit status (0 when every check passed).
-    ``script`` names the benchmark script in the recorded command when it is not ``name``."""
+    """Say each check's PASS/FAIL, save ``<stem>.json`` (plan, env config, curve, rows,
+    checks) and ``<stem>.png`` (:func:`training_figure`); 0 when every check passed."""
     for k, ok in checks.items():
-        console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
-    out = dict(benchmark=name, machine=MACHINE, plan=plan.to_dict(), env_config=cfg,
-               curve=curve, rows=rows, train_s=train_s, checkpoint=res.checkpoint,
-               checks=dict(checks),
-               command=f"flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/{script or name}.py "
-               + " ".join(argv if argv is not None else sys.argv[1:]))  # fmt: skip
-    save_training_result(name, out, bars=bars, **plot)
+        ctx.say(f"{'PASS' if ok else 'FAIL'}  {k}")
+    ctx.save(stem, dict(plan=plan.to_dict(), env_config=cfg, curve=curve, rows=rows,
+                        train_s=train_s, checkpoint=res.checkpoint, checks=dict(checks)))  # fmt: skip
+    ctx.save_plot(stem, training_figure(curve, rows if bars is None else bars, **plot))
     return 0 if all(checks.values()) else 1
 
 
-def save_training_result(
-    name: str, out: dict, metric: str, curve_label: str, curve_title: str, bar_label: str,
-    bar_title: str, bars: list[dict] | None = None,
-) -> str:  # fmt: skip
-    """Write ``results/<name>.json`` and ``<name>.png``: the learning curve (episode return
-    against wall-clock) beside a bar per controller of ``metric`` (the learned one first):
-    one per row of ``out["rows"]``, or of ``bars`` when given."""
-    os.makedirs(RESULTS, exist_ok=True)
-    path = os.path.join(RESULTS, f"{name}.json")
-    with open(path, "w") as f:
-        json.dump(out, f, indent=2, default=str)
-
+def training_figure(
+    curve: list[dict], bars: list[dict], metric: str, curve_label: str, curve_title: str,
+    bar_label: str, bar_title: str,
+):  # fmt: skip
+    """The learning curve (episode return against wall-clock) beside a bar per controller of
+    ``metric`` (the learned one first, green)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
-    a.plot([c["wall_s"] / 60 for c in out["curve"]],
-           [c["episode_return_mean"] for c in out["curve"]], marker="o")  # fmt: skip
+    a.plot([c["wall_s"] / 60 for c in curve], [c["episode_return_mean"] for c in curve],
+           marker="o")  # fmt: skip
     a.set_xlabel("training wall-clock (min)")
     a.set_ylabel(curve_label)
     a.set_title(curve_title)
-    bars = out["rows"] if bars is None else bars
     names = [r["controller"] for r in bars]
-    b.bar(names, [r[metric] for r in bars],
-          color=["tab:green"] + ["grey"] * (len(names) - 1))  # fmt: skip
+    b.bar(names, [r[metric] for r in bars], color=["tab:green"] + ["grey"] * (len(names) - 1))
     b.set_ylabel(bar_label)
     b.set_title(bar_title)
-    fig.tight_layout()
-    fig.savefig(os.path.join(RESULTS, f"{name}.png"))
-    plt.close(fig)
-    return path
+    return fig
 
 
 def train_for_minutes(plan, run_dir: str, minutes: float, chunk: int, workers: int, console):

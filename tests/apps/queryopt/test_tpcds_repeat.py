@@ -95,15 +95,14 @@ def test_the_script_repeats_the_wins_only_with_a_pair_and_the_rows_compared(tpcd
 
 
 def test_pair_candidates_add_a_shape_rule_with_a_planner_arm(tpcds):
-    import queryopt_tpcds as T
-
     from rlsuite.apps.queryopt import rules as R
+    from rlsuite.apps.queryopt import runtime_chooser as T
     from rlsuite.apps.queryopt.rewriter import catalog
     from rlsuite.apps.queryopt.workloads.tpcds import queries
 
     q0 = R.Query.parse(queries()[4], catalog(tpcds, SMALL.schema))
-    plain = T._candidates(q0, [], new_rules=True)
-    paired = T._candidates(q0, [], new_rules=True, pairs=True)
+    plain = T.candidates(q0, [], new_rules=True)
+    paired = T.candidates(q0, [], new_rules=True, pairs=True)
     pair = ("cte_not_materialized", "arm_no_nestloop")
     assert pair not in plain and pair in paired
     assert paired[pair].settings_dict == {"enable_nestloop": "off"}
@@ -130,7 +129,7 @@ def test_stop_at_skips_the_queries_that_would_end_after_it(tpcds, dsn, tmp_path)
 
 
 def test_a_lower_search_bar_reruns_only_the_queries_between_the_bars():
-    import queryopt_tpcds as T
+    from rlsuite.apps.queryopt import runtime_chooser as T
 
     rows = [{"query": n, "postgres_s": s} for n, s in ((1, 0.3), (2, 0.5), (3, 0.9), (4, 1.0))]
     kept, redo = T.between_bars(rows, 0.5, 1.0)
