@@ -145,6 +145,12 @@ class Context:
         self.say(f"wrote {path}")
         return path
 
+    def verdict(self, checks: Mapping[str, bool]) -> int:
+        """Say each pass criterion's PASS or FAIL; the exit status (0 when all passed)."""
+        for k, ok in checks.items():
+            self.say(f"{'PASS' if ok else 'FAIL'}  {k}")
+        return 0 if all(checks.values()) else 1
+
     def save_plot(self, stem: str, fig: Any) -> Path:
         """Save a matplotlib figure as ``<stem>.png`` and close it."""
         import matplotlib.pyplot as plt

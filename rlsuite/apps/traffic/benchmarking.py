@@ -109,12 +109,10 @@ def save_training(
 ) -> int:  # fmt: skip
     """Say each check's PASS/FAIL, save ``<stem>.json`` (plan, env config, curve, rows,
     checks) and ``<stem>.png`` (:func:`training_figure`); 0 when every check passed."""
-    for k, ok in checks.items():
-        ctx.say(f"{'PASS' if ok else 'FAIL'}  {k}")
     ctx.save(stem, dict(plan=plan.to_dict(), env_config=cfg, curve=curve, rows=rows,
                         train_s=train_s, checkpoint=res.checkpoint, checks=dict(checks)))  # fmt: skip
     ctx.save_plot(stem, training_figure(curve, rows if bars is None else bars, **plot))
-    return 0 if all(checks.values()) else 1
+    return ctx.verdict(checks)
 
 
 def training_figure(
