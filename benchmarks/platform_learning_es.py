@@ -175,12 +175,16 @@ def _evaluate(controller: Any, env_id: str, seeds: range) -> float:
     return total / len(seeds)
 
 
-def run_cell(key: str, impl: str, seed: int, lock: str | None, segment_s: float) -> dict:
-    """Train one (task, impl, seed) to its last threshold or its budget."""
+def run_cell(
+    key: str, impl: str, seed: int, lock: str | None, segment_s: float, max_steps: int = 0
+) -> dict:
+    """Train one (task, impl, seed) to its last threshold or its budget (``max_steps`` when
+    smaller)."""
     from rlsuite.platform import cluster
     from rlsuite.platform.es import ESPlan, ESTrainer
 
     task = TASKS[key]
+    budget = min(task.budget_steps, max_steps or task.budget_steps)
     plan = ESPlan(env=task.env, seed=seed, **IMPLS[impl][key])
     heavy = _HeavyLock(lock, segment_s)
     heavy.take()
@@ -192,11 +196,11 @@ def run_cell(key: str, impl: str, seed: int, lock: str | None, segment_s: float)
     reached: dict[str, dict[str, Any]] = {}
     best, eval_s, next_eval = -math.inf, 0.0, 0
     try:
-        while trainer.env_steps_total < task.budget_steps:
+        while trainer.env_steps_total < budget:
             heavy.between_iterations()
             m = trainer.train()
             steps = trainer.env_steps_total
-            if steps < next_eval and steps < task.budget_steps:
+            if steps < next_eval and steps < budget:
                 continue
             next_eval = steps + task.eval_every
             te = time.perf_counter()
@@ -368,6 +372,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", default=JSON_PATH, help="the JSON (default %(default)s)")
     ap.add_argument("--lock", default=None, help="a flock file held while a cell computes")
     ap.add_argument("--segment-s", type=float, default=420.0, help="seconds per lock hold")
+    ap.add_argument(
+        "--max-env-steps", type=int, default=0, help="stop each cell here (a smoke run; 0: none)"
+    )
     args = ap.parse_args(argv)
     for name, given, known in (("task", args.tasks, TASKS), ("impl", args.impls, IMPLS)):
         bad = [x for x in given if x not in known]
@@ -396,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{cid}: done, skipped (--resume)")
                     continue
                 print(f"{cid}: running", flush=True)
-                cell = run_cell(key, impl, seed, args.lock, args.segment_s)
+                cell = run_cell(key, impl, seed, args.lock, args.segment_s, args.max_env_steps)
                 cell["command"] = " ".join(
                     [".venv/bin/python", "benchmarks/platform_learning_es.py", *given]
                 )

@@ -15,7 +15,7 @@ def _to(task, impl, share, target, env, published, what="ARS-style"):
 
 BENCHMARK = Benchmark(
     script="platform_learning_es.py",
-    quick=dict(tasks="es-swimmer", impls="ars_n8", seeds="0"),
+    quick=dict(tasks="es-swimmer", impls="ars_n8", seeds="0", max_env_steps=20_000),
     seeds=True,
     resume=True,
     rows=(
