@@ -71,7 +71,9 @@ def _list(decl, app: str | None) -> int:
 
 
 def _smoke(decl, args: argparse.Namespace) -> int:
-    """Each chosen benchmark's ``--quick`` form in turn; a table of exit codes and seconds."""
+    """Each chosen benchmark's ``--quick`` form in turn, and a table. A benchmark passes when
+    it ran end to end: exit 0, or a results JSON written (a pass criterion that a tiny
+    budget does not meet exits 1 but is no breakage); an error or no JSON fails it."""
     import time
 
     from rich.console import Console
@@ -85,7 +87,7 @@ def _smoke(decl, args: argparse.Namespace) -> int:
         if (not args.app or b.app == args.app) and (args.device or not b.device)
     ]
     t = Table(title="bench smoke (--quick)")
-    for col in ("benchmark", "exit", "seconds"):
+    for col in ("benchmark", "exit", "JSON written", "seconds", "verdict"):
         t.add_column(col)
     failed = 0
     for b in chosen:
@@ -95,8 +97,12 @@ def _smoke(decl, args: argparse.Namespace) -> int:
         except Exception as err:  # noqa: BLE001 - one broken benchmark must not hide the rest
             print(f"{b.name}: {type(err).__name__}: {err}", file=sys.stderr)
             rc = 1
-        failed += rc != 0
-        t.add_row(b.name, str(rc), f"{time.time() - t0:.0f}")
+        wrote = [p.name for p in (runner.QUICK_ROOT / "results").rglob("*.json")
+                 if p.stat().st_mtime >= t0]  # fmt: skip
+        ok = rc == 0 or bool(wrote)
+        failed += not ok
+        t.add_row(b.name, str(rc), ", ".join(wrote) or "-", f"{time.time() - t0:.0f}",
+                  "ran" if ok else "FAILED")  # fmt: skip
     Console().print(t)
     return 1 if failed else 0
 
