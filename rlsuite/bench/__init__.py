@@ -59,6 +59,7 @@ from rlsuite.bench.declare import (
     command,
     here,
     pub,
+    repo_root,
     results_dir,
 )
 from rlsuite.bench.runner import Context
@@ -73,5 +74,6 @@ __all__ = [
     "command",
     "here",
     "pub",
+    "repo_root",
     "results_dir",
 ]
