@@ -303,6 +303,12 @@ def _run_function(bench: Benchmark, module: Any, args: argparse.Namespace, argv:
 def alias(name: str) -> None:
     """Run benchmark ``name`` with this process's arguments and exit: what an old script
     name (``python benchmarks/traffic_merge.py ...``) keeps doing for one release."""
-    from rlsuite.cli import main
+    from rlsuite.bench import registry
 
-    sys.exit(main(["bench", "run", name, *sys.argv[1:]]))
+    decl = registry.load()
+    try:
+        rc = run(decl.get(name), decl.modules[name], sys.argv[1:])
+    except (ValueError, FileNotFoundError, ConnectionError) as err:
+        print(f"rlsuite bench run {name}: error: {err}", file=sys.stderr)
+        rc = 2
+    sys.exit(rc)

@@ -69,3 +69,16 @@ def test_a_declaration_must_run_exactly_one_thing():
         Benchmark(name="traffic_x", app="traffic", claim="c")
     with pytest.raises(ValueError, match="did you mean 'traffic'"):
         Benchmark(name="x", app="trafic", claim="c", script="x.py")
+
+
+def test_every_old_script_name_that_is_an_alias_names_a_benchmark():
+    names = {b.name for b in DECL.benchmarks}
+    aliases = {}
+    for path in ROOT.glob("*.py"):
+        found = re.findall(r'alias\("(\w+)"\)', path.read_text())
+        if found:
+            aliases[path.stem] = found[0]
+    assert aliases, "converted benchmarks keep their old script name as an alias"
+    assert all(name in names and name == stem for stem, name in aliases.items()), aliases
+    scripts = {b.script for b in DECL.benchmarks if b.script}
+    assert not {f"{stem}.py" for stem in aliases} & scripts, "an alias is not also a script"
