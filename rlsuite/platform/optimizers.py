@@ -20,6 +20,8 @@ replay   DQN (double Q, dueling,      several runners feed one prioritised repla
          prioritised replay, n-step)  buffer; the learner samples from it (Ape-X)
 imitation BC                          supervised learning on recorded episodes
 es       none (rlsuite.platform.es)   evolution strategies on Ray actors
+async_grad none (rlsuite.platform     runners push gradients (A3C, GORILA's DQN) to a
+         .async_grad)                 sharded parameter server, no barrier
 ======== ============================ ===========================================
 
 Example::
@@ -42,6 +44,7 @@ from typing import Any
 
 from rlsuite.platform import envs as env_registry
 from rlsuite.platform import resources, runners
+from rlsuite.platform.async_grad.plan import AsyncGradPlan
 from rlsuite.platform.es.plan import ESPlan
 from rlsuite.platform.plans import Plan
 from rlsuite.platform.rllib_plans import (
@@ -76,7 +79,7 @@ __all__ = [
 
 
 PLANS: dict[str, type[Plan]] = {
-    p.name: p for p in (SyncPlan, AsyncPlan, ReplayPlan, ImitationPlan, ESPlan)
+    p.name: p for p in (SyncPlan, AsyncPlan, ReplayPlan, ImitationPlan, ESPlan, AsyncGradPlan)
 }
 """Every plan by name, in the order ``--help`` lists them."""
 

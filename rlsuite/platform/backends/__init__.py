@@ -5,5 +5,6 @@
     registry  backend key -> class; a plan names its key in ``Plan.backend``
     rllib     RLlibBackend: the RLlib plans (sync, async, replay, imitation)
 
-The ``es`` backend is :class:`rlsuite.platform.es.trainer.ESTrainer`.
+The ``es`` backend is :class:`rlsuite.platform.es.trainer.ESTrainer`, the ``async_grad``
+backend :class:`rlsuite.platform.async_grad.trainer.AsyncGradBackend`.
 """

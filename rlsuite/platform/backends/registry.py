@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rlsuite.platform.async_grad.trainer import AsyncGradBackend
 from rlsuite.platform.backends.base import Backend
 from rlsuite.platform.backends.rllib import RLlibBackend
 from rlsuite.platform.es.trainer import ESTrainer
 
-BACKENDS: dict[str, type] = {"rllib": RLlibBackend, "es": ESTrainer}
+BACKENDS: dict[str, type] = {"rllib": RLlibBackend, "es": ESTrainer, "async_grad": AsyncGradBackend}
 """Every backend by key."""
 
 
