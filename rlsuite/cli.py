@@ -54,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("info", help="versions, Ray status and the real components this machine has")
 
     t = sub.add_parser("train", help="train a plan on an env, with checkpoints and metrics")
-    t.add_argument("--plan", required=True, help="sync | async | replay | imitation | es | async_grad")
+    t.add_argument(
+        "--plan", required=True, help="sync | async | replay | imitation | es | async_grad"
+    )
     t.add_argument("--env", required=True, help="registered env id or gymnasium id")
     t.add_argument("--iterations", type=int, default=20, help="training iterations (default 20)")
     t.add_argument("--run-dir", required=True, help="folder for metrics, plots and checkpoints")

@@ -18,6 +18,9 @@ Modules:
     checkpoints     the on-disk layout of runs and checkpoints; ``load_controller``
     backends        the backend interface (build, train, save, restore, load a controller),
                     its registry, and the RLlib backend
+    async_grad      asynchronous gradients on a sharded parameter server (A3C, GORILA):
+                    the ``async_grad`` backend (its plan, ``async_grad.plan``, stands
+                    below optimizers, which lists it)
     evaluation      evaluate any controller on seeded scenarios in parallel Ray workers
     demonstrations  record a controller's episodes; warm-start a policy from them
     metrics         a run's metric files (JSON lines, CSV, TensorBoard, PNG), progress bar

@@ -112,9 +112,17 @@ class AsyncGradBackend:
             self.shards = [self._new_shard(i, self._snapshot[i]) for i in range(plan.num_shards)]
             self.runners = [self._new_runner(i) for i in range(plan.num_runners)]
             self._last_stats = ray.get([s.stats.remote() for s in self.shards])
+            try:
+                ray.get([r.__ray_ready__.remote() for r in self.runners])
+            except ray.exceptions.RayActorError as e:
+                raise RuntimeError(
+                    f"the async_grad runners could not start on env {plan.env!r} with "
+                    f"env_config={dict(plan.env_config)!r}: {e}"
+                ) from e
         except BaseException:
             self.stop()
             raise
+        self._t_last = time.perf_counter()
 
     # -- actors ---------------------------------------------------------------------
     def _new_shard(self, i: int, state: dict[str, Any]) -> Any:
@@ -221,16 +229,19 @@ class AsyncGradBackend:
 
     # -- one iteration ----------------------------------------------------------------
     def train(self) -> dict[str, Any]:
-        """Let the runners work until ``env_steps_per_iteration`` steps came in; one row."""
+        """Let the runners work until ``env_steps_per_iteration`` steps came in; one row.
+        Its time is the wall time since the last row (a checkpoint's included), so the
+        rates are over all the time the run took."""
         import ray
 
-        t0 = time.perf_counter()
+        t0 = self._t_last
         while self._acc.env_steps < self.plan.env_steps_per_iteration:
             self._launch()
             ready, _ = ray.wait(list(self._inflight), num_returns=1)
             self._collect(ready)
         self._launch()
-        dt = time.perf_counter() - t0
+        self._t_last = time.perf_counter()
+        dt = self._t_last - t0
         try:
             stats = ray.get([s.stats.remote() for s in self.shards])
         except ray.exceptions.RayActorError:
@@ -366,6 +377,7 @@ class AsyncGradBackend:
         self._restore_shards(old)
         for k, v in state["counters"].items():
             setattr(self, k, v)
+        self._t_last = time.perf_counter()
 
     @classmethod
     def policy_files(cls) -> list[str]:
