@@ -173,7 +173,11 @@ class Progress:
             return
         ret = row.get("episode_return_mean", math.nan)
         sps = row.get("env_steps_this_iter", 0) / max(row.get("time_this_iter_s") or 1e-9, 1e-9)
-        self.bar.update(self.task, completed=it, info=f"return {ret:8.2f}  {sps:7.0f} steps/s")
+        info = f"return {ret:8.2f}  {sps:7.0f} steps/s"
+        if "learner_utilisation" in row:  # plans whose learner runs beside the sampling
+            info += f"  {row.get('updates_per_s', 0):6.0f} updates/s"
+            info += f"  learner {100 * row['learner_utilisation']:3.0f}% busy"
+        self.bar.update(self.task, completed=it, info=info)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -6,8 +6,9 @@ config dataclass each (:class:`rlsuite.platform.plans.Plan`, in
 :mod:`rlsuite.platform.rllib_plans`), turned into an RLlib
 ``AlgorithmConfig`` by one adapter, :func:`to_rllib`. RLlib does the work (EnvRunners
 sample, the Learner holds the loss); the plans only choose the algorithm and its
-resources. This module is also the catalogue of every plan, :data:`PLANS`
-(``make_plan``, ``plan_names``), the ``es`` plan of :mod:`rlsuite.platform.es` included.
+resources (``apex``'s training step is rlsuite's own, :mod:`rlsuite.platform.apex`).
+This module is also the catalogue of every plan, :data:`PLANS` (``make_plan``,
+``plan_names``), the ``es`` plan of :mod:`rlsuite.platform.es` included.
 
 ======== ============================ ===========================================
 plan     RLlib algorithm              shape
@@ -17,7 +18,9 @@ sync     PPO                          all runners sample, then one synchronous u
 async    APPO (IMPALA + V-trace)      runners sample continuously; the learner
                                       consumes batches as they arrive
 replay   DQN (double Q, dueling,      several runners feed one prioritised replay
-         prioritised replay, n-step)  buffer; the learner samples from it (Ape-X)
+         prioritised replay, n-step)  buffer; the learner samples from it, in turn
+apex     DQN's learner and module     Ape-X: runners push prioritised experience to
+         (rlsuite.platform.apex)      replay shards while the learner samples them
 imitation BC                          supervised learning on recorded episodes
 es       none (rlsuite.platform.es)   evolution strategies on Ray actors
 async_grad none (rlsuite.platform     runners push gradients (A3C, GORILA's DQN) to a
@@ -44,6 +47,7 @@ from typing import Any
 
 from rlsuite.platform import envs as env_registry
 from rlsuite.platform import resources, runners
+from rlsuite.platform.apex.plan import ApexPlan
 from rlsuite.platform.async_grad.plan import AsyncGradPlan
 from rlsuite.platform.es.plan import ESPlan
 from rlsuite.platform.plans import Plan
@@ -52,6 +56,7 @@ from rlsuite.platform.rllib_plans import (
     OBSERVATION_FILTERS,
     AsyncPlan,
     ImitationPlan,
+    QPlan,
     RecurrentCapablePlan,
     ReplayPlan,
     RLlibPlan,
@@ -62,8 +67,10 @@ __all__ = [
     "DEFAULT_ENVS_PER_RUNNER",
     "OBSERVATION_FILTERS",
     "PLANS",
+    "ApexPlan",
     "AsyncPlan",
     "ImitationPlan",
+    "QPlan",
     "RLlibPlan",
     "RecurrentCapablePlan",
     "ReplayPlan",
@@ -79,7 +86,8 @@ __all__ = [
 
 
 PLANS: dict[str, type[Plan]] = {
-    p.name: p for p in (SyncPlan, AsyncPlan, ReplayPlan, ImitationPlan, ESPlan, AsyncGradPlan)
+    p.name: p
+    for p in (SyncPlan, AsyncPlan, ReplayPlan, ImitationPlan, ESPlan, AsyncGradPlan, ApexPlan)
 }
 """Every plan by name, in the order ``--help`` lists them."""
 
@@ -208,20 +216,18 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
         config = (
             InPlaceSyncDQNConfig()
             .training(
-                lr=plan.lr,
-                gamma=plan.gamma,
-                train_batch_size_per_learner=plan.train_batch_size,
+                **plan.dqn_training(),
                 replay_buffer_config=buffer,
-                double_q=plan.double_q,
-                dueling=plan.dueling,
-                n_step=plan.n_step,
-                target_network_update_freq=plan.target_update_freq,
-                num_steps_sampled_before_learning_starts=plan.learning_starts,
                 epsilon=[(0, 1.0), (plan.epsilon_timesteps, plan.final_epsilon)],
                 training_intensity=rllib_training_intensity(plan),
             )
             .reporting(min_sample_timesteps_per_iteration=plan.env_steps_per_iteration)
         )
+        model = DefaultModelConfig(**common_model)
+    elif isinstance(plan, ApexPlan):
+        from rlsuite.platform.apex.algorithm import apex_config
+
+        config = apex_config(plan)  # RLlib's DQN learner and module, Ape-X's training step
         model = DefaultModelConfig(**common_model)
     elif isinstance(plan, ImitationPlan):
         import os

@@ -1,4 +1,5 @@
-"""The config dataclasses of the plans RLlib runs: ``sync``, ``async``, ``replay``, ``imitation``.
+"""The config dataclasses of the plans RLlib runs: ``sync``, ``async``, ``replay``, ``imitation``
+(and :class:`QPlan`, the fields ``replay`` shares with ``apex``).
 
 Each is a frozen, documented :class:`rlsuite.platform.plans.Plan` that validates itself
 and sizes its Ray placement; :func:`rlsuite.platform.optimizers.to_rllib` turns one into
@@ -392,24 +393,19 @@ class AsyncPlan(RecurrentCapablePlan):
 
 
 @dataclass(frozen=True)
-class ReplayPlan(RLlibPlan):
-    """``replay``: several runners feed one prioritised replay buffer; the learner
-    samples it (DQN with double Q and a dueling head: the Ape-X shape)."""
+class QPlan(RLlibPlan):
+    """Fields of the plans that learn RLlib's DQN module from prioritised replay
+    (``replay``, and ``apex`` of :mod:`rlsuite.platform.apex`): the Q-learning loss and
+    the replay buffer's priorities."""
 
-    name: ClassVar[str] = "replay"
     shares_encoder: ClassVar[bool] = True
-    supports_action_mask: ClassVar[bool] = True
 
     lr: float = 5e-4
     """Learning rate."""
     train_batch_size: int = 32
     """Transitions per learner update."""
-    rollout_fragment_length: int | str = 4
-    """Steps per env per sample call."""
     buffer_size: int = 50_000
     """Replay capacity in transitions."""
-    prioritized: bool = True
-    """Prioritised replay (Schaul et al.); False samples uniformly."""
     priority_alpha: float = 0.6
     """How strongly priorities skew sampling (0: uniform)."""
     priority_beta: float = 0.4
@@ -424,6 +420,59 @@ class ReplayPlan(RLlibPlan):
     """Env steps between target-network syncs."""
     learning_starts: int = 1000
     """Env steps sampled before the first update."""
+
+    def validate(self) -> None:
+        super().validate()
+        _check(
+            self.buffer_size >= self.train_batch_size,
+            f"buffer_size ({self.buffer_size}) must hold at least one batch "
+            f"({self.train_batch_size})",
+        )
+        _check(
+            0 <= self.priority_alpha <= 1 and 0 <= self.priority_beta <= 1,
+            "priority_alpha and priority_beta must be in [0, 1]",
+        )
+        _check(self.n_step >= 1, "n_step must be >= 1")
+        _check(self.target_update_freq >= 1, "target_update_freq must be >= 1")
+        _check(self.learning_starts >= 0, "learning_starts must be >= 0")
+        if env_registry.spec(self.env).multi_agent:
+            return
+        space = env_registry.spaces(self.env, self.env_config)[None][1]
+        import gymnasium as gym
+
+        if not isinstance(space, gym.spaces.Discrete):
+            raise ValueError(
+                f"the {self.name} plan (DQN) needs a Discrete action space; {self.env!r} has "
+                f"{space}. Use 'sync' or 'async' for continuous actions."
+            )
+
+    def dqn_training(self) -> dict[str, Any]:
+        """The keyword arguments of RLlib's ``DQNConfig.training`` that these fields set."""
+        return dict(
+            lr=self.lr,
+            gamma=self.gamma,
+            train_batch_size_per_learner=self.train_batch_size,
+            double_q=self.double_q,
+            dueling=self.dueling,
+            n_step=self.n_step,
+            target_network_update_freq=self.target_update_freq,
+            num_steps_sampled_before_learning_starts=self.learning_starts,
+        )
+
+
+@dataclass(frozen=True)
+class ReplayPlan(QPlan):
+    """``replay``: several runners feed one prioritised replay buffer; the learner
+    samples it (RLlib's DQN with double Q and a dueling head), sampling and learning in
+    turn. ``apex`` (:mod:`rlsuite.platform.apex`) does both at once, over sharded replay."""
+
+    name: ClassVar[str] = "replay"
+    supports_action_mask: ClassVar[bool] = True
+
+    rollout_fragment_length: int | str = 4
+    """Steps per env per sample call."""
+    prioritized: bool = True
+    """Prioritised replay (Schaul et al.); False samples uniformly."""
     epsilon_timesteps: int = 10_000
     """Env steps over which epsilon decays from 1 to ``final_epsilon``."""
     final_epsilon: float = 0.02
@@ -442,31 +491,8 @@ class ReplayPlan(RLlibPlan):
     def validate(self) -> None:
         super().validate()
         _check(self.env_steps_per_iteration >= 1, "env_steps_per_iteration must be >= 1")
-        _check(
-            self.buffer_size >= self.train_batch_size,
-            f"buffer_size ({self.buffer_size}) must hold at least one batch "
-            f"({self.train_batch_size})",
-        )
-        _check(
-            0 <= self.priority_alpha <= 1 and 0 <= self.priority_beta <= 1,
-            "priority_alpha and priority_beta must be in [0, 1]",
-        )
-        _check(self.n_step >= 1, "n_step must be >= 1")
         _check(0 <= self.final_epsilon <= 1, "final_epsilon must be in [0, 1]")
-        _check(
-            self.epsilon_timesteps >= 1 and self.target_update_freq >= 1,
-            "epsilon_timesteps and target_update_freq must be >= 1",
-        )
-        if env_registry.spec(self.env).multi_agent:
-            return
-        space = env_registry.spaces(self.env, self.env_config)[None][1]
-        import gymnasium as gym
-
-        if not isinstance(space, gym.spaces.Discrete):
-            raise ValueError(
-                f"the replay plan (DQN) needs a Discrete action space; {self.env!r} has "
-                f"{space}. Use 'sync' or 'async' for continuous actions."
-            )
+        _check(self.epsilon_timesteps >= 1, "epsilon_timesteps must be >= 1")
 
 
 @dataclass(frozen=True)

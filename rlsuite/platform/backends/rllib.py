@@ -176,6 +176,8 @@ def flatten_result(r: dict[str, Any]) -> dict[str, Any]:
         row["eval_return_mean"] = _num(ev.get("episode_return_mean"))
         if math.isnan(row["episode_return_mean"]):
             row["episode_return_mean"] = row["eval_return_mean"]
+    # a training step of rlsuite's own (e.g. apex's) reports its numbers here
+    row.update((r.get("rlsuite", {}) or {}).items())
     for mid, stats in (r.get("learners", {}) or {}).items():
         if mid == "__all_modules__" or not isinstance(stats, dict):
             continue
