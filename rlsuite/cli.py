@@ -28,6 +28,7 @@ import sys
 from rlsuite.bench import cli as bench_cli
 from rlsuite.cli_common import (
     PROBES_GROUP,
+    USER_ERRORS,
     Probe,
     add_cluster_flags,
     add_json_flag,
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         commands = dict(info=cmd_info, train=cmd_train, evaluate=cmd_evaluate, tune=cmd_tune)
         commands.update(export=cmd_export, bench=bench_cli.main)
         return commands[args.command](args)
-    except (ValueError, FileNotFoundError, FileExistsError, ConnectionError) as e:
+    except USER_ERRORS as e:
         print(f"rlsuite {args.command}: error: {e}", file=sys.stderr)
         return 2
 

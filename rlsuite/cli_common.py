@@ -39,7 +39,9 @@ for ``--json PATH``; and :class:`Probe`, what an app's ``probes()`` (announced
 in the ``rlsuite.probes`` entry-point group) reports to ``rlsuite info``.
 
 Bad input raises ``ValueError`` (``argparse.ArgumentTypeError`` inside argparse
-types) whose message names the flag, the input, and a correct example.
+types) whose message names the flag, the input, and a correct example. Every CLI's
+``main`` turns :data:`USER_ERRORS` into one line on standard error and exit status 2,
+with no traceback.
 
 Example::
 
@@ -87,6 +89,17 @@ _SEARCH_USAGE = (
 
 
 # --------------------------------------------------------------------------- --set
+
+
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    FileNotFoundError,
+    FileExistsError,
+    ConnectionError,
+)
+"""What a user's input or setup can cause (a bad flag, a missing or taken path, a Ray
+cluster that does not answer or refuses the token): each message says what was wrong and
+what to do, so a CLI prints it as one line instead of a traceback."""
 
 
 def parse_value(text: str) -> Any:

@@ -13,9 +13,12 @@ that every process this module starts is stopped again::
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
+import socket
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -99,31 +102,156 @@ def init(
             if num_gpus is not None:
                 kwargs["num_gpus"] = num_gpus
             started_here = True
+            with _environ(PYTHONPATH=pythonpath):
+                ray.init(**kwargs)
         else:
             # a cluster's nodes have their own environment: the job's runtime env carries it
             kwargs["address"] = address
             kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": pythonpath}}
-        try:
-            with _environ(PYTHONPATH=pythonpath if address is None else None):
-                ray.init(**kwargs)
-        except Exception as e:
-            if address is not None and "auth" in str(e).lower():
-                raise ConnectionError(
-                    f"the Ray cluster at {address!r} refused this driver's token ({e}). "
-                    "Ray >= 2.59 turns token authentication on for clusters started with "
-                    "`ray start --head`: give the driver the head's token (RAY_AUTH_TOKEN, "
-                    "or the file `ray get-auth-token` reads), or start the head with "
-                    "RAY_AUTH_MODE=disabled on a trusted network."
-                ) from e
-            if isinstance(e, ConnectionError):
-                raise ConnectionError(
-                    f"could not join the Ray cluster at {address!r}: {e}. Start one with "
-                    "`ray start --head` and pass the address it prints, or omit --address "
-                    "to run on an embedded local Ray."
-                ) from e
-            raise
+            _join(address, kwargs)
         _exit_cleanly_on_sigterm()
     return info(started_here=started_here)
+
+
+def _join(address: str, kwargs: dict) -> None:
+    """``ray.init`` joining the cluster at ``address``, or one :class:`ConnectionError`
+    that says what was wrong and what to do.
+
+    Token authentication, which ``ray start --head`` turns on (Ray >= 2.59), stays on: the
+    driver takes the token the way Ray's own client does for a cluster it finds by itself
+    (``RAY_AUTH_TOKEN``, the file ``RAY_AUTH_TOKEN_PATH`` names, or ``~/.ray/auth_token``),
+    which Ray does not do for an explicit address. ``RAY_AUTH_MODE`` set by the user wins.
+    Ray's core prints a warning line per retry while it fails to connect; those lines are
+    held back and replaced by the error (kept as they were when the join succeeds)."""
+    import ray
+
+    _use_token_if_available()
+    unreachable = _unreachable(address)
+    if unreachable:
+        raise ConnectionError(
+            f"no Ray head answers at {address!r} ({unreachable}). Start one with "
+            "`ray start --head` and pass the address it prints, or omit --address to run "
+            "on an embedded local Ray."
+        )
+    with held_stderr() as held:
+        try:
+            ray.init(**kwargs)
+        except Exception as e:
+            held.drop()
+            if _mentions_auth(e):
+                raise ConnectionError(
+                    f"the Ray cluster at {address!r} refused this driver's token. Give the "
+                    "driver the head's token: on the head, `ray get-auth-token` prints it; "
+                    "set it here as RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH to a file with it)."
+                ) from None
+            raise ConnectionError(
+                f"could not join the Ray cluster at {address!r} ({_first_line(e)}). Check "
+                "that `ray start --head` runs there and that this machine runs the same Ray "
+                "version, or omit --address to run on an embedded local Ray."
+            ) from None
+
+
+def _use_token_if_available() -> None:
+    """Turn on token mode for this driver when the user left ``RAY_AUTH_MODE`` unset and a
+    token is at hand, as Ray's client does for a cluster found with ``address="auto"``."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    try:  # Ray's own rule and token lookup; a Ray without token auth has neither
+        from ray._private.authentication import authentication_token_setup as auth
+    except ImportError:
+        return
+    # Ray's rule logs "token authentication is enabled for this Ray cluster", which is
+    # about a cluster this process would start, not the one it joins
+    log = logging.getLogger(auth.__name__)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        auth.maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    finally:
+        log.setLevel(level)
+
+
+def _unreachable(address: str, timeout_s: float = 3.0) -> str | None:
+    """Why nothing listens at ``host:port`` (a refused or timed-out TCP connect), or
+    ``None`` when something does or the address is not of that form (``auto``,
+    ``ray://``: Ray checks those itself)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return None
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+            return None
+    except OSError as e:
+        return e.strerror or type(e).__name__
+
+
+def _mentions_auth(e: BaseException) -> bool:
+    """Ray says a token was refused only in the cause's text (``InvalidAuthToken``,
+    ``Unauthenticated``), under a plain "Failed to connect"."""
+    words = ("invalidauthtoken", "unauthenticated", "authentication token")
+    seen: BaseException | None = e
+    while seen is not None:
+        if any(w in str(seen).lower() for w in words):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+class HeldStderr:
+    """What :func:`held_stderr` captured; :meth:`drop` discards it."""
+
+    def __init__(self) -> None:
+        self.dropped = False
+        self.filters: tuple[str, ...] = ()
+
+    def drop(self) -> None:
+        self.dropped = True
+
+
+@contextlib.contextmanager
+def held_stderr(*filters: str) -> Iterator[HeldStderr]:
+    """Hold back what this process writes to its standard error (file descriptor 2, where
+    Ray's C++ core logs) during the block, then write it out, less the lines that contain
+    one of ``filters``, or nothing once :meth:`HeldStderr.drop` was called."""
+    held = HeldStderr()
+    held.filters = filters
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as buf:
+        os.dup2(buf.fileno(), 2)
+        try:
+            yield held
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            if not held.dropped:
+                buf.seek(0)
+                lines = buf.read().splitlines(keepends=True)
+                keep = [ln for ln in lines if not any(f.encode() in ln for f in filters)]
+                if keep:
+                    os.write(2, b"".join(keep))
+
+
+# Ray's core logs this line at ERROR level when an actor that may restart (max_restarts > 0)
+# gets a constructor argument by reference: RLlib's EnvRunnerGroup passes the
+# AlgorithmConfig to every env runner as one ``ray.put`` object, and rlsuite restarts
+# crashed runners, so every run with remote runners printed it in red. Ray's worry
+# (ray-project/ray#53727) is an argument lost before a restart; this one is owned and pinned
+# by the driver while the runner group lives, and is lost only with the driver's own node,
+# which ends the run anyway. It is harmless here, so the line is dropped while the runners
+# are created (:func:`quiet_runner_creation`); every other line passes.
+RESTART_ARG_WARNING = "has constructor arguments in the object store and max_restarts > 0"
+
+
+def quiet_runner_creation() -> contextlib.AbstractContextManager:
+    """Around a block that creates env runners (``build_algo``): Ray's harmless restart
+    warning (:data:`RESTART_ARG_WARNING`) is dropped, all other output kept."""
+    return held_stderr(RESTART_ARG_WARNING)
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:

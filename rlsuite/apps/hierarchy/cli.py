@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 from rlsuite.cli_common import (
+    USER_ERRORS,
     add_cluster_flags,
     add_json_flag,
     nonneg_int,
@@ -330,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as e:
+    except USER_ERRORS as e:
         print(f"hier-train {args.command}: error: {e}", file=sys.stderr)
         return 2
 

@@ -51,7 +51,7 @@ import os
 import sys
 
 from rlsuite.apps.queryopt.commands import console
-from rlsuite.cli_common import add_cluster_flags, add_json_flag
+from rlsuite.cli_common import USER_ERRORS, add_cluster_flags, add_json_flag
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             return int(handler(args))
         check_engine_flags(args)
         return COMMANDS[args.command](args)
-    except (ValueError, RuntimeError, FileNotFoundError, FileExistsError) as e:
+    except (*USER_ERRORS, RuntimeError) as e:
         console.print(f"[red]qopt-bench {args.command}: {e}[/]")
         return 2
 

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from rlsuite.cli_common import (
+    USER_ERRORS,
     add_cluster_flags,
     add_json_flag,
     add_search_flag,
@@ -585,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError) as e:
+    except (*USER_ERRORS, TypeError) as e:
         print(f"traffic-train {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

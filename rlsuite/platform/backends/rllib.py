@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from rlsuite.platform import cluster, resources
 from rlsuite.platform import envs as env_registry
-from rlsuite.platform import resources
 from rlsuite.platform.checkpoints.layout import LEARNER_EXTRA, OBS_FILTER, SPACES
 from rlsuite.platform.optimizers import RLlibPlan, to_rllib
 
@@ -38,7 +38,10 @@ class RLlibBackend:
         self.resolved = res.to_dict()
         """What ran: the learner's device and the runners' CPUs, with why (recorded in
         each checkpoint's ``rlsuite.json`` under ``resources``)."""
-        self.algo = algo if algo is not None else to_rllib(plan, res).build_algo()
+        if algo is None:
+            with cluster.quiet_runner_creation():
+                algo = to_rllib(plan, res).build_algo()
+        self.algo = algo
 
     def train(self) -> dict[str, Any]:
         """One ``Algorithm.train()``, flattened, with the env runners' health."""

@@ -15,6 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from rlsuite.cli_common import (
+    USER_ERRORS,
     add_cluster_flags,
     add_json_flag,
     nonneg_int,
@@ -325,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (ValueError, FileNotFoundError) as e:
+    except USER_ERRORS as e:
         print(f"hier-train {args.command}: {e}", file=sys.stderr)
         return 2
 

@@ -77,7 +77,7 @@ import sys
 
 from rich.console import Console
 
-from rlsuite.cli_common import add_json_flag, json_text, write_json
+from rlsuite.cli_common import USER_ERRORS, add_json_flag, json_text, write_json
 
 console = Console()
 
@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.qopt_plugin_handler(args)
-    except (ValueError, RuntimeError, FileNotFoundError, FileExistsError, OSError) as e:
+    except (*USER_ERRORS, RuntimeError, OSError) as e:
         console.print(f"[red]qopt-bench {args.command}: {e}[/]")
         return 2
 
