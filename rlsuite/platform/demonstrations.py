@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rlsuite.platform import demo_sources
 from rlsuite.platform import envs as env_registry
 from rlsuite.platform.backends.rllib import RLlibBackend
 from rlsuite.platform.checkpoints.layout import write_meta
@@ -35,62 +36,16 @@ def record_episodes(
     env_config: Mapping[str, Any] | None = None,
     seed: int = 0,
 ) -> dict[str, float]:
-    """Run ``controller`` for ``episodes`` seeded episodes and write its transitions
-    as parquet at ``path`` (the format the ``imitation`` plan reads).
+    """Run ``controller`` (anything :func:`rlsuite.platform.evaluation.build_controller`
+    takes: an object, a factory, a checkpoint path) for ``episodes`` seeded episodes and
+    write its transitions as parquet at ``path`` (the format the ``imitation`` plan reads,
+    :func:`rlsuite.platform.demo_sources.record`).
 
     Returns ``{"episodes", "transitions", "return_mean"}``.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    ctrl = build_controller(controller)
-    e = env_registry.make(env, env_config)
-    cols: dict[str, list] = {
-        k: []
-        for k in (
-            "eps_id",
-            "t",
-            "obs",
-            "actions",
-            "rewards",
-            "new_obs",
-            "terminateds",
-            "truncateds",
-        )
-    }
-    returns = []
-    try:
-        for ep in range(episodes):
-            if hasattr(ctrl, "reset"):
-                ctrl.reset(seed + ep)
-            obs, _ = e.reset(seed=seed + ep)
-            total, t = 0.0, 0
-            while True:
-                a = ctrl.act(obs)
-                nobs, r, term, trunc, _ = e.step(a)
-                cols["eps_id"].append(f"{seed}-{ep}")
-                cols["t"].append(t)
-                cols["obs"].append(np.asarray(obs, dtype=np.float32).ravel().tolist())
-                cols["actions"].append(a.tolist() if isinstance(a, np.ndarray) else a)
-                cols["rewards"].append(float(r))
-                cols["new_obs"].append(np.asarray(nobs, dtype=np.float32).ravel().tolist())
-                cols["terminateds"].append(bool(term))
-                cols["truncateds"].append(bool(trunc))
-                total += float(r)
-                t += 1
-                obs = nobs
-                if term or trunc:
-                    break
-            returns.append(total)
-    finally:
-        e.close()
-    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
-    pq.write_table(pa.table(cols), path)
-    return {
-        "episodes": float(episodes),
-        "transitions": float(len(cols["t"])),
-        "return_mean": float(np.mean(returns)),
-    }
+    return demo_sources.record(
+        build_controller(controller), env, episodes, path, env_config=env_config, seed=seed
+    )
 
 
 def clone_demonstrations(

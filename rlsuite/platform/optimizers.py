@@ -25,6 +25,8 @@ imitation BC                          supervised learning on recorded episodes
 es       none (rlsuite.platform.es)   evolution strategies on Ray actors
 async_grad none (rlsuite.platform     runners push gradients (A3C, GORILA's DQN) to a
          .async_grad)                 sharded parameter server, no barrier
+qt_opt   none (rlsuite.platform     Q-learning for continuous actions, argmax by CEM;
+         .qtopt)                      runner and Bellman-updater actors (QT-Opt)
 ======== ============================ ===========================================
 
 Example::
@@ -51,6 +53,7 @@ from rlsuite.platform.apex.plan import ApexPlan
 from rlsuite.platform.async_grad.plan import AsyncGradPlan
 from rlsuite.platform.es.plan import ESPlan
 from rlsuite.platform.plans import Plan
+from rlsuite.platform.qtopt.plan import QTOptPlan
 from rlsuite.platform.rllib_plans import (
     DEFAULT_ENVS_PER_RUNNER,
     OBSERVATION_FILTERS,
@@ -87,7 +90,16 @@ __all__ = [
 
 PLANS: dict[str, type[Plan]] = {
     p.name: p
-    for p in (SyncPlan, AsyncPlan, ReplayPlan, ImitationPlan, ESPlan, AsyncGradPlan, ApexPlan)
+    for p in (
+        SyncPlan,
+        AsyncPlan,
+        ReplayPlan,
+        ImitationPlan,
+        ESPlan,
+        AsyncGradPlan,
+        ApexPlan,
+        QTOptPlan,
+    )
 }
 """Every plan by name, in the order ``--help`` lists them."""
 

@@ -6,5 +6,6 @@
     rllib     RLlibBackend: the RLlib plans (sync, async, replay, imitation)
 
 The ``es`` backend is :class:`rlsuite.platform.es.trainer.ESTrainer`, the ``async_grad``
-backend :class:`rlsuite.platform.async_grad.trainer.AsyncGradBackend`.
+backend :class:`rlsuite.platform.async_grad.trainer.AsyncGradBackend`, the ``qt_opt``
+backend :class:`rlsuite.platform.qtopt.trainer.QTOptTrainer`.
 """

@@ -16,8 +16,14 @@ from rlsuite.platform.async_grad.trainer import AsyncGradBackend
 from rlsuite.platform.backends.base import Backend
 from rlsuite.platform.backends.rllib import RLlibBackend
 from rlsuite.platform.es.trainer import ESTrainer
+from rlsuite.platform.qtopt.trainer import QTOptTrainer
 
-BACKENDS: dict[str, type] = {"rllib": RLlibBackend, "es": ESTrainer, "async_grad": AsyncGradBackend}
+BACKENDS: dict[str, type] = {
+    "rllib": RLlibBackend,
+    "es": ESTrainer,
+    "async_grad": AsyncGradBackend,
+    "qt_opt": QTOptTrainer,
+}
 """Every backend by key."""
 
 

@@ -13,6 +13,7 @@ A run directory (``training.train``) holds its checkpoints like this::
                                (LEARNER_EXTRA: PPO's adaptive KL coefficient)
                                + obs_filter.pkl (OBS_FILTER: with a meanstd filter)
                              ES: es_state.json, es_params.npy, es_arrays.npz
+                             QT-Opt: qtopt_state.pt
 
 Any directory with ``rlsuite.json`` is a checkpoint, wherever it lies (Tune's trial
 checkpoints, a warm start's ``clone/``). Nothing here imports a backend: backends
@@ -45,6 +46,8 @@ ES_PARAMS = "es_params.npy"
 """ES: the central parameter vector."""
 ES_ARRAYS = "es_arrays.npz"
 """ES: the observation filter's sums and the optimiser's moments."""
+QTOPT_STATE = "qtopt_state.pt"
+"""QT-Opt: the Q-network, its two target networks, the optimiser, counters and RNGs."""
 CHECKPOINTS = "checkpoints"
 """A run's checkpoint folder."""
 LATEST = "latest"

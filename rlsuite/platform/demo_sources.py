@@ -1,0 +1,247 @@
+"""Where demonstrations (or a fixed off-policy dataset) come from, and reading them.
+
+A source is a string, the value of a plan's ``demonstrations`` (or QT-Opt's
+``dataset``) field:
+
+* the path of recorded transitions, parquet in the format of
+  :func:`rlsuite.platform.demonstrations.record_episodes`;
+* ``CONTROLLER:N``: any controller, recorded here on ``N`` seeded episodes.
+  ``CONTROLLER`` is ``random`` (uniform random actions), the path of an rlsuite
+  checkpoint, or an import path ``package.module:Factory`` whose zero-argument call
+  gives an object with ``act(obs)`` (a hand-written controller's class).
+
+Example::
+
+    >>> parse("random:20")
+    Source(path='', controller='random', episodes=20)
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rlsuite.platform import envs as env_registry
+
+COLUMNS = ("eps_id", "obs", "actions", "rewards", "new_obs", "terminateds", "truncateds")
+"""The columns of recorded transitions that replay reads."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A parsed source: a file (``path``) or a controller and its episode count."""
+
+    path: str = ""
+    controller: str = ""
+    episodes: int = 0
+
+
+def parse(spec: str) -> Source:
+    """The source ``spec`` names; ``ValueError`` when it is neither an existing file nor
+    ``CONTROLLER:N``."""
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"a demonstrations source must be a path or CONTROLLER:N, got {spec!r}")
+    if os.path.exists(spec):
+        return Source(path=spec)
+    m = re.fullmatch(r"(.+):(\d+)", spec)
+    if not m:
+        raise ValueError(
+            f"demonstrations {spec!r} are neither an existing file of recorded transitions "
+            "nor CONTROLLER:N (random:N, a checkpoint path:N or package.module:Factory:N)"
+        )
+    controller, n = m.group(1), int(m.group(2))
+    if n < 1:
+        raise ValueError(f"demonstrations {spec!r}: record at least one episode (N >= 1)")
+    if controller != "random" and not os.path.exists(controller) and ":" not in controller:
+        raise ValueError(
+            f"demonstrations {spec!r}: controller {controller!r} is not 'random', an existing "
+            "checkpoint, nor an import path package.module:Factory"
+        )
+    return Source(controller=controller, episodes=n)
+
+
+class RandomController:
+    """Uniform random actions from the env's action space, seeded per episode.
+
+    Its stream is derived from the episode's seed, not the seed itself: an env seeded
+    with the same number draws from the same generator, and its random states would
+    then correlate with the random actions."""
+
+    def __init__(self, action_space: Any, seed: int = 0):
+        import copy
+
+        self.space = copy.deepcopy(action_space)
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.space.seed(int(np.random.SeedSequence([int(seed), 7]).generate_state(1)[0]))
+
+    def act(self, observation: Any) -> Any:
+        return self.space.sample()
+
+
+def controller(
+    name: str,
+    env: str,
+    env_config: Mapping[str, Any] | None,
+    seed: int,
+    load_checkpoint: Callable[[str], Any] | None = None,
+) -> Any:
+    """The controller ``name`` of a ``CONTROLLER:N`` source, for ``env``. A checkpoint
+    is loaded by ``load_checkpoint`` (:func:`rlsuite.platform.checkpoints.load_controller`,
+    given by the caller: a backend cannot import the loader that imports it)."""
+    if name == "random":
+        return RandomController(env_registry.spaces(env, env_config)[None][1], seed)
+    if os.path.exists(name):
+        if load_checkpoint is None:
+            raise ValueError(
+                f"demonstrations from checkpoint {name!r} cannot be recorded here; record them "
+                "first (rlsuite.platform.demonstrations.record_episodes) and pass the file"
+            )
+        return load_checkpoint(name)
+    module, _, attr = name.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    made = obj()
+    if not hasattr(made, "act"):
+        raise TypeError(f"{name} gave {made!r}, which has no act(obs)")
+    return made
+
+
+def materialize(
+    spec: str,
+    env: str,
+    env_config: Mapping[str, Any] | None,
+    seed: int,
+    out_dir: str,
+    load_checkpoint: Callable[[str], Any] | None = None,
+) -> str:
+    """The path of the recorded transitions of source ``spec``: the file itself, or the
+    controller's ``N`` seeded episodes recorded into ``out_dir``."""
+    src = parse(spec)
+    if src.path:
+        return src.path
+    path = os.path.join(out_dir, "demonstrations.parquet")
+    ctrl = controller(src.controller, env, env_config, seed, load_checkpoint)
+    record(ctrl, env, src.episodes, path, env_config=env_config, seed=seed)
+    return path
+
+
+def record(
+    ctrl: Any,
+    env: str,
+    episodes: int,
+    path: str,
+    env_config: Mapping[str, Any] | None = None,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Run controller ``ctrl`` (``act``, optional ``reset``) for ``episodes`` episodes
+    seeded ``seed, seed + 1, ...`` and write its transitions as parquet at ``path``.
+
+    Returns ``{"episodes", "transitions", "return_mean"}``.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    e = env_registry.make(env, env_config)
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "eps_id",
+            "t",
+            "obs",
+            "actions",
+            "rewards",
+            "new_obs",
+            "terminateds",
+            "truncateds",
+        )
+    }
+    returns = []
+    try:
+        for ep in range(episodes):
+            if hasattr(ctrl, "reset"):
+                ctrl.reset(seed + ep)
+            obs, _ = e.reset(seed=seed + ep)
+            total, t = 0.0, 0
+            while True:
+                a = ctrl.act(obs)
+                nobs, r, term, trunc, _ = e.step(a)
+                cols["eps_id"].append(f"{seed}-{ep}")
+                cols["t"].append(t)
+                cols["obs"].append(np.asarray(obs, dtype=np.float32).ravel().tolist())
+                cols["actions"].append(a.tolist() if isinstance(a, np.ndarray) else a)
+                cols["rewards"].append(float(r))
+                cols["new_obs"].append(np.asarray(nobs, dtype=np.float32).ravel().tolist())
+                cols["terminateds"].append(bool(term))
+                cols["truncateds"].append(bool(trunc))
+                total += float(r)
+                t += 1
+                obs = nobs
+                if term or trunc:
+                    break
+            returns.append(total)
+    finally:
+        e.close()
+    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+    pq.write_table(pa.table(cols), path)
+    return {
+        "episodes": float(episodes),
+        "transitions": float(len(cols["t"])),
+        "return_mean": float(np.mean(returns)),
+    }
+
+
+def load(path: str) -> dict[str, np.ndarray]:
+    """Recorded transitions as arrays (obs and actions stacked, flags as float32)."""
+    import pyarrow.parquet as pq
+
+    cols = pq.read_table(path, columns=list(COLUMNS)).to_pydict()
+    if not cols["obs"]:
+        raise ValueError(f"demonstrations {path!r} hold no transitions")
+    out = {
+        "obs": np.asarray(cols["obs"], dtype=np.float32),
+        "new_obs": np.asarray(cols["new_obs"], dtype=np.float32),
+        "actions": np.asarray(cols["actions"]),
+        "rewards": np.asarray(cols["rewards"], dtype=np.float32),
+        "terminateds": np.asarray(cols["terminateds"], dtype=np.float32),
+        "truncateds": np.asarray(cols["truncateds"], dtype=np.float32),
+    }
+    _, out["episode"] = np.unique(np.asarray(cols["eps_id"]), return_inverse=True)
+    return out
+
+
+def check_spaces(data: Mapping[str, np.ndarray], obs_space: Any, act_space: Any, what: str) -> None:
+    """Raise ``ValueError`` when recorded transitions do not fit the env's spaces: another
+    observation shape, or actions outside the action space (another number of actions,
+    another action size)."""
+    obs_shape = tuple(getattr(obs_space, "shape", ()) or ())
+    if data["obs"].shape[1:] != (int(np.prod(obs_shape)),) and data["obs"].shape[1:] != obs_shape:
+        raise ValueError(
+            f"{what} have observations of shape {data['obs'].shape[1:]}, but the env observes "
+            f"{obs_shape}; record them on the same env and env_config"
+        )
+    act = data["actions"]
+    if hasattr(act_space, "n"):
+        ok = act.ndim == 1 and np.issubdtype(act.dtype, np.integer)
+        ok = ok and act.min() >= 0 and act.max() < act_space.n
+        if not ok:
+            raise ValueError(
+                f"{what} hold actions that are not in the env's {act_space} (of shape "
+                f"{act.shape[1:]}, values {act.min()}..{act.max()}); record them on the same env"
+            )
+    else:
+        shape = tuple(act_space.shape)
+        if act.shape[1:] != shape or not np.issubdtype(act.dtype, np.floating):
+            raise ValueError(
+                f"{what} hold actions of shape {act.shape[1:]} ({act.dtype}), but the env acts "
+                f"in {act_space}; record them on the same env"
+            )
