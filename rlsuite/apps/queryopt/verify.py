@@ -62,7 +62,7 @@ import sqlglot
 from rlsuite.apps.queryopt import rules as R
 
 if TYPE_CHECKING:
-    from rlsuite.apps.queryopt.engines.base import Engine
+    from rlsuite.apps.queryopt.engines.base import Engine, RunResult
 
 
 def _norm_value(v: Any) -> Any:
@@ -125,16 +125,22 @@ def check_rewrite(
     check_schema: str | None = None,
     reference: Callable[[str], Sequence[tuple]] | None = None,
     reference_label: str = "reference",
+    measured: tuple[RunResult, RunResult] | None = None,
 ) -> Verdict:
     """Run both queries and decide whether ``new_sql`` may replace ``sql`` (see module doc).
 
     ``reference(sql)``: the original's rows on the same data as ``schema``, computed
     elsewhere (step 4), used only when the original runs past ``timeout_ms`` and the
-    small copy cannot decide; ``reference_label`` is the verdict's ``checked_on`` then."""
+    small copy cannot decide; ``reference_label`` is the verdict's ``checked_on`` then.
+    ``measured``: the original's and the rewrite's runs on ``schema`` (under
+    ``timeout_ms``) when the caller has them already; then neither runs again there."""
 
     ordered = has_order_by(sql)
-    a = db.run(sql, schema, timeout_ms, settings)
-    b = db.run(new_sql, schema, timeout_ms, new_settings)
+    if measured is not None:
+        a, b = measured
+    else:
+        a = db.run(sql, schema, timeout_ms, settings)
+        b = db.run(new_sql, schema, timeout_ms, new_settings)
     if b.timed_out:
         return Verdict(False, f"the rewrite ran past {timeout_ms} ms; kept the original")
     if not a.timed_out:

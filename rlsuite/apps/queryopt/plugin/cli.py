@@ -5,7 +5,8 @@ NAME
     qopt-bench plugin - build/install the pg_qopt extension, or show its state
 
 SYNOPSIS
-    qopt-bench serve (--model PATH | --rules R1,R2 | --learn) [--workload W] [--socket PATH | --listen localhost:PORT]
+    qopt-bench serve [--chooser measured|rules|model] [--budget-s S] [--model PATH | --rules R1,R2 | --learn]
+                     [--workload W] [--socket PATH | --listen localhost:PORT]
                      [--wait-ms MS] [--rewards PATH] [--dsn DSN]
                      [--store PATH [--window N]] [--learn [--retrain-every N] [--retrain-seconds S]]
                      [--explore SHARE] [--regression-threshold X] [--regression-runs K] [--guard-margin X]
@@ -31,6 +32,13 @@ DESCRIPTION
     Not asked: statements with parameters (so prepared statements with $n
     keep the standard plan), queries inside functions, DO blocks and
     triggers, cursors (DECLARE), CREATE TABLE AS, SELECT ... FOR UPDATE.
+
+    A new statement's decision is by default the measured one: the candidate
+    rewrites (every rule that applies, its pairs with the planner arms, the
+    cost-greedy choice) run within --budget-s and the fastest is served once
+    its rows are verified; a statement too slow to finish has them compared
+    on the workload's small copy (tpcds: its SF 0.01 schema). Until then the
+    standard plan serves it; from the next run on, the verified rewrite.
 
     serve caches each decision per statement text and per query shape
     (literals stripped); a cached answer takes microseconds. A new statement
@@ -107,6 +115,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = s.add_mutually_exclusive_group()
     g.add_argument("--model", help="checkpoint or run directory from `qopt-bench train`")
     g.add_argument("--rules", help="comma-separated fixed rules (no learned model)")
+    s.add_argument(
+        "--chooser",
+        choices=("measured", "rules", "model"),
+        default=None,
+        help="how a new statement's decision is made (default: measured, or rules / model "
+        "with --rules / --model): measured runs the candidates within --budget-s and serves "
+        "the fastest verified one, with --rules only those rules",
+    )
+    s.add_argument(
+        "--budget-s",
+        type=float,
+        default=60.0,
+        help="measured: seconds of measuring per new statement, in the background (60)",
+    )
     s.add_argument(
         "--workload",
         choices=WORKLOAD_NAMES,
@@ -293,7 +315,11 @@ def _ms(v: float | None) -> str:
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
-    from rlsuite.apps.queryopt.plugin.decider import ModelDecider, RulesDecider
+    from rlsuite.apps.queryopt.plugin.decider import (
+        MeasuredDecider,
+        ModelDecider,
+        RulesDecider,
+    )
     from rlsuite.apps.queryopt.plugin.experience import ExperienceStore
     from rlsuite.apps.queryopt.plugin.modelserver import ModelServer
     from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner
@@ -303,8 +329,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.action == "stats":
         return cmd_stats(args)
-    if not (args.model or args.rules or args.learn):
-        raise ValueError("give --model PATH or --rules R1,R2, or --learn to start from no model")
+    chooser = args.chooser or ("model" if args.model else "rules" if args.rules else None)
+    if chooser is None and not args.learn:
+        chooser = "measured"
+    if chooser == "model" and not args.model:
+        raise ValueError("--chooser model needs --model PATH")
+    if chooser == "rules" and not args.rules:
+        raise ValueError("--chooser rules needs --rules R1,R2")
+    if chooser == "measured" and (args.model or args.learn):
+        raise ValueError("--chooser measured goes without --model and --learn")
+    if args.budget_s <= 0:
+        raise ValueError(f"--budget-s must be > 0, got {args.budget_s}")
     if args.wait_ms < 0:
         raise ValueError(f"--wait-ms must be >= 0, got {args.wait_ms}")
     if args.learn and not args.store:
@@ -336,7 +371,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         srv.start()
         dsn = srv.dsn
     try:
-        if args.model:
+        if chooser == "measured":
+            names = [n.strip() for n in (args.rules or "").split(",") if n.strip()]
+            decider = MeasuredDecider(
+                dsn,
+                args.workload or "joins",
+                budget_s=args.budget_s,
+                timeout_ms=args.timeout_ms,
+                rules=names,
+                max_steps=args.max_steps,
+            )
+        elif args.model:
             decider = ModelDecider(
                 args.model, dsn, workload=args.workload, timeout_ms=args.timeout_ms
             )

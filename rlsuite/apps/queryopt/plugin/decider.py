@@ -80,6 +80,7 @@ class Decider:
         workload_config: Mapping[str, Any] | None = None,
         max_steps: int = 2,
         env: Any = None,
+        check_schema: str | None = None,
     ):
         self.rewriter = rewriter
         self.db = db
@@ -89,6 +90,10 @@ class Decider:
         self.workload, self.workload_config = workload, dict(workload_config or {})
         self.max_steps = int(max_steps)
         self._env = env
+        self.check_schema = check_schema
+        """A small copy of the schema: a rewrite of a statement too slow to finish has its
+        rows compared there (as ``qopt-bench rewrite`` does)."""
+        self._verified: dict[tuple[str, tuple[str, ...]], Decision] = {}
 
     @property
     def rewrites(self) -> bool:
@@ -138,13 +143,28 @@ class Decider:
         d = rewrite(self.db, self.schema, sql, list(applied), False, timeout_ms, self.base)
         if tuple(d.applied) != tuple(applied):
             return f"{'+'.join(applied)} does not apply here ({d.reason or 'no change'})"
-        if original is None:
-            return f"the original ran past {timeout_ms} ms: its rows cannot be checked"
         got = self.db.run(d.sql, self.schema, timeout_ms, d.settings)
         if timing is not None:
             timing["s"] = got.runtime_s
         if got.timed_out:
             return f"{'+'.join(applied)} ran past {timeout_ms} ms while its rows were checked"
+        if original is None:  # too slow to finish: the rows on the small copy
+            from rlsuite.apps.queryopt.engines.base import RunResult
+            from rlsuite.apps.queryopt.verify import check_rewrite
+
+            past = RunResult(None, timeout_ms / 1000, timed_out=True)
+            v = check_rewrite(
+                self.db,
+                self.schema,
+                sql,
+                d.sql,
+                self.base,
+                d.settings,
+                timeout_ms,
+                self.check_schema,
+                measured=(past, got),
+            )
+            return self._served(sql, d) if v.keep else v.reason
         if not same_rows(original, got.rows or [], ordered=has_order_by(sql)):
             return f"{'+'.join(applied)} returned other rows than the original: never served"
         return self._served(sql, d)
@@ -173,7 +193,16 @@ class Decider:
 
     def decide(self, sql: str) -> Decision:
         """The rewriter's decision for a new statement."""
-        return self._served(sql, self.rewriter.rewrite(sql, check=False))
+        d = self.rewriter.rewrite(sql, check=False)
+        if d.applied and d.rows_match:  # verified by the rewriter itself
+            self._verified[(sql, tuple(d.applied))] = d
+        return self._served(sql, d)
+
+    def verified(self, sql: str, applied: Sequence[str]) -> Decision | None:
+        """The served form of ``applied`` on ``sql`` when the rewriter's own decision
+        verified it (its rows compared, as :meth:`validated` would), else None."""
+        d = self._verified.pop((sql, tuple(applied)), None)
+        return None if d is None else self._served(sql, d)
 
     def replay(self, sql: str, applied: Sequence[str]) -> Decision:
         """The rules ``applied`` (a known shape's) on ``sql``, validated as any rewrite."""
@@ -212,6 +241,7 @@ class RulesDecider(Decider):
             workload,
             workload_config,
             max_steps,
+            check_schema=getattr(w, "check_schema", None),
         )
         self.rules = list(rules)
         self.name = "rules: " + ",".join(self.rules) if self.rules else "no model yet"
@@ -261,5 +291,48 @@ class ModelDecider(Decider):
             wcfg,
             learned.featurizer.max_steps,
             env,
+            check_schema=getattr(w, "check_schema", None),
         )
         self.checkpoint = learned.checkpoint
+
+
+class MeasuredDecider(Decider):
+    """The default: candidates measured within a budget and verified
+    (:class:`~rlsuite.apps.queryopt.choosers.MeasuredChooser`); a statement too slow to
+    finish has its rewrite's rows compared on the workload's small copy."""
+
+    def __init__(
+        self,
+        dsn: str,
+        workload: str,
+        workload_config: dict[str, Any] | None = None,
+        budget_s: float = 60.0,
+        timeout_ms: int = 60_000,
+        rules: Sequence[str] = (),
+        max_steps: int = 2,
+    ):
+        from rlsuite.apps.queryopt.choosers import MeasuredChooser
+        from rlsuite.apps.queryopt.engines.postgres import Database
+        from rlsuite.apps.queryopt.workloads import get
+
+        w = get(workload, **(workload_config or {}))
+        db = Database(_no_recursion(dsn))
+        check_schema = getattr(w, "check_schema", None)
+        chooser = MeasuredChooser(
+            db,
+            w.schema,
+            served_settings(w.settings()),
+            timeout_ms=timeout_ms,
+            check_schema=check_schema,
+            budget_s=budget_s,
+            rules=rules,
+        )
+        super().__init__(
+            chooser,
+            db,
+            w.settings(),
+            workload,
+            workload_config,
+            max_steps,
+            check_schema=check_schema,
+        )

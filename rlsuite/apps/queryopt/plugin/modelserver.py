@@ -43,7 +43,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlsuite.apps.queryopt.plugin.decider import Decider
 from rlsuite.apps.queryopt.plugin.experience import ExperienceStore
@@ -57,6 +57,9 @@ from rlsuite.apps.queryopt.plugin.protocol import (
     shape,
     strip_statement,
 )
+
+if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.rewriter import Decision
 
 log = logging.getLogger("rlsuite.queryopt.serve")
 
@@ -382,18 +385,9 @@ class ModelServer:
             answer = {"sql": None, "arm": {}, "note": "no rewrite"}
         else:
             try:
-                if not st.checked:
-                    r = self.decider.db.run(
-                        sql, self.decider.schema, self.check_timeout_ms, self.decider.base
-                    )
-                    st.rows, st.checked = (None if r.timed_out else r.rows or []), True
-                    st.original_s = None if r.timed_out else r.runtime_s
-                timing: dict[str, float] = {}
-                d = self.decider.validated(
-                    sql, applied, st.rows, self._check_timeout(st.original_s), timing
-                )
-                if st.original_s and "s" in timing:
-                    self.book.set_check(sk, applied, timing["s"] / max(st.original_s, 1e-6))
+                d = self.decider.verified(sql, applied)  # rows compared in the decision
+                if d is None:
+                    d = self._validate(sql, sk, st, applied)
             except Exception as e:  # noqa: BLE001 - never served, with the reason
                 d = f"{type(e).__name__}: {e}"
             if isinstance(d, str):
@@ -410,6 +404,24 @@ class ModelServer:
             except Exception:  # noqa: BLE001 - an unparseable statement has no features
                 features[(sk, applied)] = []
         st.answers[applied] = answer
+
+    def _validate(
+        self, sql: str, sk: tuple[str, str], st: Statement, applied: tuple[str, ...]
+    ) -> Decision | str:
+        """:meth:`Decider.validated` against the original's rows (run once per statement)."""
+        if not st.checked:
+            r = self.decider.db.run(
+                sql, self.decider.schema, self.check_timeout_ms, self.decider.base
+            )
+            st.rows, st.checked = (None if r.timed_out else r.rows or []), True
+            st.original_s = None if r.timed_out else r.runtime_s
+        timing: dict[str, float] = {}
+        d = self.decider.validated(
+            sql, applied, st.rows, self._check_timeout(st.original_s), timing
+        )
+        if st.original_s and "s" in timing:
+            self.book.set_check(sk, applied, timing["s"] / max(st.original_s, 1e-6))
+        return d
 
     def _check_timeout(self, original_s: float | None) -> int:
         """A rewrite's row check may run 5x the original plus a second at most (a rewrite

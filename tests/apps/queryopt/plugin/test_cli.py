@@ -43,10 +43,15 @@ def test_bad_usage_exits_2(argv, capsys):
     assert e.value.code == 2
 
 
-def test_serve_without_a_model_rules_or_learn_is_refused(capsys):
-    # parsed (`serve stats` and `serve --learn` need no model), refused before anything starts
-    assert cli.main(["serve"]) == 2
-    assert "give --model PATH or --rules R1,R2, or --learn" in capsys.readouterr().out
+def test_serve_chooser_flags_that_do_not_fit_are_refused(capsys):
+    # refused before anything starts (plain `serve` is the measured chooser)
+    assert parse(["serve"]).chooser is None and parse(["serve"]).budget_s == 60.0
+    assert cli.main(["serve", "--chooser", "model"]) == 2
+    assert "--chooser model needs --model PATH" in capsys.readouterr().out
+    assert cli.main(["serve", "--chooser", "measured", "--model", "m"]) == 2
+    assert "goes without --model" in capsys.readouterr().out
+    assert cli.main(["serve", "--budget-s", "0"]) == 2
+    assert "--budget-s must be > 0" in capsys.readouterr().out
 
 
 def test_help_reads_like_a_man_page(capsys):

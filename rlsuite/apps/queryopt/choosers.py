@@ -1,0 +1,276 @@
+"""The default decision: measure the candidate rewrites within a time budget, verify, and
+keep the original unless a verified candidate is faster.
+
+:class:`MeasuredChooser` is what ``qopt-bench rewrite``, ``run``, ``serve`` and pg_qopt use
+when no other chooser is named (Bao's lesson: a cost model's estimate is a hint, a
+measured runtime is the answer). Per query:
+
+1. **Candidates**: the shipped or given model's choice, the cost-greedy choice
+   (:class:`~rlsuite.apps.queryopt.rewriter.GreedyByCost`), every rule that applies on its
+   own, and every query-shape rule followed by each planner arm; each distinct rewrite
+   once, those the engine cannot plan left out. After the model's and the greedy choice
+   they run cheapest estimate first.
+2. **Measure**: the original runs first under a third of the budget (twice when it is fast,
+   the second run counting, so the candidates do not win on a warmer cache); each candidate
+   runs under the fastest time seen so far (plus 5% and 50 ms), within what is left of the
+   budget. When the original runs past its share, the candidates get a first pass at a
+   tenth of it and the rest of the budget after.
+3. **Verify**: the fastest candidate that is at least 10% faster than the original is
+   rerun once (when the original finished; that second time must be faster too) and its
+   rows are compared (:func:`~rlsuite.apps.queryopt.verify.check_rewrite`): with the
+   original's on the same data when the original finished; else on the small copy
+   (``check_schema``), or against a ``reference`` (the original's answer computed on the
+   same data by another engine). A candidate that fails makes way for the next fastest.
+4. **Decide**: the verified candidate, or the original with the reason (the budget ran
+   out, nothing was faster, nothing could be verified).
+
+Other choosers by name (:data:`CHOOSERS`): ``cost`` (cost-greedy, no execution),
+``rules`` (fixed rules, ``--rules``), ``model`` (a trained model alone, ``--model``).
+
+Example::
+
+    >>> ch = MeasuredChooser(db, "qopt_tpcds_sf1", budget_s=60,
+    ...                      check_schema="qopt_tpcds_sf0_01")             # doctest: +SKIP
+    >>> d = ch.rewrite(SLOW_CORRELATED_QUERY)                              # doctest: +SKIP
+    >>> d.applied, d.checked_on                                            # doctest: +SKIP
+    (('unnest_subqueries',), 'qopt_tpcds_sf0_01')
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rlsuite.apps.queryopt import rules as R
+from rlsuite.apps.queryopt.engines.base import DatabaseError
+from rlsuite.apps.queryopt.rewriter import Decision, GreedyByCost, Rewriter, apply_rules, catalog
+from rlsuite.apps.queryopt.verify import check_rewrite
+
+if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.engines.base import Engine, RunResult
+
+CHOOSERS: dict[str, str] = {
+    "measured": "measure the candidates within --budget-s, verify, keep the original unless "
+    "a verified one is faster (the default)",
+    "cost": "each step the rule PostgreSQL's cost estimate finds cheapest (runs nothing)",
+    "rules": "the rules of --rules, in order",
+    "model": "the trained model of --model alone",
+}
+"""The choosers by name, with what each does."""
+DEFAULT_BUDGET_S = 60.0
+"""The default budget: a one-off ``rewrite`` answers within about a minute."""
+FASTER = 1.10
+"""A candidate replaces the original only when at least 10% faster."""
+ARMS = ("arm_no_nestloop", "arm_no_hashjoin", "arm_no_mergejoin")
+"""The planner arms each query-shape rule is paired with."""
+
+
+def check_chooser(name: str) -> str:
+    """``name`` if it is a chooser, else a one-sentence error naming them."""
+    if name not in CHOOSERS:
+        raise ValueError(f"unknown chooser {name!r}; choosers: {', '.join(CHOOSERS)}")
+    return name
+
+
+@dataclass
+class _Run:
+    seq: tuple[str, ...]
+    query: R.Query
+    result: RunResult
+
+
+class MeasuredChooser:
+    """Measure, verify, keep the original unless a verified candidate is faster (module doc).
+
+    ``check`` in :meth:`rewrite` is ignored: every rewrite this chooser returns has had its
+    rows compared (``rows_match`` True, ``checked_on`` says where).
+    """
+
+    def __init__(
+        self,
+        db: Engine,
+        schema: str,
+        settings: Mapping[str, str] | None = None,
+        timeout_ms: int = 60_000,
+        check_schema: str | None = None,
+        budget_s: float = DEFAULT_BUDGET_S,
+        model: Rewriter | None = None,
+        rules: Sequence[str] = (),
+        reference: Callable[[str], Sequence[tuple]] | None = None,
+        reference_label: str = "reference",
+    ):
+        if not budget_s > 0:
+            raise ValueError(f"the budget must be > 0 seconds, got {budget_s}")
+        for n in rules:
+            R.get(n)  # unknown names fail here, with the list of rules
+        self.db, self.schema = db, schema
+        self.settings = dict(settings or {})
+        self.timeout_ms = int(timeout_ms)
+        self.check_schema = check_schema
+        self.budget_s = float(budget_s)
+        self.model = model
+        self.rules = tuple(rules)
+        self.reference, self.reference_label = reference, reference_label
+        self.name = f"measured (budget {self.budget_s:g} s)"
+
+    # ------------------------------------------------------------------ candidates
+    def candidates(self, sql: str, q0: R.Query | None = None) -> dict[tuple[str, ...], R.Query]:
+        """The candidate rewrites of ``sql`` in the order they are measured (module doc, 1)."""
+        q0 = q0 or R.Query.parse(sql, catalog(self.db, self.schema))
+        first: list[tuple[str, ...]] = []
+        if self.model is not None:
+            try:
+                first.append(tuple(self.model.rewrite(sql, check=False).applied))
+            except Exception:  # noqa: BLE001 - a model error: its choice is no candidate
+                pass
+        if self.rules:
+            first.append(self.rules)
+            rest = [(n,) for n in self.rules]
+        else:
+            try:
+                first.append(tuple(GreedyByCost(self.db, self.schema, self.settings).choose(sql)))
+            except Exception:  # noqa: BLE001 - the engine cannot cost it: no greedy candidate
+                pass
+            alone = [n for n, q in R.applicable(q0).items() if isinstance(q, R.Query)]
+            rest = [(n,) for n in alone]
+            rest += [(n, a) for n in alone if n not in ARMS for a in ARMS]
+        seen = {q0.key()}
+        head: list[tuple[tuple[str, ...], R.Query]] = []
+        tail: list[tuple[float, tuple[str, ...], R.Query]] = []
+        for i, seq in enumerate(first + rest):
+            if not seq:
+                continue
+            q, why = apply_rules(q0, seq)
+            if why or q.applied != seq or q.key() in seen:
+                continue
+            seen.add(q.key())
+            try:
+                plan = self.db.explain(q.sql(), self.schema, {**self.settings, **q.settings_dict})
+            except Exception:  # noqa: BLE001 - a rewrite the engine rejects is no candidate
+                continue
+            if i < len(first):
+                head.append((seq, q))
+            else:
+                tail.append((self.db.estimated_cost(plan), seq, q))
+        tail.sort(key=lambda t: t[0])
+        return dict(head + [(seq, q) for _, seq, q in tail])
+
+    # ------------------------------------------------------------------ decision
+    def rewrite(self, sql: str, check: bool = True) -> Decision:
+        start = time.perf_counter()
+        deadline = start + self.budget_s
+
+        def left_ms() -> int:
+            return int((deadline - time.perf_counter()) * 1000)
+
+        keep = Decision(sql, dict(self.settings))
+        try:
+            q0 = R.Query.parse(sql, catalog(self.db, self.schema))
+            cands = self.candidates(sql, q0)
+        except R.UnsupportedQuery as e:
+            keep.reasons["*"] = str(e)
+            return keep
+        if not cands:
+            keep.reasons["*"] = "no rewrite applies that PostgreSQL can plan; kept the original"
+            return keep
+        cap = max(1, min(self.timeout_ms, int(self.budget_s * 1000 / 3)))
+        try:
+            orig = self.db.run(sql, self.schema, cap, self.settings)
+            if not orig.timed_out and orig.runtime_s * 1000 < cap / 4 and left_ms() > cap / 2:
+                orig = self.db.run(sql, self.schema, cap, self.settings)  # the warm run counts
+        except DatabaseError as e:
+            keep.reasons["*"] = f"the original fails: {e}"
+            return keep
+        orig_s = cap / 1000 if orig.timed_out else orig.runtime_s
+        done: list[_Run] = []
+        tried = 0
+        best_s = orig_s
+        passes = [max(100, cap // 10), cap] if orig.timed_out else [cap]
+        pending = list(cands.items())
+        ran_out = False
+        for pass_ms in passes:
+            again = []
+            for seq, q in pending:
+                if left_ms() <= 0:
+                    ran_out = True
+                    break
+                bound = min(self.timeout_ms, left_ms(), pass_ms, int(best_s * 1050 + 50))
+                if bound < 1:
+                    ran_out = True
+                    break
+                tried += 1
+                try:
+                    r = self.db.run(
+                        q.sql(), self.schema, bound, {**self.settings, **q.settings_dict}
+                    )
+                except DatabaseError:
+                    continue
+                if r.timed_out:
+                    if bound < min(cap, int(best_s * 1050 + 50)):
+                        again.append((seq, q))  # cut short by this pass or the budget
+                    continue
+                done.append(_Run(seq, q, r))
+                best_s = min(best_s, r.runtime_s)
+            pending = again
+            if ran_out or not pending:
+                break
+        spent = time.perf_counter() - start
+        orig_text = f"past {orig_s:.3f} s" if orig.timed_out else f"{orig_s:.3f} s"
+        note = f"original {orig_text}; {tried} of {len(cands)} candidates measured in {spent:.1f} s"
+        faster = sorted(
+            (x for x in done if x.result.runtime_s * FASTER < orig_s or orig.timed_out),
+            key=lambda x: x.result.runtime_s,
+        )
+        if not faster:
+            if not done and (ran_out or tried < len(cands)):
+                keep.reasons["*"] = (
+                    f"the budget of {self.budget_s:g} s ran out before any candidate was "
+                    f"measured faster ({note}); kept the original"
+                )
+            else:
+                keep.reasons["*"] = (
+                    f"no candidate ran at least 10% faster ({note}); kept the original"
+                )
+            return keep
+        why = ""
+        for x in faster[:3]:
+            new_sql, new_settings = x.query.sql(), {**self.settings, **x.query.settings_dict}
+            b = x.result
+            if not orig.timed_out:
+                b = self.db.run(new_sql, self.schema, cap, new_settings)  # scored on a rerun
+                if b.timed_out or b.runtime_s * FASTER >= orig_s:
+                    why = f"{'+'.join(x.seq)} was not faster on a second run"
+                    continue
+            v = check_rewrite(
+                self.db,
+                self.schema,
+                sql,
+                new_sql,
+                self.settings,
+                new_settings,
+                cap,
+                self.check_schema,
+                self.reference,
+                self.reference_label,
+                measured=(orig, b),
+            )
+            if not v.keep:
+                why = f"{'+'.join(x.seq)}: {v.reason}"
+                continue
+            note += f"; chose {'+'.join(x.seq)} at {b.runtime_s:.3f} s"
+            return Decision(
+                new_sql,
+                new_settings,
+                x.query.applied,
+                {"measured": note},
+                rows_match=True,
+                checked_on=v.checked_on,
+            )
+        keep.reasons["*"] = f"no faster candidate could be verified ({note}; {why})"
+        return keep
+
+    def close(self) -> None:
+        if self.model is not None:
+            self.model.close()
