@@ -133,7 +133,7 @@ class MeasuredChooser:
                 first.append(tuple(GreedyByCost(self.db, self.schema, self.settings).choose(sql)))
             except Exception:  # noqa: BLE001 - the engine cannot cost it: no greedy candidate
                 pass
-            alone = [n for n, q in R.applicable(q0).items() if isinstance(q, R.Query)]
+            alone = [n for n, q in R.applicable(q0, R.ALL_RULES).items() if isinstance(q, R.Query)]
             rest = [(n,) for n in alone]
             rest += [(n, a) for n in alone if n not in ARMS for a in ARMS]
         seen = {q0.key()}

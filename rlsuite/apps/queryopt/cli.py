@@ -56,7 +56,7 @@ from rlsuite.cli_common import USER_ERRORS, add_cluster_flags, add_json_flag
 
 def build_parser() -> argparse.ArgumentParser:
     from rlsuite.apps.queryopt.engines import ENGINE_NAMES
-    from rlsuite.apps.queryopt.rules import RULE_NAMES
+    from rlsuite.apps.queryopt.rules import ALL_NAMES
     from rlsuite.apps.queryopt.workloads import WORKLOAD_NAMES
 
     p = argparse.ArgumentParser(
@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(r)
     g = r.add_mutually_exclusive_group(required=True)
     g.add_argument("--model", help="checkpoint or run directory from `qopt-bench train`")
-    g.add_argument("--rules", help=f"comma-separated fixed rules: {', '.join(RULE_NAMES)}")
+    g.add_argument("--rules", help=f"comma-separated fixed rules: {', '.join(ALL_NAMES)}")
     r.add_argument(
         "--queries",
         type=_count_or_file,

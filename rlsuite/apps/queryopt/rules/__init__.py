@@ -9,7 +9,7 @@ their output.
 The registry ``RULES`` is ordered; a rule's index is its action number in the
 MDP (STOP comes after the last rule). The rules live in one module per family:
 :mod:`.aggregation`, :mod:`.joins`, :mod:`.subqueries`, :mod:`.ctes`,
-:mod:`.disjunctions`, :mod:`.arms`; their shared
+:mod:`.disjunctions`, :mod:`.arms`, :mod:`.decorrelate`; their shared
 vocabulary (:class:`Query`, :class:`Catalog`, :class:`Rule`) in :mod:`.base`.
 
 Example::
@@ -42,6 +42,7 @@ from rlsuite.apps.queryopt.rules.ctes import (
     cte_not_materialized,
     pushdown_predicates,
 )
+from rlsuite.apps.queryopt.rules.decorrelate import decorrelate_scalar, not_in_exact
 from rlsuite.apps.queryopt.rules.disjunctions import or_to_union_all
 from rlsuite.apps.queryopt.rules.joins import join_order_large_first, join_order_small_first
 from rlsuite.apps.queryopt.rules.subqueries import (
@@ -52,7 +53,10 @@ from rlsuite.apps.queryopt.rules.subqueries import (
 
 __all__ = [
     "AGGS",
+    "ALL_NAMES",
+    "ALL_RULES",
     "COUNT_COLUMN",
+    "MORE_RULES",
     "DIALECT",
     "RULES",
     "RULE_NAMES",
@@ -110,13 +114,22 @@ RULES: tuple[Rule, ...] = (
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in RULES)
 STOP = len(RULES)
 """The STOP action's number."""
+MORE_RULES: tuple[Rule, ...] = (
+    Rule("decorrelate_scalar", decorrelate_scalar, decorrelate_scalar.__doc__.splitlines()[0]),
+    Rule("not_in_exact", not_in_exact, not_in_exact.__doc__.splitlines()[0]),
+)
+"""Rules that are not (yet) actions of the MDP: the trained models' action spaces stay the
+ones they were trained with. The measured chooser tries them, ``--rules`` applies them; a
+model retrained with them moves them into :data:`RULES`."""
+ALL_RULES: tuple[Rule, ...] = RULES + MORE_RULES
+ALL_NAMES: tuple[str, ...] = tuple(r.name for r in ALL_RULES)
 
 
 def get(name: str) -> Rule:
-    for r in RULES:
+    for r in ALL_RULES:
         if r.name == name:
             return r
-    raise ValueError(f"unknown rule {name!r}; rules: {', '.join(RULE_NAMES)}")
+    raise ValueError(f"unknown rule {name!r}; rules: {', '.join(ALL_NAMES)}")
 
 
 def apply(name: str, query: Query) -> Query:
@@ -132,10 +145,11 @@ def apply(name: str, query: Query) -> Query:
         raise NotApplicable(f"{name} failed on this query: {type(err).__name__}: {err}") from err
 
 
-def applicable(query: Query) -> dict[str, Query | str]:
-    """For each rule: the rewritten query, or the reason it does not apply."""
+def applicable(query: Query, rules: tuple[Rule, ...] = RULES) -> dict[str, Query | str]:
+    """For each rule (the MDP's actions unless ``rules`` says): the rewritten query, or the
+    reason it does not apply."""
     out: dict[str, Query | str] = {}
-    for r in RULES:
+    for r in rules:
         try:
             out[r.name] = apply(r.name, query)
         except NotApplicable as e:
