@@ -171,4 +171,3 @@ def test_not_in_keeps_its_null_semantics(duck, db, where, ids):
     pg_a, pg_b, d_a, d_b = _both(db, duck, schema, sql, d.sql)
     assert sorted(r[0] for r in pg_a) == ids
     assert same_rows(pg_a, pg_b) and same_rows(d_a, d_b) and same_rows(pg_a, d_a)
-
