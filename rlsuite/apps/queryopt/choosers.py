@@ -13,14 +13,16 @@ measured runtime is the answer). Per query:
 2. **Measure**: the original runs first under a third of the budget (twice when it is fast,
    the second run counting, so the candidates do not win on a warmer cache); each candidate
    runs under the fastest time seen so far (plus 5% and 50 ms), within what is left of the
-   budget. When the original runs past its share, the candidates get a first pass at a
-   tenth of it and the rest of the budget after.
-3. **Verify**: the fastest candidate that is at least 10% faster than the original is
+   budget, in passes under doubling bounds from a sixteenth of the original's time (a
+   candidate the estimate calls cheap may be as slow as the original).
+3. **Verify**: the fastest candidate at least 10% (and 10 ms) faster than the original is
    rerun once (when the original finished; that second time must be faster too) and its
    rows are compared (:func:`~rlsuite.apps.queryopt.verify.check_rewrite`): with the
-   original's on the same data when the original finished; else on the small copy
-   (``check_schema``), or against a ``reference`` (the original's answer computed on the
-   same data by another engine). A candidate that fails makes way for the next fastest.
+   original's on the same data when the original finished; else against a ``reference``
+   (the original's answer on the same tables by DuckDB, :mod:`~rlsuite.apps.queryopt.duckref`:
+   equality on the full data), and where that cannot run it, on the small copy
+   (``check_schema``: equality there only). A candidate that fails makes way for the next
+   fastest.
 4. **Decide**: the verified candidate, or the original with the reason (the budget ran
    out, nothing was faster, nothing could be verified).
 
@@ -62,9 +64,47 @@ CHOOSERS: dict[str, str] = {
 DEFAULT_BUDGET_S = 60.0
 """The default budget: a one-off ``rewrite`` answers within about a minute."""
 FASTER = 1.10
-"""A candidate replaces the original only when at least 10% faster."""
+"""A candidate replaces the original only when at least 10% faster ..."""
+FASTER_MARGIN_S = 0.010
+"""... and at least 10 ms faster (one run of a millisecond query is mostly noise)."""
 ARMS = ("arm_no_nestloop", "arm_no_hashjoin", "arm_no_mergejoin")
 """The planner arms each query-shape rule is paired with."""
+
+
+FULL_DATA = "the full data, by DuckDB (postgres scanner)"
+"""``checked_on`` of a rewrite whose rows were compared with DuckDB's answer to the original
+on the same tables."""
+
+
+class FullDataReference:
+    """``reference(sql)``: the original's rows computed by DuckDB reading the same
+    PostgreSQL tables (:mod:`~rlsuite.apps.queryopt.duckref`), opened on first use and
+    interrupted after ``timeout_s``; raises when DuckDB cannot run the query."""
+
+    def __init__(self, dsn: str, schema: str, timeout_s: float):
+        self.dsn, self.schema, self.timeout_s = dsn, schema, timeout_s
+        self._ctx = None
+        self._run = None
+
+    def __call__(self, sql: str) -> list[tuple]:
+        if self._run is None:
+            from rlsuite.apps.queryopt.duckref import duckdb_on_postgres
+
+            self._ctx = duckdb_on_postgres(self.dsn, self.timeout_s)
+            self._run = self._ctx.__enter__()
+        return self._run(sql, self.schema)
+
+    def close(self) -> None:
+        if self._ctx is not None:
+            self._ctx.__exit__(None, None, None)
+            self._ctx = self._run = None
+
+
+def full_data_reference(eng: Engine, schema: str, timeout_s: float) -> FullDataReference | None:
+    """The DuckDB reference on ``eng``'s tables of ``schema``, or None without the scanner."""
+    from rlsuite.apps.queryopt.duckref import available
+
+    return FullDataReference(eng.dsn, schema, timeout_s) if available() else None
 
 
 def check_chooser(name: str) -> str:
@@ -72,6 +112,10 @@ def check_chooser(name: str) -> str:
     if name not in CHOOSERS:
         raise ValueError(f"unknown chooser {name!r}; choosers: {', '.join(CHOOSERS)}")
     return name
+
+
+def _faster(s: float, original_s: float) -> bool:
+    return s * FASTER < original_s and original_s - s >= FASTER_MARGIN_S
 
 
 @dataclass
@@ -187,16 +231,23 @@ class MeasuredChooser:
         done: list[_Run] = []
         tried = 0
         best_s = orig_s
-        passes = [max(100, cap // 10), cap] if orig.timed_out else [cap]
-        pending = list(cands.items())
+        # passes under doubling bounds, from a sixteenth of the original's time: the big wins
+        # are found cheaply whatever the order (a candidate the estimate calls cheap may be as
+        # slow as the original), and no later bound passes the fastest time seen
+        passes = [max(50, int(orig_s * 1000 / 16))]
+        while passes[-1] < cap:
+            passes.append(min(cap, passes[-1] * 2))
+        pending = [(seq, q, 0) for seq, q in cands.items()]
         ran_out = False
         for pass_ms in passes:
             again = []
-            for seq, q in pending:
+            for seq, q, before in pending:
                 if left_ms() <= 0:
                     ran_out = True
                     break
                 bound = min(self.timeout_ms, left_ms(), pass_ms, int(best_s * 1050 + 50))
+                if bound <= before:
+                    continue  # timed out at this bound already
                 if bound < 1:
                     ran_out = True
                     break
@@ -208,8 +259,7 @@ class MeasuredChooser:
                 except DatabaseError:
                     continue
                 if r.timed_out:
-                    if bound < min(cap, int(best_s * 1050 + 50)):
-                        again.append((seq, q))  # cut short by this pass or the budget
+                    again.append((seq, q, bound))
                     continue
                 done.append(_Run(seq, q, r))
                 best_s = min(best_s, r.runtime_s)
@@ -218,13 +268,13 @@ class MeasuredChooser:
                 break
         spent = time.perf_counter() - start
         orig_text = f"past {orig_s:.3f} s" if orig.timed_out else f"{orig_s:.3f} s"
-        note = f"original {orig_text}; {tried} of {len(cands)} candidates measured in {spent:.1f} s"
+        note = f"original {orig_text}; {len(cands)} candidates, {tried} runs in {spent:.1f} s"
         faster = sorted(
-            (x for x in done if x.result.runtime_s * FASTER < orig_s or orig.timed_out),
+            (x for x in done if orig.timed_out or _faster(x.result.runtime_s, orig_s)),
             key=lambda x: x.result.runtime_s,
         )
         if not faster:
-            if not done and (ran_out or tried < len(cands)):
+            if not done and ran_out:
                 keep.reasons["*"] = (
                     f"the budget of {self.budget_s:g} s ran out before any candidate was "
                     f"measured faster ({note}); kept the original"
@@ -240,7 +290,7 @@ class MeasuredChooser:
             b = x.result
             if not orig.timed_out:
                 b = self.db.run(new_sql, self.schema, cap, new_settings)  # scored on a rerun
-                if b.timed_out or b.runtime_s * FASTER >= orig_s:
+                if b.timed_out or not _faster(b.runtime_s, orig_s):
                     why = f"{'+'.join(x.seq)} was not faster on a second run"
                     continue
             v = check_rewrite(
@@ -255,6 +305,7 @@ class MeasuredChooser:
                 self.reference,
                 self.reference_label,
                 measured=(orig, b),
+                reference_first=True,
             )
             if not v.keep:
                 why = f"{'+'.join(x.seq)}: {v.reason}"
@@ -274,3 +325,6 @@ class MeasuredChooser:
     def close(self) -> None:
         if self.model is not None:
             self.model.close()
+        close = getattr(self.reference, "close", None)
+        if close is not None:
+            close()

@@ -6,9 +6,10 @@ NAME
 SYNOPSIS
     qopt-bench setup   --workload {joins,udf,tpch,tpcds} [--scale S] [--seed N] [--dsn DSN]
     qopt-bench train   --workload W [--queries N] [--iterations K] [--run-dir DIR] [--dsn DSN]
-    qopt-bench run     --workload W (--model PATH | --rules R1,R2) [--json PATH] [--dsn DSN]
-    qopt-bench run     --schema S --queries FILE.sql (--model PATH | --rules R1,R2) --dsn DSN
-    qopt-bench rewrite "SQL" [--workload W | --schema S] [--model PATH | --rules R1,R2] [--check]
+    qopt-bench run     --workload W [--chooser C] [--budget-s S] [--model PATH | --rules R1,R2] [--json PATH]
+    qopt-bench run     --schema S --queries FILE.sql [--chooser C] [--model PATH | --rules R1,R2] --dsn DSN
+    qopt-bench rewrite "SQL" [--workload W | --schema S] [--chooser C] [--budget-s S]
+                       [--model PATH | --rules R1,R2] [--check]
     qopt-bench server  {start,stop,status}
     qopt-bench rules
     qopt-bench setup | train | run | rewrite ... --engine spark [--spark-master URL] [--spark-dir DIR]
@@ -30,6 +31,18 @@ DESCRIPTION
     the original's and it does not run slower; when the original runs past
     --timeout-ms, the rows are compared on --check-schema (a small copy with the
     same tables; the tpcds workload's is its SF 0.01 schema) instead.
+
+    The default decision (--chooser measured) measures the candidates: the
+    cost-greedy choice, every rule that applies, each query-shape rule paired
+    with each planner arm, and --model's choice when given. They run within
+    --budget-s seconds per query (the original first, under a third of it),
+    and the fastest one at least 10% faster than the original is used only once
+    its rows are verified: against the original's when the original finishes;
+    else against DuckDB's answer on the same tables (its postgres scanner,
+    "equal on the full data"), or, when DuckDB cannot run it, on the small copy
+    ("equal there, not proven on the full data"). Otherwise the original stays,
+    with the reason. --chooser cost applies each rule PostgreSQL's estimate finds
+    cheaper (nothing runs); rules and model are --rules and --model alone.
 
     With --engine spark the same commands run on Spark SQL: an embedded local[*]
     session (pyspark, Java 17), or the cluster of --spark-master spark://HOST:PORT.
@@ -174,9 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
         "speed-up, total time and number of regressions.",
     )
     common(r)
-    g = r.add_mutually_exclusive_group(required=True)
+    g = r.add_mutually_exclusive_group()
     g.add_argument("--model", help="checkpoint or run directory from `qopt-bench train`")
     g.add_argument("--rules", help=f"comma-separated fixed rules: {', '.join(ALL_NAMES)}")
+    chooser_flags(r)
     r.add_argument(
         "--queries",
         type=_count_or_file,
@@ -201,14 +215,16 @@ def build_parser() -> argparse.ArgumentParser:
         "rewrite",
         help="rewrite one SQL query and show both plans",
         description="Print the rewritten SQL, the rewrites and both plans. Without "
-        "--model or --rules, every rule PostgreSQL's cost model finds cheaper is "
-        "applied greedily. --check runs both and exits 1 when the rows differ.",
+        "--chooser, --model or --rules, the candidates are measured within --budget-s and "
+        "the fastest verified one is used (the original otherwise, with the reason). "
+        "--check runs both and exits 1 when the rows differ.",
     )
     w.add_argument("sql", help="the SELECT query")
     common(w)
     g = w.add_mutually_exclusive_group()
     g.add_argument("--model", help="checkpoint or run directory from `qopt-bench train`")
     g.add_argument("--rules", help="comma-separated rules to apply in order")
+    chooser_flags(w)
     w.add_argument("--check", action="store_true", help="run both queries and compare rows")
     w.add_argument("--timeout-ms", type=int, default=60_000)
     w.add_argument(
@@ -245,6 +261,26 @@ def build_parser() -> argparse.ArgumentParser:
                 help="serve queries over your own schema S (read-only; with --rules)",
             )
     return p
+
+
+def chooser_flags(sp: argparse.ArgumentParser) -> None:
+    """``--chooser`` and ``--budget-s`` (rewrite, run)."""
+    from rlsuite.apps.queryopt.choosers import CHOOSERS, DEFAULT_BUDGET_S
+
+    sp.add_argument(
+        "--chooser",
+        choices=tuple(CHOOSERS),
+        default=None,
+        help="how rewrites are chosen: "
+        + "; ".join(f"{k}: {v}" for k, v in CHOOSERS.items())
+        + " (default: measured; model with --model, rules with --rules; Spark: rules)",
+    )
+    sp.add_argument(
+        "--budget-s",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        help=f"measured: seconds of measuring per query (default {DEFAULT_BUDGET_S:g})",
+    )
 
 
 def _count_or_file(text: str) -> int | str:

@@ -118,13 +118,37 @@ def _queries_of(args: argparse.Namespace, w) -> list[str]:
     return space(args).queries(w, args.split, args.queries, args.query_seed)
 
 
-def _rewriter(args: argparse.Namespace, eng: Engine, w, greedy: bool = False):
-    """The rewriter asked for: --model, --rules, or (``greedy``) the engine's default."""
+def chooser_of(args: argparse.Namespace) -> str:
+    """The chooser of ``--chooser``, else ``model`` with --model, ``rules`` with --rules,
+    else the engine's default (PostgreSQL: ``measured``); refused where it does not fit."""
     sp = space(args)
+    model, rules = getattr(args, "model", None), getattr(args, "rules", None)
+    c = getattr(args, "chooser", None) or (
+        "model" if model else "rules" if rules else sp.default_chooser
+    )
+    if c not in sp.choosers:
+        raise ValueError(f"--chooser {c}: {sp.label}'s choosers are {', '.join(sp.choosers)}")
+    if c == "model" and not model:
+        raise ValueError("--chooser model needs --model PATH")
+    if c == "rules" and not rules and c != sp.default_chooser:
+        raise ValueError("--chooser rules needs --rules R1,R2")
+    if c == "cost" and (model or rules):
+        raise ValueError("--chooser cost takes neither --model nor --rules")
+    if getattr(args, "budget_s", 1.0) <= 0:
+        raise ValueError(f"--budget-s must be > 0, got {args.budget_s}")
+    return c
+
+
+def _rewriter(args: argparse.Namespace, eng: Engine, w):
+    """The rewriter of :func:`chooser_of` (with --model's choice among the measured
+    chooser's candidates)."""
+    sp = space(args)
+    chooser = chooser_of(args)
+    learned = None
     if getattr(args, "model", None):
         from rlsuite.apps.queryopt.train import LearnedRewriter
 
-        return LearnedRewriter(
+        learned = LearnedRewriter(
             args.model,
             workload=w.name,
             workload_config=_workload_config(w),
@@ -132,6 +156,8 @@ def _rewriter(args: argparse.Namespace, eng: Engine, w, greedy: bool = False):
             engine=sp.engine,
             **sp.env_options(eng),
         )
+    if chooser == "model":
+        return learned
     check_schema = getattr(args, "check_schema", None) or getattr(w, "check_schema", None)
     if check_schema is not None and check_schema != w.schema:
         if check_schema not in eng.visible_schemas():
@@ -140,7 +166,17 @@ def _rewriter(args: argparse.Namespace, eng: Engine, w, greedy: bool = False):
                 f"schemas it can see: {', '.join(eng.visible_schemas()) or 'none'}"
             )
     names = [n.strip() for n in (args.rules or "").split(",") if n.strip()]
-    return sp.rewriter(eng, w, names, args.timeout_ms, check_schema, greedy=greedy)
+    budget = getattr(args, "budget_s", None) or 60.0
+    return sp.rewriter(
+        eng,
+        w,
+        names,
+        args.timeout_ms,
+        check_schema,
+        chooser=chooser,
+        budget_s=budget,
+        model=learned,
+    )
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
@@ -236,7 +272,7 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
         eng.ensure_workload(w)
         base = dict(w.settings())
         before = eng.explain(args.sql, w.schema, base)  # the engine's own error, if any
-        rw = _rewriter(args, eng, w, greedy=not (args.model or args.rules))
+        rw = _rewriter(args, eng, w)
         try:
             d = rw.rewrite(args.sql, check=check)
         finally:
@@ -256,8 +292,10 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
         console.print(f"{k}: {v}", markup=False, style="dim")
     if d.applied:
         console.print("\n".join(eng.plan_lines(after)), **plain)
-    if check:
-        where = f" (compared on {d.checked_on})" if d.checked_on else ""
+    if check or d.rows_match is not None:
+        from rlsuite.apps.queryopt.verify import guarantee
+
+        where = f" ({guarantee(d.checked_on, w.schema)})" if d.checked_on else ""
         console.print(
             {
                 True: f"[green]rows match[/]{where}",
@@ -312,6 +350,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
     for i, (name, what) in enumerate(sp.descriptions()):
         t.add_row(str(i), name, what)
     t.add_row(str(len(sp.names)), "STOP", "end the episode; run the current query")
+    for name, what in sp.more_rules():
+        t.add_row("-", name, f"{what} (not an action yet: --rules and the measured chooser)")
     for name, why in sp.refused.items():
         t.add_row("-", name, f"refused: {why}")
     console.print(t)

@@ -76,6 +76,10 @@ class RewriteSpace:
     """The actions' names; action ``i`` is ``names[i]``, STOP is ``len(names)``."""
     refused: ClassVar[Mapping[str, str]]
     """Rules of the other engines this one refuses, with the reason."""
+    choosers: ClassVar[tuple[str, ...]]
+    """The choosers of :data:`~rlsuite.apps.queryopt.choosers.CHOOSERS` this engine has."""
+    default_chooser: ClassVar[str]
+    """The chooser of ``rewrite``, ``run`` and ``serve`` when none is named."""
 
     # The engine's pieces, as plain functions of the engine's own modules.
     _parse: ClassVar[Callable[[str, Any], R.Query]]
@@ -89,6 +93,10 @@ class RewriteSpace:
     def descriptions(self) -> list[tuple[str, str]]:
         """``(name, what it does)`` per action, in order."""
         raise NotImplementedError
+
+    def more_rules(self) -> list[tuple[str, str]]:
+        """``(name, what it does)`` of the rules that are not (yet) actions of the MDP."""
+        return []
 
     def check_options(self, dsn: str, master: str | None, spark_dir: str | None) -> None:
         """Refuse a trainer's engine options that are not this engine's (or missing)."""
@@ -181,10 +189,20 @@ class RewriteSpace:
         names: Sequence[str],
         timeout_ms: int,
         check_schema: str | None = None,
-        greedy: bool = False,
+        chooser: str = "rules",
+        budget_s: float = 60.0,
+        model: Rewriter | None = None,
     ) -> Rewriter:
-        """The fixed rules ``names`` as a rewriter (empty and ``greedy``: this engine's default)."""
-        return self._rules(eng, workload, list(names), timeout_ms, check_schema, greedy)
+        """The rewriter of ``chooser`` (one of :attr:`choosers`, other than ``model``): the
+        fixed rules ``names``, or a chooser over candidates (``names``, when given, are its
+        only ones; ``model``'s choice is one more; ``budget_s`` bounds its measuring)."""
+        if chooser not in self.choosers or chooser == "model":
+            raise ValueError(
+                f"{self.label} chooses with {', '.join(c for c in self.choosers if c != 'model')}"
+                f" here, not {chooser!r}"
+            )
+        opts = {"chooser": chooser, "budget_s": budget_s, "model": model}
+        return self._rules(eng, workload, list(names), timeout_ms, check_schema, opts)
 
     # What each engine does its own way.
     def _refuse(self, dsn: str | None, master: str | None, spark_dir: str | None) -> None:
@@ -202,8 +220,9 @@ class RewriteSpace:
         """:meth:`validate` with ``checks`` its ``check``, ``slower_than``, ``check_runs``."""
         raise NotImplementedError
 
-    def _rules(self, eng, workload, names, timeout_ms, check_schema, greedy) -> Rewriter:
-        """:meth:`rewriter` with ``names`` a list."""
+    def _rules(self, eng, workload, names, timeout_ms, check_schema, opts) -> Rewriter:
+        """:meth:`rewriter` with ``names`` a list, ``opts`` its ``chooser``, ``budget_s``
+        and ``model``."""
         raise NotImplementedError
 
 
@@ -233,6 +252,8 @@ class PostgresSpace(RewriteSpace):
     env_id = "rlsuite/QueryRewrite-v0"
     replay_env_id = "rlsuite/QueryRewriteReplay-v0"
     learned_name = "learned"
+    choosers = ("measured", "cost", "rules", "model")
+    default_chooser = "measured"
     names = R.RULE_NAMES
     refused: Mapping[str, str] = {}
     _parse = staticmethod(R.Query.parse)
@@ -254,6 +275,10 @@ class PostgresSpace(RewriteSpace):
 
     def descriptions(self) -> list[tuple[str, str]]:
         return [(r.name, " ".join(r.description.split())) for r in R.RULES]
+
+    def more_rules(self) -> list[tuple[str, str]]:
+        """``(name, what it does)`` of the rules that are not (yet) actions of the MDP."""
+        return [(r.name, " ".join(r.description.split())) for r in R.MORE_RULES]
 
     def check_options(self, dsn: str, master: str | None, spark_dir: str | None) -> None:
         self._refuse(dsn, master, spark_dir)
@@ -295,11 +320,25 @@ class PostgresSpace(RewriteSpace):
     def _check(self, eng, schema, sql, q, notes, timeout_ms, settings, checks) -> Decision:
         return RW.validate(eng, schema, sql, q, notes, checks["check"], timeout_ms, settings)
 
-    def _rules(self, eng, workload, names, timeout_ms, check_schema, greedy) -> Rewriter:
-        opts = {"timeout_ms": timeout_ms, "check_schema": check_schema}
-        if greedy and not names:
-            return RW.GreedyByCost(eng, workload.schema, workload.settings(), **opts)
-        return RW.FixedRules(eng, workload.schema, names, workload.settings(), **opts)
+    def _rules(self, eng, workload, names, timeout_ms, check_schema, opts) -> Rewriter:
+        from rlsuite.apps.queryopt import choosers as C
+
+        base = {"timeout_ms": timeout_ms, "check_schema": check_schema}
+        if opts["chooser"] == "measured":
+            return C.MeasuredChooser(
+                eng,
+                workload.schema,
+                workload.settings(),
+                budget_s=opts["budget_s"],
+                model=opts["model"],
+                rules=names,
+                reference=C.full_data_reference(eng, workload.schema, opts["budget_s"]),
+                reference_label=C.FULL_DATA,
+                **base,
+            )
+        if opts["chooser"] == "cost":
+            return RW.GreedyByCost(eng, workload.schema, workload.settings(), **base)
+        return RW.FixedRules(eng, workload.schema, names, workload.settings(), **base)
 
 
 class SparkSpace(RewriteSpace):
@@ -315,6 +354,8 @@ class SparkSpace(RewriteSpace):
     env_id = "rlsuite/SparkQueryRewrite-v0"
     replay_env_id = None
     learned_name = "learned on Spark"
+    choosers = ("rules", "model")  # Spark compares every rewrite's rows and times it already
+    default_chooser = "rules"
     names = S.ACTION_NAMES
     refused = S.REFUSED
     default_rules = ("eager_aggregation", "filter_after_aggregation")
@@ -370,7 +411,7 @@ class SparkSpace(RewriteSpace):
             eng, schema, sql, q, notes, timeout_ms, settings, slower_than=slower, check_runs=runs
         )
 
-    def _rules(self, eng, workload, names, timeout_ms, check_schema, greedy) -> Rewriter:
+    def _rules(self, eng, workload, names, timeout_ms, check_schema, opts) -> Rewriter:
         if check_schema is not None and check_schema != workload.schema:
             raise ValueError(
                 "--check-schema is PostgreSQL's: on Spark every rewrite's rows are compared "

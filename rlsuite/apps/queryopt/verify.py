@@ -126,6 +126,7 @@ def check_rewrite(
     reference: Callable[[str], Sequence[tuple]] | None = None,
     reference_label: str = "reference",
     measured: tuple[RunResult, RunResult] | None = None,
+    reference_first: bool = False,
 ) -> Verdict:
     """Run both queries and decide whether ``new_sql`` may replace ``sql`` (see module doc).
 
@@ -133,7 +134,10 @@ def check_rewrite(
     elsewhere (step 4), used only when the original runs past ``timeout_ms`` and the
     small copy cannot decide; ``reference_label`` is the verdict's ``checked_on`` then.
     ``measured``: the original's and the rewrite's runs on ``schema`` (under
-    ``timeout_ms``) when the caller has them already; then neither runs again there."""
+    ``timeout_ms``) when the caller has them already; then neither runs again there.
+    ``reference_first``: when the original runs past the timeout, ask the reference before
+    the small copy (it compares on the full data), and fall back to the copy when the
+    reference raises or returns no rows."""
 
     ordered = has_order_by(sql)
     if measured is not None:
@@ -160,7 +164,24 @@ def check_rewrite(
                 b.runtime_s,
             )
         return Verdict(True, "", True, schema, a.runtime_s, b.runtime_s)
-    # the original cannot finish here: compare the rows on the small copy
+    # the original cannot finish here: compare the rows on the full data by the reference
+    # (reference_first), else on the small copy
+    if reference_first and reference is not None:
+        try:
+            match = reference_rows_match(b.rows or [], reference(sql), ordered)
+        except Exception:  # noqa: BLE001 - the reference cannot run it: the small copy decides
+            match = None
+        if match is not None:
+            if not match:
+                return Verdict(
+                    False,
+                    f"the rewrite's rows differ from the original's by the reference "
+                    f"({reference_label}); kept the original",
+                    False,
+                    reference_label,
+                )
+            return Verdict(True, "", True, reference_label, None, b.runtime_s)
+        reference = None  # asked already
     if not check_schema or check_schema == schema:
         undecided = Verdict(
             False,
@@ -230,3 +251,15 @@ def _against_reference(
             label,
         )
     return Verdict(True, "", True, label, None, b.runtime_s)
+
+
+def guarantee(checked_on: str, schema: str) -> str:
+    """What a match on ``checked_on`` guarantees, for a query over ``schema``, in words."""
+    if checked_on == schema:
+        return f"compared on {schema}: the query's own data"
+    if checked_on.startswith("the full data"):
+        return f"compared on {checked_on}: equal on the full data, as DuckDB reads it"
+    return (
+        f"compared on {checked_on}, a small copy: the original ran past the timeout; equal "
+        "there, not proven on the full data"
+    )

@@ -20,8 +20,10 @@ def test_parsing_and_help(capsys):
     assert (a.model, a.json, a.split, a.workload) == ("m", "o.json", "test", "joins")
     a = p.parse_args(["rewrite", "SELECT 1", "--check", "--rules", "eager_aggregation"])
     assert a.check and a.rules == "eager_aggregation" and a.sql == "SELECT 1"
+    a = p.parse_args(["run"])  # the measured chooser by default
+    assert (a.chooser, a.budget_s, a.model, a.rules) == (None, 60.0, None, None)
     with pytest.raises(SystemExit):
-        p.parse_args(["run"])  # --model or --rules is required
+        p.parse_args(["run", "--chooser", "fastest"])
     with pytest.raises(SystemExit):
         p.parse_args(["setup", "--workload", "nosuch"])
     with pytest.raises(SystemExit):
