@@ -10,6 +10,7 @@ SYNOPSIS
     qopt-bench run     --schema S --queries FILE.sql [--chooser C] [--model PATH | --rules R1,R2] --dsn DSN
     qopt-bench rewrite "SQL" [--workload W | --schema S] [--chooser C] [--budget-s S]
                        [--model PATH | --rules R1,R2] [--check]
+    qopt-bench generate --workload tpcds [--n 200] [--seed S] [--shapes A,B] [--out FILE.sql]
     qopt-bench server  {start,stop,status}
     qopt-bench rules
     qopt-bench setup | train | run | rewrite ... --engine spark [--spark-master URL] [--spark-dir DIR]
@@ -235,6 +236,24 @@ def build_parser() -> argparse.ArgumentParser:
         "runs past --timeout-ms (default: the workload's own, tpcds: its SF 0.01 schema)",
     )
     add_json_flag(w, "the decision")
+
+    gen = sub.add_parser(
+        "generate",
+        help="write random queries of the subquery shapes analysts write",
+        description="Random queries over TPC-DS's schema, the shapes in turn (correlated "
+        "scalar subqueries in WHERE, through a join, in HAVING, in the SELECT list, on two "
+        "columns; EXISTS, NOT EXISTS, IN, NOT IN) with realistic predicates. Each is kept only "
+        "when PostgreSQL plans it on the workload's schema (SF 0.01 unless --scale), so none it "
+        "rejects is written; the same --seed gives the same file. Read it back with "
+        "`run --workload tpcds --queries FILE.sql`.",
+    )
+    gen.add_argument("--workload", choices=("tpcds",), default="tpcds", help="(default tpcds)")
+    gen.add_argument("--scale", type=float, default=0.01, help="schema to plan on (0.01)")
+    gen.add_argument("--n", type=int, default=200, help="how many queries (default 200)")
+    gen.add_argument("--seed", type=int, default=0, help="the generator's seed")
+    gen.add_argument("--shapes", default=None, help="comma-separated shapes (default: all)")
+    gen.add_argument("--out", default=None, metavar="FILE.sql", help="write here (default: stdout)")
+    gen.add_argument("--dsn", default=None, help="libpq DSN (default: the embedded server)")
 
     v = sub.add_parser("server", help="start, stop or inspect the embedded server")
     v.add_argument("action", choices=("start", "stop", "status"))

@@ -320,6 +320,47 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
     return 1 if d.rows_match is False else 0
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from rlsuite.apps.queryopt.workloads import shapes as G
+
+    names = G.check_shapes([n.strip() for n in (args.shapes or "").split(",") if n.strip()])
+    if args.n < 1:
+        raise ValueError(f"--n must be >= 1, got {args.n}")
+    w = workload_of(args)
+    rejected: list[str] = []
+
+    with session(args) as eng:
+        eng.ensure_workload(w)
+
+        def plans(sql: str) -> bool:
+            try:
+                eng.explain(sql, w.schema)
+            except Exception as e:  # noqa: BLE001 - PostgreSQL rejects it: never written
+                rejected.append(str(e).splitlines()[0])
+                return False
+            return True
+
+        qs = G.generate(args.n, args.seed, names, accept=plans)
+    text = G.to_file(qs)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        console.print(text, markup=False, highlight=False, end="")
+    counts = Counter(shape for shape, _ in qs)
+    where = f" to {args.out}" if args.out else ""
+    say = console if args.out else Console(stderr=True)  # stdout holds the queries
+    say.print(
+        f"wrote {len(qs)} queries{where} (seed {args.seed}; planned on {w.schema}): "
+        + ", ".join(f"{k} {v}" for k, v in counts.items())
+        + (f"; {len(rejected)} draws PostgreSQL rejected were dropped" if rejected else ""),
+        highlight=False,
+    )
+    return 0
+
+
 def cmd_server(args: argparse.Namespace) -> int:
     from rlsuite.apps.queryopt.server import EmbeddedServer
 
@@ -363,6 +404,7 @@ COMMANDS = {
     "train": cmd_train,
     "run": cmd_run,
     "rewrite": cmd_rewrite,
+    "generate": cmd_generate,
     "server": cmd_server,
     "rules": cmd_rules,
 }
