@@ -225,3 +225,28 @@ def explicit_cross_joins(sel: exp.Select) -> None:
             and not j.args.get("using")
         ):
             j.set("kind", "CROSS")
+
+
+def fresh_alias(e: exp.Expression, stem: str) -> str:
+    """``stem`` plus the first number no table or subquery of ``e`` is called."""
+    used = {t.alias_or_name for t in e.find_all(exp.Table, exp.Subquery)}
+    i = 0
+    while f"{stem}{i}" in used:
+        i += 1
+    return f"{stem}{i}"
+
+
+def left_join_derived(
+    outer: exp.Select, derived: exp.Select, alias: str, on: exp.Expression | None
+) -> None:
+    """Append ``LEFT JOIN (derived) AS alias ON on`` to ``outer`` (its comma joins made
+    explicit first, so the ``ON`` sees every table before it)."""
+    explicit_cross_joins(outer)
+    outer.append(
+        "joins",
+        exp.Join(
+            this=exp.Subquery(this=derived, alias=exp.TableAlias(this=exp.to_identifier(alias))),
+            side="LEFT",
+            on=on,
+        ),
+    )

@@ -40,7 +40,8 @@ from rlsuite.apps.queryopt.rules.base import (
     NotApplicable,
     and_all,
     conjuncts,
-    explicit_cross_joins,
+    fresh_alias,
+    left_join_derived,
     sources,
     volatile_call,
 )
@@ -53,14 +54,6 @@ the value of an outer row with no group is spelled out (``CASE``)."""
 
 def _sql(e: exp.Expression) -> str:
     return e.sql(dialect=DIALECT)
-
-
-def _fresh(e: exp.Expression, stem: str) -> str:
-    used = {t.alias_or_name for t in e.find_all(exp.Table, exp.Subquery)}
-    i = 0
-    while f"{stem}{i}" in used:
-        i += 1
-    return f"{stem}{i}"
 
 
 def _volatile(sel: exp.Expression, what: str) -> None:
@@ -212,7 +205,7 @@ def _decorrelate(e: exp.Expression, sub: exp.Subquery, outer: exp.Select) -> Non
                     raise NotApplicable(
                         f"{what}: outer column {_sql(col)} is not in the outer GROUP BY"
                     )
-    alias = _fresh(e, "_qd")
+    alias = fresh_alias(e, "_qd")
     d = sel.copy()
     d.set("where", exp.Where(this=and_all(local)) if local else None)
     d.set(
@@ -237,15 +230,7 @@ def _decorrelate(e: exp.Expression, sub: exp.Subquery, outer: exp.Select) -> Non
             default=value,
         )
         extra.append(marker)
-    explicit_cross_joins(outer)
-    outer.append(
-        "joins",
-        exp.Join(
-            this=exp.Subquery(this=d, alias=exp.TableAlias(this=exp.to_identifier(alias))),
-            side="LEFT",
-            on=on,
-        ),
-    )
+    left_join_derived(outer, d, alias, on)
     sub.replace(exp.Paren(this=value))
     if regroup:
         for x in extra:
@@ -334,7 +319,7 @@ def not_in_exact(e: exp.Expression, catalog: Catalog) -> exp.Expression:
                 exp.alias_(exp.column(s.selects[0].alias_or_name, table="_u"), "y")
             ).from_(exp.Subquery(this=s, alias=exp.TableAlias(this=exp.to_identifier("_u"))))
 
-        a0, a1, a2 = (_fresh(e, "_qn") + suffix for suffix in ("a", "b", "c"))
+        a0, a1, a2 = (fresh_alias(e, "_qn") + suffix for suffix in ("a", "b", "c"))
         y0, y1 = exp.column("y", table=a0), exp.column("y", table=a1)
         no_match = _anti(s, exp.EQ(this=y0, expression=x.copy()), a0)
         no_null = _anti(s, exp.Is(this=y1, expression=exp.null()), a1)

@@ -33,7 +33,9 @@ from rlsuite.apps.queryopt.rules.base import (
     and_all,
     conjuncts,
     explicit_cross_joins,
+    fresh_alias,
     has_subquery,
+    left_join_derived,
     sources,
 )
 
@@ -94,14 +96,6 @@ def _check_correlation(e: exp.Expression) -> None:
 # ------------------------------------------------- EXISTS with one inequality
 def _aliases(sel: exp.Select) -> set[str]:
     return {s.alias_or_name for s in sources(sel) if s.alias_or_name}
-
-
-def _fresh_alias(e: exp.Expression, stem: str) -> str:
-    used = {t.alias_or_name for t in e.find_all(exp.Table, exp.Subquery)}
-    i = 0
-    while f"{stem}{i}" in used:
-        i += 1
-    return f"{stem}{i}"
 
 
 def _in_where_of(node: exp.Expression, sel: exp.Select) -> bool:
@@ -186,7 +180,7 @@ def _decorrelate_exists(e: exp.Expression, ex: exp.Exists, outer: exp.Select) ->
             f"{what}: needs equalities and exactly one <> to the outer query, found "
             f"{len(keys)} and {len(neq)} (equalities alone are unnest_subqueries' shape)"
         )
-    alias = _fresh_alias(e, "_d")
+    alias = fresh_alias(e, "_d")
     (w_in, w_out) = neq[0]
     d = sub.copy()
     d.set("where", exp.Where(this=and_all(local)) if local else None)
@@ -200,15 +194,7 @@ def _decorrelate_exists(e: exp.Expression, ex: exp.Exists, outer: exp.Select) ->
             for i, (_, o) in enumerate(keys)
         ]
     )
-    explicit_cross_joins(outer)
-    outer.append(
-        "joins",
-        exp.Join(
-            this=exp.Subquery(this=d, alias=exp.TableAlias(this=exp.to_identifier(alias))),
-            side="LEFT",
-            on=on,
-        ),
-    )
+    left_join_derived(outer, d, alias, on)
     differs = exp.or_(
         exp.NEQ(this=exp.column("lo", table=alias), expression=w_out.copy()),
         exp.NEQ(this=exp.column("hi", table=alias), expression=w_out.copy()),
