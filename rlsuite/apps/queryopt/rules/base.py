@@ -250,3 +250,13 @@ def left_join_derived(
             on=on,
         ),
     )
+
+
+def not_in_subqueries(e: exp.Expression) -> list[tuple[exp.Not, exp.In]]:
+    """Each ``x NOT IN (SELECT ..)`` of ``e``: its ``NOT`` node and its ``IN`` node."""
+    out = []
+    for neg in e.find_all(exp.Not):
+        inn = neg.this
+        if isinstance(inn, exp.In) and isinstance(inn.args.get("query"), exp.Subquery):
+            out.append((neg, inn))
+    return out

@@ -42,6 +42,7 @@ from rlsuite.apps.queryopt.rules.base import (
     conjuncts,
     fresh_alias,
     left_join_derived,
+    not_in_subqueries,
     sources,
     volatile_call,
 )
@@ -283,10 +284,7 @@ def not_in_exact(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     """x NOT IN (SELECT y ..) in WHERE into anti-joins, NULLs exact: no y = x, no NULL y, x not NULL or no rows."""
     what = "NOT IN to anti-joins"
     done, refused = 0, ""
-    for neg in list(e.find_all(exp.Not)):
-        inn = neg.this
-        if not isinstance(inn, exp.In) or not isinstance(inn.args.get("query"), exp.Subquery):
-            continue
+    for neg, inn in not_in_subqueries(e):
         outer = neg.find_ancestor(exp.Select)
         where = neg.find_ancestor(exp.Where, exp.Select)
         if outer is None or not isinstance(where, exp.Where) or where.parent is not outer:

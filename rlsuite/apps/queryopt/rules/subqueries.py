@@ -36,6 +36,7 @@ from rlsuite.apps.queryopt.rules.base import (
     fresh_alias,
     has_subquery,
     left_join_derived,
+    not_in_subqueries,
     sources,
 )
 
@@ -242,10 +243,7 @@ def not_in_to_not_exists(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     """
     what = "NOT IN to NOT EXISTS"
     done, refused = 0, ""
-    for neg in list(e.find_all(exp.Not)):
-        inn = neg.this
-        if not isinstance(inn, exp.In) or not isinstance(inn.args.get("query"), exp.Subquery):
-            continue
+    for neg, inn in not_in_subqueries(e):
         outer = neg.find_ancestor(exp.Select)
         sub = inn.args["query"].this
         try:
