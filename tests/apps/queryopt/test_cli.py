@@ -54,7 +54,8 @@ def test_rewrite_check_and_json(capsys, db, dsn, tmp_path):
     out = capsys.readouterr().out
     assert rc == 0 and "rows match" in out and "eager_aggregation" in out
     d = json.loads(out_json.read_text())
-    assert d["rewrites"] == ["eager_aggregation"] and d["rows_match"] is True
+    # measured: eager aggregation, alone or with the planner arm that ran fastest with it
+    assert d["rewrites"][0] == "eager_aggregation" and d["rows_match"] is True
     assert cli.main(["rewrite", "SELECT * FROM nosuch", "--dsn", dsn]) == 2
     assert "does not exist" in capsys.readouterr().out
     assert cli.main(["rewrite", SEED_QUERY, "--rules", "nope", "--dsn", dsn]) == 2
