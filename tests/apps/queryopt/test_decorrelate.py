@@ -51,6 +51,15 @@ GOLDEN = [
         "AS _qd0 ON _qd0.k0 = o.k AND _qd0.k1 = o.g WHERE o.v > "
         "(CASE WHEN _qd0.k0 IS NULL THEN COALESCE(NULL, 0) ELSE _qd0.v END)",
     ),
+    (  # two levels deep: the middle query equates o.k with i.k, so the inner one reads i.k
+        "decorrelate_scalar",
+        "SELECT o.id FROM o WHERE o.v > (SELECT sum(i.v) FROM i WHERE i.k = o.k AND "
+        "i.j > (SELECT avg(j.w) FROM j WHERE j.j = o.k))",
+        "SELECT o.id AS id FROM o AS o LEFT JOIN (SELECT i.k AS k0, SUM(i.v) AS v FROM i AS i "
+        "LEFT JOIN (SELECT j.j AS k0, AVG(j.w) AS v FROM j AS j GROUP BY j.j) AS _qd0 "
+        "ON _qd0.k0 = i.k WHERE i.j > (_qd0.v) GROUP BY i.k) AS _qd1 ON _qd1.k0 = o.k "
+        "WHERE o.v > (_qd1.v)",
+    ),
     (
         "not_in_exact",
         "SELECT o.id FROM o WHERE o.v NOT IN (SELECT i.v FROM i WHERE i.k = 3)",
@@ -78,6 +87,7 @@ REFUSED = [
     ("SELECT o.id FROM o WHERE o.v > (SELECT max(i.v) FROM i WHERE i.k = o.k GROUP BY i.j)", "GROUP BY"),
     ("SELECT o.g, sum(o.v) FROM o GROUP BY o.g HAVING sum(o.v) > (SELECT sum(i.v) FROM i WHERE i.k = o.k)", "not in the outer GROUP BY"),
     ("SELECT o.id FROM o WHERE o.v > (SELECT avg(i.v) FROM i WHERE i.k = 1)", "not correlated"),
+    ("SELECT o.id FROM o WHERE o.v > (SELECT sum(i.v) FROM i WHERE i.k > 3 AND i.j > (SELECT avg(j.w) FROM j WHERE j.j = o.k))", "two levels out"),
 ]  # fmt: skip
 
 
@@ -110,6 +120,10 @@ TPCDS = {
     "(SELECT coalesce(min(c2.c_birth_year), 0) + 5 FROM customer c2 JOIN customer_address ca "
     "ON c2.c_current_addr_sk = ca.ca_address_sk WHERE c2.c_birth_month = c.c_birth_month "
     "AND ca.ca_state = 'TX' AND c2.c_preferred_cust_flag = c.c_preferred_cust_flag)",
+    "two_levels": "SELECT i.i_item_id FROM item i WHERE i.i_category = 'Books' AND "
+    "i.i_current_price * 50 < (SELECT sum(ss.ss_net_paid) FROM store_sales ss WHERE "
+    "ss.ss_item_sk = i.i_item_sk AND ss.ss_quantity > (SELECT avg(ss2.ss_quantity) FROM "
+    "store_sales ss2 WHERE ss2.ss_item_sk = i.i_item_sk))",
     "where_or": "SELECT i.i_item_sk FROM item i WHERE i.i_current_price > "
     "(SELECT 1.5 * avg(i2.i_current_price) FROM item i2 WHERE i2.i_category = i.i_category) "
     "OR i.i_brand_id = 1001001",

@@ -24,7 +24,8 @@ Refused, with the reason (the rule raises :class:`NotApplicable`):
   error the rewrite would hide);
 - a correlated predicate that is not an equality between an expression of the subquery's
   columns and one of the outer query's, or one in a ``JOIN .. ON``;
-- a column of a query two levels out; an outer column in a grouped query's ``SELECT`` list
+- a column of a query two levels out, unless the subquery in between equates it with one of
+  its own columns (then that column is read instead); an outer column in a grouped query's ``SELECT`` list
   or ``HAVING`` that is not in its ``GROUP BY``; ``ROLLUP``/``CUBE``/``GROUPING SETS``;
 - ``NOT IN`` under ``OR``/``NOT``/``CASE`` (there an unknown answer is not false), with a
   row on the left (``(a, b) NOT IN ..``), or a volatile subquery (it would run three times).
@@ -110,6 +111,8 @@ def decorrelate_scalar(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     """Correlated aggregate subqueries (WHERE, SELECT list, HAVING) into one grouped LEFT JOIN each."""
     done, refused = 0, ""
     subs = [s for s in e.find_all(exp.Subquery) if _is_scalar_position(s)]
+    for sub in subs:  # outermost first: a pulled column may be pulled again one level down
+        _pull_two_levels(sub.this)
     for sub in reversed(subs):  # innermost first: a decorrelated inner one moves with its outer
         if not _attached(sub, e):
             continue
@@ -124,6 +127,32 @@ def decorrelate_scalar(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     if not done:
         raise NotApplicable(refused or "the query has no correlated scalar subquery")
     return e
+
+
+def _pull_two_levels(sel: exp.Select) -> None:
+    """Correlation two levels deep, brought one level in: where ``sel``'s WHERE has the
+    conjunct ``m.c = o.c`` (``m`` its own table, ``o`` the query's around it), a subquery in
+    another of its WHERE conjuncts that reads ``o.c`` reads ``m.c`` instead. Exact: where the
+    equality is true the two are equal, and where it is not the WHERE is not true anyway."""
+    where = sel.args.get("where")
+    if not isinstance(sel, exp.Select) or where is None:
+        return
+    own = {s.alias_or_name for s in sources(sel)}
+    inside = _defined(sel)
+    eq: dict[str, exp.Column] = {}
+    for c in conjuncts(where.this):
+        if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column):
+            a, b = c.this, c.expression
+            if isinstance(b, exp.Column):
+                for m, o in ((a, b), (b, a)):
+                    if m.table in own and o.table and o.table not in inside:
+                        eq.setdefault(_sql(o), m)
+    for c in conjuncts(where.this):
+        for nested in c.find_all(exp.Select):
+            for col in list(nested.find_all(exp.Column)):
+                m = eq.get(_sql(col))
+                if m is not None and col.table not in inside and m.table not in _defined(nested):
+                    col.replace(m.copy())
 
 
 def _decorrelate(e: exp.Expression, sub: exp.Subquery, outer: exp.Select) -> None:
