@@ -26,6 +26,12 @@ matters most for), the rows cannot be compared on the full data. Then:
    :func:`~rlsuite.apps.queryopt.workloads.tpcds.duckdb_reference`). The
    reference must return at least one row, for the same reason as in 3.
 
+With ``reference_first`` (what the measured chooser asks,
+:mod:`~rlsuite.apps.queryopt.choosers`), step 4 comes before 2 and 3: the reference is DuckDB
+reading the very tables of ``schema`` (:mod:`~rlsuite.apps.queryopt.duckref`), so a match is
+equality on the full data; the small copy decides only when DuckDB cannot run the query or
+returns no rows. :func:`guarantee` says in words which of the two held.
+
 What this guarantees: the rewritten SQL returns exactly the original's rows on
 the small copy (a real execution of both on data of the same schema), it plans
 and finishes on the full data, and it is faster there than the original's
