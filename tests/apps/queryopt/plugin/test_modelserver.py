@@ -127,6 +127,19 @@ def test_new_statement_not_ready_within_wait_gets_standard_plan(sock_dir, dsn, d
             time.sleep(0.2)
 
 
+def test_the_measured_default_serves_its_verified_rewrite_from_the_next_run_on(sock_dir, dsn, db):
+    # warmed without running queries; a new statement gets the standard plan while it is
+    # measured in the background, then its verified rewrite
+    d = D.MeasuredDecider(dsn, "joins", budget_s=30, rules=["eager_aggregation"])
+    with M.ModelServer(str(sock_dir / "measured.sock"), d, wait_ms=20) as srv:
+        assert plan(srv, QUERY)["sql"] is None
+        deadline = time.time() + 60
+        while not (a := plan(srv, QUERY))["sql"]:
+            assert time.time() < deadline
+            time.sleep(0.2)
+        assert "eager_aggregation" in a["note"] and "measured" in a["note"]
+
+
 def test_tcp_listens_on_localhost_only(dsn, db):
     d = D.RulesDecider(dsn, "joins", ["eager_aggregation"])
     with pytest.raises(ValueError, match="this machine only"):
