@@ -312,13 +312,14 @@ def _count_or_file(text: str) -> int | str:
 
 
 def _serve_own_schema(args: argparse.Namespace) -> None:
-    """``serve --schema S``: the fixed rules over the user's schema (a ``schema:S`` workload)."""
+    """``serve --schema S``: the measured default or fixed rules over the user's schema (a
+    ``schema:S`` workload)."""
     if args.command != "serve":
         return
-    if not args.rules:
+    if args.model or args.learn:
         raise ValueError(
-            "serve --schema S goes with --rules R1,R2 (a trained model serves the schema it "
-            "was trained on)"
+            "serve --schema S goes with --rules R1,R2 or the measured default (a trained model "
+            "serves the schema it was trained on)"
         )
     if args.workload:
         raise ValueError("give --workload or --schema, not both")

@@ -336,12 +336,17 @@ class MeasuredDecider(Decider):
             max_steps,
             check_schema=check_schema,
         )
-        self._warm_sql = w.queries("train", 1, 0)[0]
+        try:
+            self._warm_sql: str | None = w.queries("train", 1, 0)[0]
+        except ValueError:  # a schema of the user's own: no query to warm up on
+            self._warm_sql = None
 
     def warm(self) -> float:
         """Imports, the catalog and the candidates of one training statement (plans only):
         a measured decision runs queries for up to its budget, which a warm-up must not.
         Returns the seconds the candidates took, warm."""
+        if self._warm_sql is None:
+            return 0.0
         self.rewriter.candidates(self._warm_sql)
         t0 = time.perf_counter()
         self.rewriter.candidates(self._warm_sql)
