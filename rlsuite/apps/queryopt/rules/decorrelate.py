@@ -28,7 +28,8 @@ Refused, with the reason (the rule raises :class:`NotApplicable`):
   its own columns (then that column is read instead); an outer column in a grouped query's ``SELECT`` list
   or ``HAVING`` that is not in its ``GROUP BY``; ``ROLLUP``/``CUBE``/``GROUPING SETS``;
 - ``NOT IN`` under ``OR``/``NOT``/``CASE`` (there an unknown answer is not false), with a
-  row on the left (``(a, b) NOT IN ..``), or a volatile subquery (it would run three times).
+  row on the left (``(a, b) NOT IN ..``), or a volatile subquery or one with ``LIMIT`` (it
+  is read three times).
 """
 
 from __future__ import annotations
@@ -337,6 +338,12 @@ def not_in_exact(e: exp.Expression, catalog: Catalog) -> exp.Expression:
             _volatile(sub, what)
         except NotApplicable as why:
             refused = refused or str(why)
+            continue
+        if any(x.args.get("limit") or x.args.get("offset") for x in sub.find_all(exp.Select)):
+            refused = refused or (
+                f"{what}: the subquery has LIMIT or OFFSET, whose rows may differ between the "
+                "three times the rewrite reads it"
+            )
             continue
         s = sub.copy()
         if isinstance(s, exp.Select):
