@@ -116,6 +116,14 @@ class Context:
 
         Console().print(text)
 
+    def run_dir(self, default: str) -> str:
+        """Where a training run goes: the settings' ``run_dir`` when given, else ``default``
+        (e.g. ``runs/bench/NAME``), moved under ``runs/bench-quick/`` for a quick run."""
+        given = getattr(self.settings, "run_dir", "")
+        if given:
+            return given
+        return str(QUICK_ROOT / Path(default).name) if self.quick else default
+
     def path(self, stem: str, suffix: str = ".json") -> Path:
         self.results.mkdir(parents=True, exist_ok=True)
         return self.results / f"{stem}{suffix}"

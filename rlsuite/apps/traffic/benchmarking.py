@@ -94,9 +94,7 @@ def train_plan(ctx: Any, plan_name: str, fields: Mapping[str, Any], run_dir: str
 
     s = ctx.settings
     plan = optimizers.make_plan(plan_name, **{**fields, **parse_sets(s.plan_set)})
-    run_dir = s.run_dir or run_dir or os.path.join("runs", "benchmarks", ctx.bench.name)
-    if ctx.quick and not s.run_dir:
-        run_dir = os.path.join("runs", "bench-quick", os.path.basename(run_dir))
+    run_dir = ctx.run_dir(run_dir or os.path.join("runs", "benchmarks", ctx.bench.name))
     res, curve, train_s = train_for_minutes(
         plan, run_dir, s.minutes, s.chunk, s.workers, Console(width=140)
     )
