@@ -2,6 +2,7 @@
 
     rlsuite bench list                         every benchmark, its claim, the RESULTS rows it feeds
     rlsuite bench run NAME [--quick] [--resume] [--seeds 0,1,2] [its flags]
+    rlsuite bench smoke [NAME ...]             every (or each named) --quick form in turn
     rlsuite bench report [--check]             RESULTS.md's table from the JSON (make results)
 
 A benchmark is a file ``benchmarks/<app>/<name>.py`` (app: platform, traffic, queryopt or
@@ -21,12 +22,11 @@ hierarchy) that declares ``BENCHMARK``::
     def run(ctx):                     # ctx: rlsuite.bench.Context
         ...                           # the app's library calls, with ctx.settings / ctx.seeds
         ctx.save("platform_example", {"summary": {"mean_return": 475.0}})
+        return ctx.verdict({"mean return >= 450": True})   # PASS/FAIL lines; the exit status
 
 
-    BENCHMARK = Benchmark(
-        name="platform_example", app="platform",
+    BENCHMARK = Benchmark(            # in benchmarks/platform/example.py: platform_example
         claim="sync PPO reaches 450 on CartPole-v1 within 100k env steps",
-        anchors="RLlib's tuned example cartpole_ppo.py",
         run=run, settings=Settings, quick=dict(iterations=2),
         rows=(Row("platform", "sync PPO, CartPole-v1", "mean return", "platform_example.json",
                   Value(("summary", "mean_return")), pub("target", 450.0),
@@ -40,8 +40,15 @@ The runner owns the rest: every settings field is a ``--flag`` (its docstring th
 ``/tmp/rlsuite-heavy.lock``; ``ctx.save`` writes ``benchmarks/results/<app>/<stem>.json``
 with a ``run`` record (command, settings, seeds, machine, versions, wall seconds);
 ``ctx.table``, ``ctx.save_plot`` and ``ctx.progress`` print tables, save PNGs and show
-progress. A benchmark that is still a script gives ``script="name.py"`` instead of ``run``;
-its flags pass through, and it finds its folder with :func:`results_dir`.
+progress; ``ctx.run_dir("runs/bench/NAME")`` is where a training run goes (under
+``runs/bench-quick/`` for a quick run). The file's name gives the benchmark's name
+(``benchmarks/platform/example.py`` is ``platform_example``) and its docstring the claim
+unless ``claim=`` says it shorter. Apps keep their shared settings and steps beside their
+code (``rlsuite.apps.traffic.benchmarking.TrainingSettings``,
+``rlsuite.apps.queryopt.benchmarking.TrainSettings``): subclass them. A benchmark that is
+still a script gives ``script="name.py"`` instead of ``run``; its flags pass through, and it
+finds its folder with :func:`results_dir`. A converted benchmark's old script name stays
+as a three-line alias (``rlsuite.bench.runner.alias``) for one release.
 
 Rows reach the table at the top of ``benchmarks/RESULTS.md`` through ``rlsuite bench
 report`` (``make results``), which reads each row's number from
