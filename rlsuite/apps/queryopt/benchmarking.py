@@ -3,6 +3,7 @@ train-then-compare, the embedded database, the results file and the speed-up plo
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import math
@@ -11,7 +12,6 @@ import platform
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from rlsuite.bench import results_dir
@@ -20,32 +20,36 @@ RESULTS = results_dir("queryopt")
 MACHINE = f"{os.cpu_count()}-core CPU, no GPU ({platform.processor() or platform.machine()})"
 
 
-@dataclass(frozen=True)
-class TrainSettings:
-    """The settings of a train-then-test benchmark (each benchmark subclasses them with its
-    own defaults)."""
-
-    iterations: int = 6
-    """training iterations of the DQN rewriter"""
-    train_timeout_ms: int = 300
-    """a query's time cap while training"""
-    test_timeout_ms: int = 120_000
-    """a query's time cap while testing"""
-    max_steps: int = 2
-    """rewrite steps per query"""
-    reward: str = "relative"
-    """relative (-runtime / PostgreSQL's: every query weighs the same) or runtime"""
-    dsn: str = ""
-    """an existing PostgreSQL server (default: the embedded one)"""
-    run_dir: str = ""
-    """where the model is trained (default runs/bench/NAME)"""
+def training_parser(
+    name: str,
+    doc: str,
+    iterations: int,
+    max_steps: int,
+    train_timeout_ms: int,
+    test_timeout_ms: int,
+    reward_help: str,
+) -> argparse.ArgumentParser:
+    """The flags of a train-then-test benchmark (defaults per benchmark); it adds its own."""
+    ap = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--iterations", type=int, default=iterations)
+    ap.add_argument("--train-timeout-ms", type=int, default=train_timeout_ms)
+    ap.add_argument("--test-timeout-ms", type=int, default=test_timeout_ms)
+    ap.add_argument("--max-steps", type=int, default=max_steps)
+    ap.add_argument(
+        "--reward", choices=("runtime", "relative"), default="relative", help=reward_help
+    )
+    ap.add_argument("--dsn", default=None)
+    ap.add_argument("--run-dir", default=f"runs/bench/{name}")
+    return ap
 
 
 def train_and_compare(
     db,
     w,
     queries: Sequence[str],
-    args: TrainSettings,
+    args: argparse.Namespace,
     progress: Callable[[int, Any], None],
     repeat: int = 1,
     workload_config: Mapping[str, Any] | None = None,
@@ -104,7 +108,7 @@ def train_summary(res, train_s: float) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def database(dsn: str | None = None):
+def database(dsn: str | None):
     """The embedded server (started and stopped here unless it already ran) or ``dsn``: the
     CLI's own session on PostgreSQL, without its console line."""
     from rlsuite.apps.queryopt.spaces import PostgresSpace
@@ -131,12 +135,14 @@ def write_json(name: str, payload: dict) -> str:
     return path
 
 
-def save_comparison(ctx, name: str, payload: dict, bench, plot_title: str) -> None:
-    """Save ``<name>.json`` (``payload``, then the comparison's summary and rows) and
-    ``<name>.png`` (its :func:`speedup_plot`) through the runner's context."""
+def save_comparison(name: str, payload: dict, bench, plot_title: str, console) -> str:
+    """Write ``results/<name>.json`` (``payload`` followed by the comparison's summary and
+    rows) and ``<name>.png`` (its :func:`speedup_plot`); returns the JSON's path."""
     queries = bench.to_dict()
-    ctx.save(name, {**payload, **queries})
-    speedup_plot(queries["queries"], str(ctx.path(name, ".png")), plot_title)
+    path = write_json(name, {**payload, **queries})
+    speedup_plot(queries["queries"], os.path.join(RESULTS, f"{name}.png"), plot_title)
+    console.print(f"wrote {path}")
+    return path
 
 
 def speedup_plot(rows: list[dict], path: str, title: str) -> None:
