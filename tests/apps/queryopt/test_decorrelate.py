@@ -60,6 +60,14 @@ GOLDEN = [
         "ON _qd0.k0 = i.k WHERE i.j > (_qd0.v) GROUP BY i.k) AS _qd1 ON _qd1.k0 = o.k "
         "WHERE o.v > (_qd1.v)",
     ),
+    (  # correlated by an equality and a <: grouped over the outer table's distinct values
+        "decorrelate_scalar",
+        "SELECT o.id FROM o WHERE o.v > (SELECT max(i.v) FROM i WHERE i.k = o.k AND i.j < o.g)",
+        "SELECT o.id AS id FROM o AS o LEFT JOIN (SELECT o.g AS k0, o.k AS k1, MAX(i.v) AS v "
+        "FROM i AS i CROSS JOIN (SELECT DISTINCT o.g, o.k FROM o AS o) AS o WHERE i.k = o.k "
+        "AND i.j < o.g GROUP BY o.g, o.k) AS _qd0 ON _qd0.k0 = o.g AND _qd0.k1 = o.k "
+        "WHERE o.v > (_qd0.v)",
+    ),
     (
         "not_in_exact",
         "SELECT o.id FROM o WHERE o.v NOT IN (SELECT i.v FROM i WHERE i.k = 3)",
@@ -82,7 +90,9 @@ REFUSED = [
     ("SELECT o.id FROM o WHERE o.v > (SELECT avg(i.v) * random() FROM i WHERE i.k = o.k)", "RANDOM()"),
     ("SELECT o.id FROM o WHERE o.v > (SELECT count(*) FROM i WHERE i.k = o.k AND i.v < nextval('s'))", "NEXTVAL"),
     ("SELECT o.id FROM o WHERE o.g > (SELECT count(*) FROM i WHERE i.k = o.k AND i.j < extract(day FROM now()))", "CURRENT_TIMESTAMP"),
-    ("SELECT o.id FROM o WHERE o.v > (SELECT avg(i.v) FROM i WHERE i.k < o.k)", "not an equality"),
+    ("SELECT o.id FROM o WHERE o.v > (SELECT avg(i.v) FROM i WHERE i.k < coalesce(o.k, 0))", "may hold for a NULL"),
+    ("SELECT o.id FROM o WHERE o.v > (SELECT avg(i.v) FROM i WHERE i.k < 10 / o.k)", "may hold for a NULL"),
+    ("SELECT o.id FROM o, j WHERE o.v > (SELECT avg(i.v) FROM i WHERE i.k < o.k AND i.j = j.w)", "come from one table"),
     ("SELECT o.id FROM o WHERE o.v > (SELECT i.v FROM i WHERE i.k = o.k)", "not an aggregate"),
     ("SELECT o.id FROM o WHERE o.v > (SELECT max(i.v) FROM i WHERE i.k = o.k GROUP BY i.j)", "GROUP BY"),
     ("SELECT o.g, sum(o.v) FROM o GROUP BY o.g HAVING sum(o.v) > (SELECT sum(i.v) FROM i WHERE i.k = o.k)", "not in the outer GROUP BY"),
@@ -131,6 +141,10 @@ TPCDS = {
     "i.i_current_price * 50 < (SELECT sum(ss.ss_net_paid) FROM store_sales ss WHERE "
     "ss.ss_item_sk = i.i_item_sk AND ss.ss_quantity > (SELECT avg(ss2.ss_quantity) FROM "
     "store_sales ss2 WHERE ss2.ss_item_sk = i.i_item_sk))",
+    # correlated by an inequality: the customers' distinct birth years
+    "inequality": "SELECT c.c_customer_id FROM customer c WHERE c.c_birth_month = 3 AND "
+    "c.c_birth_day > (SELECT avg(c2.c_birth_day) FROM customer c2 WHERE c2.c_birth_year < "
+    "c.c_birth_year AND c2.c_birth_month = c.c_birth_month)",
     "where_or": "SELECT i.i_item_sk FROM item i WHERE i.i_current_price > "
     "(SELECT 1.5 * avg(i2.i_current_price) FROM item i2 WHERE i2.i_category = i.i_category) "
     "OR i.i_brand_id = 1001001",

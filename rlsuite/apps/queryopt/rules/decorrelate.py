@@ -22,8 +22,9 @@ Refused, with the reason (the rule raises :class:`NotApplicable`):
 - ``LIMIT``/``OFFSET``, ``GROUP BY``, ``HAVING``, ``DISTINCT``, window functions in the
   scalar subquery; a subquery that is not an aggregate (it may return several rows, an
   error the rewrite would hide);
-- a correlated predicate that is not an equality between an expression of the subquery's
-  columns and one of the outer query's, or one in a ``JOIN .. ON``;
+- a correlated predicate other than an equality (``<``, ``<>``, ``BETWEEN``) unless the outer
+  columns come from one table (then the subquery is grouped over their distinct values), one
+  holding an aggregate or a subquery, or one in a ``JOIN .. ON``;
 - a column of a query two levels out, unless the subquery in between equates it with one of
   its own columns (then that column is read instead); an outer column in a grouped query's ``SELECT`` list
   or ``HAVING`` that is not in its ``GROUP BY``; ``ROLLUP``/``CUBE``/``GROUPING SETS``;
@@ -193,7 +194,7 @@ def _decorrelate(e: exp.Expression, sub: exp.Subquery, outer: exp.Select) -> Non
         raise NotApplicable(f"{what}: {_sql(far[0])} is a column of a query two levels out")
     ext_ids = {id(c) for c in ext}
     where = sel.args.get("where")
-    local, keys = [], []
+    local, keys, others = [], [], []
     used: set[int] = set()
     for c in conjuncts(where.this if where else None):
         cols = list(c.find_all(exp.Column))
@@ -202,11 +203,19 @@ def _decorrelate(e: exp.Expression, sub: exp.Subquery, outer: exp.Select) -> Non
             continue
         pair = _key_pair(c, ext_ids)
         if pair is None:
-            raise NotApplicable(
-                f"{what}: correlated predicate {_sql(c)} is not an equality between an "
-                "expression of the subquery's columns and one of the outer query's"
-            )
-        keys.append(pair)
+            if any(True for _ in c.find_all(exp.AggFunc, exp.Subquery, exp.Select)):
+                raise NotApplicable(
+                    f"{what}: correlated predicate {_sql(c)} holds an aggregate or a subquery"
+                )
+            if not _strict(c):
+                raise NotApplicable(
+                    f"{what}: correlated predicate {_sql(c)} is not a plain comparison of "
+                    "columns, numbers, + - and * (one that may hold for a NULL, or divide or "
+                    "cast a value the original never reached, is refused)"
+                )
+            others.append(c)
+        else:
+            keys.append(pair)
         used |= {id(x) for x in cols if id(x) in ext_ids}
     if ext_ids - used:
         stray = next(c for c in ext if id(c) not in used)
@@ -230,21 +239,23 @@ def _decorrelate(e: exp.Expression, sub: exp.Subquery, outer: exp.Select) -> Non
         if any(isinstance(g, exp.Rollup | exp.Cube | exp.GroupingSets) for g in group.expressions):
             raise NotApplicable(f"{what}: the outer query has ROLLUP, CUBE or GROUPING SETS")
         keys_sql = {_sql(g) for g in group.expressions}
-        for _, o in keys:
-            for col in o.find_all(exp.Column):
-                if _sql(col) not in keys_sql:
-                    raise NotApplicable(
-                        f"{what}: outer column {_sql(col)} is not in the outer GROUP BY"
-                    )
+        for col in ext:
+            if _sql(col) not in keys_sql:
+                raise NotApplicable(
+                    f"{what}: outer column {_sql(col)} is not in the outer GROUP BY"
+                )
     alias = fresh_alias(e, "_qd")
-    d = sel.copy()
-    d.set("where", exp.Where(this=and_all(local)) if local else None)
+    if others:  # a correlation other than equalities: through the outer values' distinct set
+        d, keys = _magic(sel, outer, ext, proj, what)
+    else:
+        d = sel.copy()
+        d.set("where", exp.Where(this=and_all(local)) if local else None)
+        d.set("group", exp.Group(expressions=[i.copy() for i, _ in keys]))
     d.set(
         "expressions",
         [exp.alias_(i.copy(), f"k{n}") for n, (i, _) in enumerate(keys)]
         + [exp.alias_(proj.copy(), "v")],
     )
-    d.set("group", exp.Group(expressions=[i.copy() for i, _ in keys]))
     on = and_all(
         [
             exp.EQ(this=exp.column(f"k{n}", table=alias), expression=o.copy())
@@ -266,6 +277,53 @@ def _decorrelate(e: exp.Expression, sub: exp.Subquery, outer: exp.Select) -> Non
     if regroup:
         for x in extra:
             group.append("expressions", x)
+
+
+_STRICT = (
+    exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.Column, exp.Identifier,
+    exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Paren, exp.Neg,
+)  # fmt: skip
+"""What a correlated predicate other than an equality may be made of: a comparison that is
+never true when an operand is NULL (so an outer row with a NULL there meets no group), and
+no division or cast, which could fail on an outer value the original never reached (the
+rewrite reads every distinct value of the outer table)."""
+
+
+def _strict(c: exp.Expression) -> bool:
+    return isinstance(
+        c, exp.EQ | exp.NEQ | exp.GT | exp.GTE | exp.LT | exp.LTE | exp.Between
+    ) and all(isinstance(x, _STRICT) for x in c.walk())
+
+
+def _magic(
+    sel: exp.Select, outer: exp.Select, ext: list[exp.Column], proj: exp.Expression, what: str
+) -> tuple[exp.Select, list[tuple[exp.Expression, exp.Expression]]]:
+    """The subquery over the distinct values of the outer columns it reads (``<``, ``<>``,
+    any predicate): ``FROM .., (SELECT DISTINCT a.c, .. FROM T AS a) AS a WHERE <as it was>
+    GROUP BY a.c, ..``. Exact: one group per distinct outer value, holding the rows the
+    subquery held for it. Needs the outer columns to come from one base table."""
+    aliases = {c.table for c in ext}
+    srcs = [x for x in sources(outer) if x.alias_or_name in aliases]
+    if len(aliases) != 1 or len(srcs) != 1 or not isinstance(srcs[0], exp.Table):
+        raise NotApplicable(
+            f"{what}: a correlation other than equalities is decorrelated only when the outer "
+            "columns it reads come from one table"
+        )
+    a = srcs[0].alias_or_name
+    names = sorted({c.name for c in ext})
+    table = srcs[0].copy()
+    magic = exp.select(*[exp.column(n, table=a) for n in names]).distinct().from_(table)
+    d = sel.copy()
+    d.append(
+        "joins",
+        exp.Join(
+            this=exp.Subquery(this=magic, alias=exp.TableAlias(this=exp.to_identifier(a))),
+            kind="CROSS",
+        ),
+    )
+    inner = [exp.column(n, table=a) for n in names]
+    d.set("group", exp.Group(expressions=[i.copy() for i in inner]))
+    return d, [(i, exp.column(n, table=a)) for i, n in zip(inner, names, strict=True)]
 
 
 def _under_agg(node: exp.Expression, top: exp.Expression) -> bool:
