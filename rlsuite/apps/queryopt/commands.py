@@ -144,18 +144,29 @@ def _rewriter(args: argparse.Namespace, eng: Engine, w):
     chooser's candidates)."""
     sp = space(args)
     chooser = chooser_of(args)
+    model = getattr(args, "model", None)
+    if chooser == "measured" and model is None and not getattr(args, "rules", None):
+        model = w.shipped_model  # its choice is one more candidate
     learned = None
-    if getattr(args, "model", None):
+    if model:
         from rlsuite.apps.queryopt.train import LearnedRewriter
 
-        learned = LearnedRewriter(
-            args.model,
-            workload=w.name,
-            workload_config=_workload_config(w),
-            timeout_ms=args.timeout_ms,
-            engine=sp.engine,
-            **sp.env_options(eng),
-        )
+        try:
+            learned = LearnedRewriter(
+                model,
+                workload=w.name,
+                workload_config=_workload_config(w),
+                timeout_ms=args.timeout_ms,
+                engine=sp.engine,
+                **sp.env_options(eng),
+            )
+        except Exception as e:  # noqa: BLE001 - only the shipped model may fail quietly
+            if model == getattr(args, "model", None):
+                raise
+            console.print(f"[dim]the shipped model is left out ({type(e).__name__}: {e})[/]")
+        else:
+            if model != getattr(args, "model", None):
+                console.print(f"[dim]the shipped model's choice is a candidate: {model}[/]")
     if chooser == "model":
         return learned
     check_schema = getattr(args, "check_schema", None) or getattr(w, "check_schema", None)

@@ -79,3 +79,11 @@ def test_a_query_postgres_rejects_is_never_written():
     qs = generate(4, seed=1, shapes=["in", "not_in"], accept=lambda sql: "NOT IN" not in sql)
     assert [s for s, _ in qs] == ["in", "in"]
     assert not any("NOT IN" in sql for _, sql in qs)
+
+
+def test_the_shipped_tpcds_model_is_found_in_a_source_checkout():
+    from rlsuite.apps.queryopt.workloads import get
+
+    path = SMALL.shipped_model
+    assert path is not None and path.endswith("queryopt_tpcds_odd_dqn")
+    assert get("joins").shipped_model is None

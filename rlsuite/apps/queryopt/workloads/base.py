@@ -31,6 +31,12 @@ class Workload(abc.ABC):
         """What the loaded data depends on (sizes, distinct values, scale), besides the seed."""
         return {}
 
+    @property
+    def shipped_model(self) -> str | None:
+        """A model trained on this workload that ships with the sources (the measured chooser
+        adds its choice to the candidates), or None."""
+        return None
+
     def data_key(self, seed: int = 0) -> str:
         """The data's identity, stored as the schema's comment when it is loaded."""
         return json.dumps({"workload": self.name, "seed": int(seed), **self.data_config()})

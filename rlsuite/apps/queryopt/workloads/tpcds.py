@@ -46,6 +46,8 @@ HOW_TO_INSTALL = (
     "the tpcds workload generates its data with DuckDB's tpcds extension: "
     "pip install 'duckdb==1.5.*' 'duckdb-extension-tpcds==1.5.*'"
 )
+SHIPPED = "queryopt_tpcds_odd_dqn"
+"""The shipped TPC-DS model the measured chooser asks (under ``benchmarks/policies/``)."""
 CHECK_SCALE = 0.01
 """The scale of the small copy that rewrites of too-slow queries are checked on."""
 
@@ -106,6 +108,14 @@ class TpcdsWorkload(Workload):
 
     def data_config(self) -> dict:
         return {"scale": self.scale}
+
+    @property
+    def shipped_model(self) -> str | None:
+        """``benchmarks/policies/queryopt_tpcds_odd_dqn`` of a source checkout (trained on the
+        odd-numbered queries at SF 1), when it is there."""
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+        path = os.path.join(os.path.dirname(root), "benchmarks", "policies", SHIPPED)
+        return path if os.path.isdir(path) else None
 
     def tables(self) -> tuple[str, ...]:
         return TABLES
