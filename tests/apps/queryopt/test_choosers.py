@@ -128,16 +128,6 @@ def test_unknown_chooser_names_the_choosers():
         check_chooser("fastest")
 
 
-def test_the_server_serves_the_measured_decision_without_checking_it_again(crafted):
-    db = crafted
-    dec = Decider(MeasuredChooser(db, BIG, budget_s=30), db, {})
-    served = dec.decide(QUERY)
-    assert DECORRELATING & set(served.applied)
-    again = dec.verified(QUERY, served.applied)
-    assert again is not None and again.sql == served.sql
-    assert dec.verified(QUERY, served.applied) is None  # handed over once
-
-
 def test_rewrite_cli_measures_by_default_and_keeps_cost_greedy_by_name(crafted, dsn, capsys):
     argv = ["rewrite", QUERY, "--schema", BIG, "--dsn", dsn]
     assert cli.main(argv) == 0
