@@ -299,7 +299,8 @@ class ModelDecider(Decider):
 class MeasuredDecider(Decider):
     """The default: candidates measured within a budget and verified
     (:class:`~rlsuite.apps.queryopt.choosers.MeasuredChooser`); a statement too slow to
-    finish has its rewrite's rows compared on the workload's small copy."""
+    finish has its rewrite's rows compared with DuckDB's answer on the same tables, or, where
+    DuckDB cannot run it, on the workload's small copy."""
 
     def __init__(
         self,
@@ -311,7 +312,7 @@ class MeasuredDecider(Decider):
         rules: Sequence[str] = (),
         max_steps: int = 2,
     ):
-        from rlsuite.apps.queryopt.choosers import MeasuredChooser
+        from rlsuite.apps.queryopt.choosers import FULL_DATA, MeasuredChooser, full_data_reference
         from rlsuite.apps.queryopt.engines.postgres import Database
         from rlsuite.apps.queryopt.workloads import get
 
@@ -326,6 +327,8 @@ class MeasuredDecider(Decider):
             check_schema=check_schema,
             budget_s=budget_s,
             rules=rules,
+            reference=full_data_reference(db, w.schema, budget_s),
+            reference_label=FULL_DATA,
         )
         super().__init__(
             chooser,
