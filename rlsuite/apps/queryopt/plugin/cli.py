@@ -37,8 +37,10 @@ DESCRIPTION
     rewrites (every rule that applies, its pairs with the planner arms, the
     cost-greedy choice) run within --budget-s and the fastest is served once
     its rows are verified; a statement too slow to finish has them compared
-    on the workload's small copy (tpcds: its SF 0.01 schema). Until then the
-    standard plan serves it; from the next run on, the verified rewrite.
+    with DuckDB's answer on the same tables (its postgres scanner) or, where
+    DuckDB cannot run it, on the workload's small copy (tpcds: SF 0.01).
+    Until then the standard plan serves it; from the next run on, the
+    verified rewrite.
 
     serve caches each decision per statement text and per query shape
     (literals stripped); a cached answer takes microseconds. A new statement
