@@ -193,3 +193,18 @@ def test_apex_learns_survives_kills_and_resumes(ray_local, tmp_path):
     assert int(np.argmax(ctl.action_values(obs))) == ctl.act(obs)
     export = checkpoints.export_policy(ckpt, str(tmp_path / "policy"))
     assert checkpoints.load_controller(export).act(obs) == ctl.act(obs)
+
+
+def test_sum_tree_samples_in_proportion_to_priority():
+    from rlsuite.platform.apex.replay import SumTree
+
+    t = SumTree(5)
+    t.set(np.arange(5), np.array([1.0, 0.0, 2.0, 0.0, 1.0]))
+    t.set(np.array([4, 4]), np.array([3.0, 1.0]))  # the last value of a repeated slot
+    assert t.total == pytest.approx(4.0)
+    assert t.find(np.array([0.5, 1.5, 2.9, 3.5])).tolist() == [0, 2, 2, 4]
+    s = PrioritizedStorage(capacity=3, alpha=1.0, seed=0)
+    s.add({"x": np.arange(3.0)}, np.array([1.0, 3.0, 0.0]))
+    drawn = np.concatenate([s.sample(4, beta=0.0)[1] for _ in range(500)])
+    assert np.bincount(drawn, minlength=3)[2] == 0  # ~zero priority: never drawn
+    assert np.mean(drawn == 1) == pytest.approx(0.75, abs=0.03)

@@ -55,6 +55,10 @@ class ApexConfig(DQNConfig):
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class=algo_class or Apex)
         self.apex_settings: dict[str, Any] = {}
+        # RLlib's end-of-iteration state sync calls every runner and waits, behind the
+        # sample call each one is busy with (seconds per iteration); the runners' connector
+        # states here are their defaults, nothing to merge (IMPALA turns it off as well)
+        self._dont_auto_sync_env_runner_states = True
 
     def apex(self, plan: ApexPlan) -> ApexConfig:
         """Take the Ape-X fields of ``plan``."""

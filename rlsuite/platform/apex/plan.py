@@ -49,7 +49,7 @@ class ApexPlan(QPlan):
     """The exponent's spread across the runners (Ape-X: 7)."""
     broadcast_every: int = 10
     """Learner updates between weight broadcasts to the runners."""
-    prefetch_batches: int = 4
+    prefetch_batches: int = 8
     """Sample requests kept in flight to the shards, so that an update never waits for
     a batch."""
     training_intensity: float | None = None
