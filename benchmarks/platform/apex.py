@@ -1,0 +1,223 @@
+"""The ``apex`` plan (Ape-X's asynchronous prioritised replay): its learning test and its
+throughput against ``replay`` (RLlib's synchronous DQN) at the same number of runners.
+
+``--part learning``: RLlib's old tuned example ``cartpole-apex.yaml``: CartPole-v1, 3
+runners (one env each), 2 replay shards, a 20k buffer, the target network every 500 env
+steps, a replay ratio of 4 (rllib_contrib's ``apex_dqn_cartpole_v1.py``). Pass criterion:
+a smoothed return >= 150 within 250k env steps, on every seed. Writes
+``platform_apex_learning.json`` (per seed: env steps and wall seconds to 150, the curve).
+
+``--part throughput``: CartPole-v1 with each plan's defaults (32 envs per runner), 1 and 2
+runners: env steps sampled per second and learner updates per second over
+``--measure-s`` seconds after one warm-up iteration, one run per cell, the same machine
+and the same run. ``apex`` runs without a replay-ratio limit (Ape-X: the learner updates
+as fast as it can). Target: ``apex`` >= 1.5x ``replay``'s samples/s with its learner
+busy >= 80% of the wall time. Writes ``platform_apex_throughput.json``.
+
+On the 16-core GPU machine (``benchmarks/platform_device.sh``) the scaling to 15 runners
+is not measured here.
+"""
+
+import os
+import statistics
+import time
+from dataclasses import dataclass
+
+from rlsuite.bench import Benchmark
+
+
+@dataclass(frozen=True)
+class Settings:
+    part: str = "learning"
+    """learning or throughput"""
+    max_env_steps: int = 250_000
+    """learning: the budget of env steps per seed"""
+    target: float = 150.0
+    """learning: the smoothed return to reach"""
+    max_wall_s: float = 1800.0
+    """learning: give a seed up after this long"""
+    runners: str = "1,2"
+    """throughput: runner counts"""
+    measure_s: float = 30.0
+    """throughput: seconds measured per cell"""
+
+
+def learning_plan(seed: int):
+    from rlsuite.platform.optimizers import make_plan
+
+    return make_plan(
+        "apex",
+        env="CartPole-v1",
+        num_env_runners=3,
+        num_envs_per_env_runner=1,
+        num_replay_shards=2,
+        buffer_size=20_000,
+        target_update_freq=500,
+        training_intensity=4.0,
+        seed=seed,
+    )
+
+
+def learn(ctx, seed: int) -> dict:
+    from rlsuite.platform.backends.rllib import RLlibBackend
+
+    s = ctx.settings
+    backend = RLlibBackend(learning_plan(seed))
+    curve, steps, t0, reached = [], 0, time.perf_counter(), None
+    try:
+        while steps < s.max_env_steps and time.perf_counter() - t0 < s.max_wall_s:
+            row = backend.train()
+            steps += row["env_steps_this_iter"]
+            wall = time.perf_counter() - t0
+            ret = row["episode_return_mean"]
+            curve.append(
+                dict(
+                    env_steps=steps,
+                    wall_s=round(wall, 1),
+                    episode_return_mean=ret,
+                    updates_per_s=row.get("updates_per_s"),
+                    learner_utilisation=row.get("learner_utilisation"),
+                )
+            )
+            ctx.say(f"seed {seed}: {steps:>7} steps {wall:6.0f} s  return {ret:6.1f}")
+            if ret >= s.target:
+                reached = dict(env_steps=steps, wall_s=round(wall, 1))
+                break
+    finally:
+        backend.stop()
+    return dict(reached=reached is not None, **(reached or {}), curve=curve)
+
+
+def measure(ctx, plan_name: str, runners: int) -> dict:
+    from ray.rllib.utils.metrics import (
+        ALL_MODULES,
+        LEARNER_RESULTS,
+        NUM_ENV_STEPS_TRAINED_LIFETIME,
+    )
+
+    from rlsuite.platform.backends.rllib import RLlibBackend
+    from rlsuite.platform.optimizers import make_plan
+
+    plan = make_plan(plan_name, env="CartPole-v1", num_env_runners=runners, seed=0)
+    backend = RLlibBackend(plan)
+
+    def trained() -> float:
+        key = (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME)
+        return float(backend.algo.metrics.peek(key, default=0))
+
+    try:
+        while trained() == 0:  # warm up until the learner has started
+            backend.train()
+        rows, t0, done0 = [], time.perf_counter(), trained()
+        while time.perf_counter() - t0 < ctx.settings.measure_s:
+            rows.append(backend.train())
+        wall = time.perf_counter() - t0
+        updates = (trained() - done0) / plan.train_batch_size
+        busy = [r["learner_utilisation"] for r in rows if "learner_utilisation" in r]
+        return dict(
+            samples_per_s=sum(r["env_steps_this_iter"] for r in rows) / wall,
+            updates_per_s=updates / wall,
+            learner_utilisation=statistics.mean(busy) if busy else None,
+            weight_staleness=statistics.mean(r["weight_staleness"] for r in rows) if busy else None,
+            wall_s=round(wall, 1),
+            iterations=len(rows),
+        )
+    finally:
+        backend.stop()
+
+
+def run(ctx):
+    import ray
+
+    from rlsuite.platform import cluster
+
+    s = ctx.settings
+    cluster.init()
+    try:
+        if s.part == "learning":
+            seeds = ctx.seeds or (0, 1, 2)
+            out = ctx.load("platform_apex_learning").get("seeds", {})
+            for seed in seeds:
+                if str(seed) not in out:
+                    out[str(seed)] = learn(ctx, seed)
+                    ctx.save("platform_apex_learning", learning_summary(out, s))
+            summary = learning_summary(out, s)["summary"]
+            ctx.table([summary], "apex, CartPole-v1 to 150")
+            return ctx.verdict(
+                {
+                    f"every seed >= {s.target} within {s.max_env_steps:,} env steps": summary[
+                        "all_reached"
+                    ]
+                }
+            )
+        if s.part == "throughput":
+            cells = {}
+            for n in [int(x) for x in s.runners.split(",")]:
+                for name in ("replay", "apex"):
+                    cells.setdefault(name, {})[str(n)] = measure(ctx, name, n)
+                    ctx.say(f"{name} {n} runners: {cells[name][str(n)]}")
+            ratio = {
+                n: cells["apex"][n]["samples_per_s"] / cells["replay"][n]["samples_per_s"]
+                for n in cells["apex"]
+            }
+            ctx.save("platform_apex_throughput", dict(cells=cells, samples_ratio=ratio))
+            ctx.table(
+                [
+                    dict(
+                        plan=p,
+                        runners=n,
+                        **{
+                            k: v
+                            for k, v in c.items()
+                            if k in ("samples_per_s", "updates_per_s", "learner_utilisation")
+                        },
+                    )
+                    for p, cs in cells.items()
+                    for n, c in cs.items()
+                ],
+                "env steps/s and updates/s, CartPole-v1",
+            )
+            return ctx.verdict(
+                {
+                    f"apex >= 1.5x replay's samples/s at {n} runners": r >= 1.5
+                    for n, r in ratio.items()
+                }
+                | {
+                    f"apex learner busy >= 80% at {n} runners": (
+                        cells["apex"][n]["learner_utilisation"] or 0
+                    )
+                    >= 0.8
+                    for n in cells["apex"]
+                }
+            )
+        raise ValueError(f"--part must be learning or throughput, got {s.part!r}")
+    finally:
+        if ray.is_initialized():
+            cluster.shutdown()
+
+
+def learning_summary(out: dict, s: Settings) -> dict:
+    done = [v for v in out.values() if v["reached"]]
+    return dict(
+        seeds=out,
+        summary=dict(
+            seeds=len(out),
+            reached=len(done),
+            all_reached=len(done) == len(out),
+            median_env_steps_to_target=statistics.median(v["env_steps"] for v in done)
+            if done
+            else None,
+            median_wall_s_to_target=statistics.median(v["wall_s"] for v in done) if done else None,
+            target=s.target,
+            max_env_steps=s.max_env_steps,
+            cpus=os.cpu_count(),
+        ),
+    )
+
+
+BENCHMARK = Benchmark(
+    run=run,
+    settings=Settings,
+    seeds=True,
+    quick=dict(part="throughput", runners="1", measure_s=3.0),
+)
