@@ -221,6 +221,10 @@ class Prefetcher:
 class Apex(DQN):
     """RLlib's DQN with Ape-X's asynchronous training step (module docstring)."""
 
+    actor_step = staticmethod(actors.sample_and_push)
+    """What each runner runs per call, with the keyword arguments of :meth:`_launch_runners`
+    (a sequence-replay subclass pushes sequences instead)."""
+
     @classmethod
     def get_default_config(cls) -> ApexConfig:
         return ApexConfig()
@@ -305,7 +309,7 @@ class Apex(DQN):
         if owed is not None and owed > self._round_steps() * s["training_intensity"]:
             return  # the learner is behind: the runners wait
         self.env_runner_group.foreach_env_runner_async(
-            actors.sample_and_push,
+            self.actor_step,
             tag=TAG,
             kwargs=dict(
                 shards=list(self.shards.handles),
@@ -341,17 +345,13 @@ class Apex(DQN):
             and max(self.shards.sizes) >= self.config.train_batch_size_per_learner
         )
 
-    def _update(self, item: dict[str, Any]) -> None:
-        """One learner update on a shard's batch; its priorities go back to that shard."""
+    def learner_data(self, item: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """The ``LearnerGroup.update`` keyword arguments for a shard's sample, and how many
+        items it holds: here a batch of n-step transitions for RLlib's DQN loss (a
+        sequence-replay subclass builds episodes or padded sequences instead)."""
         from ray.rllib.core import DEFAULT_MODULE_ID
         from ray.rllib.core.columns import Columns
         from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
-        from ray.rllib.utils.metrics import (
-            ENV_RUNNER_RESULTS,
-            LEARNER_RESULTS,
-            NUM_ENV_STEPS_SAMPLED_LIFETIME,
-            TD_ERROR_KEY,
-        )
 
         b = item["batch"]
         batch = SampleBatch(
@@ -366,18 +366,37 @@ class Apex(DQN):
             }
         )
         n = len(b["actions"])
+        return {"batch": MultiAgentBatch({DEFAULT_MODULE_ID: batch}, env_steps=n)}, n
+
+    def priorities(self, td_error: np.ndarray, item: dict[str, Any]) -> np.ndarray:
+        """New priorities of a sample's items from the loss's TD errors: |TD error| (a
+        sequence-replay subclass mixes each sequence's max and mean)."""
+        return np.abs(td_error).reshape(-1)
+
+    def _update(self, item: dict[str, Any]) -> None:
+        """One learner update on a shard's batch; its priorities go back to that shard."""
+        from ray.rllib.core import DEFAULT_MODULE_ID
+        from ray.rllib.utils.metrics import (
+            ENV_RUNNER_RESULTS,
+            LEARNER_RESULTS,
+            NUM_ENV_STEPS_SAMPLED_LIFETIME,
+            TD_ERROR_KEY,
+        )
+
+        data, n = self.learner_data(item)
         steps = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
         t = time.perf_counter()
         results = self.learner_group.update(
-            batch=MultiAgentBatch({DEFAULT_MODULE_ID: batch}, env_steps=n),
-            timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: steps},
+            **data, timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: steps}
         )
-        td = np.abs(np.asarray(results[0][DEFAULT_MODULE_ID].pop(TD_ERROR_KEY).peek()))
+        td = np.asarray(results[0][DEFAULT_MODULE_ID].pop(TD_ERROR_KEY).peek())
         self._iter["update_s"] += time.perf_counter() - t
         self.metrics.aggregate(results, key=LEARNER_RESULTS)
         shard, gen = item["ticket"][0], item["ticket"][1]
         if gen == self.shards.generation[shard]:  # fire and forget
-            self.shards.handles[shard].update_priorities.remote(item["ticket"], td.reshape(-1))
+            self.shards.handles[shard].update_priorities.remote(
+                item["ticket"], self.priorities(td, item)
+            )
         self.updates += 1
         self.trained += n
         self._iter["updates"] += 1
