@@ -396,3 +396,10 @@ def check(env_id: str, config: Mapping[str, Any] | None = None, skip_render: boo
             check_env(getattr(env, "unwrapped", env), skip_render_check=skip_render)
     finally:
         env.close()
+
+
+register(
+    "rlsuite/StatelessCartPole-v1",
+    "rlsuite.platform.memory_envs:stateless_cartpole",
+    description="RLlib's StatelessCartPole: CartPole observing [x, theta] only (needs memory)",
+)

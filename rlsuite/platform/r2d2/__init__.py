@@ -1,0 +1,15 @@
+"""R2D2's and R2D3's own pieces, pure functions over arrays (numpy or torch).
+
+RLlib 2.60's DQN can train an LSTM Q-network (``burn_in_len``, each chunk starting
+from the stored state); what R2D2 (Kapturowski et al. 2019) and R2D3 (Paine et al.
+2019) add on top, and RLlib lacks, is here:
+
+    rescale    the value rescaling h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps x and its
+               inverse, for the n-step targets
+    sequences  episodes cut into sequences of m steps overlapping by m/2, each with
+               b burn-in steps before it and the recurrent state stored at its first
+               step; a sequence's priority eta max|d| + (1 - eta) mean|d|
+    demos      R2D3's replay of demonstrations: each element of a batch drawn from
+               the demonstrations with probability rho (``demo_ratio``), and DQfD's
+               large-margin loss on demonstrated steps (an option; R2D3 has none)
+"""
