@@ -63,6 +63,56 @@ class SampledPolicy:
 
 EVAL_KEYS = ("delay", "trip_time", "waiting_time", "queue", "never_inserted")
 
+JAM_RULE = {
+    "never_inserted_at_least": 60,
+    "delay_over_fixed_median": 3.0,
+    "text": "an episode is jammed when SUMO crashed in it, when 60 or more of its vehicles "
+    "were never inserted by the window's end (a queue blocked their entry lane), or when its "
+    "delay is at least 3x fixed-time's median delay on the same map and seeds",
+}
+"""When an episode counts as jammed (recorded with every jam report). Set on the held-out
+episodes of ``benchmarks/results/traffic/traffic_resco_learned_*.json``: an episode at its
+map's usual delay leaves 0-12 vehicles uninserted (52 once, fixed-time on ingolstadt21 at
+its median delay), a gridlocked one 70-1,500 (a learned ingolstadt7 policy that blocked one
+entry: 70 at 75 s/veh against greedy's 33; greedy's cologne3 gridlocks: 100-857). The
+delay test catches a gridlock that keeps the entries free. A jammed episode is reported as
+jammed, never only as part of a mean."""
+
+
+def is_jammed(delay: float, never_inserted: float, fixed_median: float | None = None) -> bool:
+    """:data:`JAM_RULE` for one finished episode (``fixed_median``: fixed-time's median
+    delay on the same seeds, when it was scored)."""
+    if never_inserted >= JAM_RULE["never_inserted_at_least"]:
+        return True
+    limit = JAM_RULE["delay_over_fixed_median"]
+    return fixed_median is not None and delay >= limit * fixed_median
+
+
+def jam_report(evaluation: dict) -> dict:
+    """Per controller of a held-out evaluation (:func:`evaluate`'s result): the seeds that
+    jammed (SUMO crashes included), the jam rate over every seed run, and the rule."""
+    import numpy as np
+
+    fixed = evaluation.get("fixed")
+    fixed_median = float(np.median(fixed["delay"])) if fixed and fixed.get("delay") else None
+    out: dict = {"rule": JAM_RULE}
+    for label, row in evaluation.items():
+        if not isinstance(row, dict) or "never_inserted" not in row:
+            continue
+        crashed = list(row.get("sumo_crashed", []))
+        jammed = [
+            sd
+            for sd, d, n in zip(row["seeds_done"], row["delay"], row["never_inserted"])
+            if is_jammed(d, n, fixed_median)
+        ] + crashed
+        runs = len(row["seeds_done"]) + len(crashed)
+        out[label] = {
+            "jammed_seeds": sorted(jammed),
+            "jam_rate": len(jammed) / runs if runs else float("nan"),
+            "seeds": runs,
+        }
+    return out
+
 
 def run_seeds(ctrl, label: str, seeds: list[int], cfg: dict, what: str, workers: int = 0) -> dict:
     """``ctrl`` on each seed. With ``workers`` > 1 the seeds run in that many Ray processes;
@@ -233,6 +283,7 @@ def evaluate(
         state["evaluation_partial"] = out
         save()
     if all(k in out for k in eval_labels(args, state)):
+        out["jams"] = jam_report(out)
         state["evaluation"] = out
         state.pop("evaluation_partial", None)
         save()

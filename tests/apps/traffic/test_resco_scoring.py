@@ -57,7 +57,14 @@ def test_a_cut_evaluation_keeps_what_it_scored_and_goes_on(monkeypatch) -> None:
     scoring.evaluate(args, "x", state, lambda n: True, lambda: None)
     assert calls == ["learned", "fixed", "greedy", "maxpressure"]  # nothing scored twice
     assert "evaluation_partial" not in state
-    assert set(state["evaluation"]) == {"seeds", "learned", "fixed", "greedy", "maxpressure"}
+    assert set(state["evaluation"]) == {
+        "seeds",
+        "learned",
+        "fixed",
+        "greedy",
+        "maxpressure",
+        "jams",
+    }
     assert state["evaluation"]["learned"]["delay_mean"] == 11.0
 
 
@@ -100,3 +107,53 @@ def test_a_seed_scores_in_its_own_sumo_process_however_many_ran_before_it(monkey
     pids = [pid for _, pid in started]
     assert len(set(pids)) == 3 and os.getpid() not in pids, pids
     assert 40 < min(got) and max(got) < 45, got  # RESCO's full window: thousands of trips
+
+
+class _HoldPhaseZero:
+    """A crafted jam: every light keeps its first green phase, so the cross streets queue
+    back onto their entry lanes and vehicles can no longer be inserted."""
+
+    name = "hold_phase_0"
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def act(self, observation: dict) -> dict:
+        return {a: 0 for a in observation}
+
+
+def test_a_crafted_jam_is_reported_as_jammed() -> None:
+    from rlsuite.apps.traffic.controllers import SignalProgram
+
+    cfg = {"network": "cologne1", "num_seconds": 900}
+    seeds = [1000]
+    ev = {
+        "seeds": seeds,
+        "hold": scoring.run_seeds(_HoldPhaseZero(), "hold", seeds, cfg, "t"),
+        "fixed": scoring.run_seeds(
+            SignalProgram("fixed"), "fixed", seeds, {**cfg, "program": "fixed"}, "t"
+        ),
+    }
+    jams = scoring.jam_report(ev)
+    assert jams["hold"] == {"jammed_seeds": seeds, "jam_rate": 1.0, "seeds": 1}
+    assert jams["fixed"]["jam_rate"] == 0.0
+    assert ev["hold"]["never_inserted"][0] >= scoring.JAM_RULE["never_inserted_at_least"]
+    assert jams["rule"]["text"].startswith("an episode is jammed")
+
+
+def test_jam_rule_counts_slow_gridlocks_and_sumo_crashes() -> None:
+    # pure logic: a gridlock that keeps the entries free shows in the delay alone
+    row = lambda d, n, crashed=(): {  # noqa: E731
+        "seeds_done": list(range(len(d))), "delay": d, "never_inserted": n,
+        "sumo_crashed": list(crashed),
+    }  # fmt: skip
+    ev = {
+        "seeds": [0, 1, 2, 3],
+        "fixed": row([40.0, 41.0, 42.0], [0, 0, 0]),
+        "learned": row([30.0, 130.0, 20.0], [1, 2, 61], crashed=[3]),
+    }
+    jams = scoring.jam_report(ev)
+    assert jams["learned"]["jammed_seeds"] == [1, 2, 3]  # 3x fixed's 41, 61 uninserted, crash
+    assert jams["learned"]["jam_rate"] == 0.75
+    assert jams["fixed"]["jammed_seeds"] == []
+    assert not scoring.is_jammed(120.0, 0)  # no fixed-time median: only the vehicles count
