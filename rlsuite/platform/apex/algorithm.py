@@ -45,6 +45,8 @@ RESULT_KEY = "rlsuite"
 """The result-dict key of the plan's own numbers (copied into each metrics row)."""
 STEP_BUDGET_S = 0.2
 """Longest run of updates in one ``training_step`` before runners and shards are polled."""
+BATCHES_PER_REQUEST = 4
+"""The most batches one sample request to a shard asks for."""
 STATS_EVERY_S = 0.5
 """How often each shard is asked for its size."""
 
@@ -178,44 +180,47 @@ class ShardSet:
 
 
 class Prefetcher:
-    """Sample requests kept in flight to the shards, oldest first."""
+    """Sample requests kept in flight to the shards, oldest first: ``depth`` batches in
+    all, asked for up to :data:`BATCHES_PER_REQUEST` at a time (one call, fewer round
+    trips), round robin over the shards."""
 
     def __init__(self, shards: ShardSet, batch_size: int, beta: float, depth: int):
-        self.shards, self.batch_size, self.beta, self.depth = shards, batch_size, beta, depth
+        self.shards, self.batch_size, self.beta = shards, batch_size, beta
+        self.per_request = min(BATCHES_PER_REQUEST, max(1, depth // 2))
+        self.requests = -(-depth // self.per_request)
         self.inflight: deque[tuple[Any, int, int]] = deque()
+        self.ready: deque[dict[str, Any]] = deque()
         self._next = 0
 
     def fill(self) -> None:
-        """Top the requests up to ``depth``, round robin over shards holding a batch."""
+        """Top the requests up, round robin over the shards that hold a batch."""
         n = len(self.shards.handles)
-        while len(self.inflight) < self.depth:
+        while len(self.inflight) < self.requests:
             for _ in range(n):
                 i, self._next = self._next, (self._next + 1) % n
                 if self.shards.sizes[i] >= self.batch_size:
                     break
             else:
                 return
-            ref = self.shards.handles[i].sample.remote(self.batch_size, self.beta)
+            h = self.shards.handles[i]
+            ref = h.sample_many.remote(self.batch_size, self.beta, self.per_request)
             self.inflight.append((ref, i, self.shards.generation[i]))
 
     def take(self) -> dict[str, Any] | None:
-        """The oldest batch if it is ready (never waits); None otherwise."""
+        """The oldest batch if one is ready (never waits); None otherwise."""
         import ray
 
-        while self.inflight:
+        while not self.ready and self.inflight:
             ref, i, gen = self.inflight[0]
             if not ray.wait([ref], timeout=0)[0]:
                 return None
             self.inflight.popleft()
             try:
-                out = ray.get(ref)
+                self.ready.extend(ray.get(ref))
             except ray.exceptions.RayActorError:
                 if gen == self.shards.generation[i]:
                     self.shards.restart(i)
-                continue
-            if out is not None:
-                return out
-        return None
+        return self.ready.popleft() if self.ready else None
 
 
 class Apex(DQN):

@@ -191,6 +191,11 @@ class ReplayShard:
             "ticket": (self.index, self.generation, self._count),
         }
 
+    def sample_many(self, n: int, beta: float, k: int) -> list[dict[str, Any]]:
+        """``k`` batches of :meth:`sample` (none while the shard holds fewer than ``n``)."""
+        out = [self.sample(n, beta) for _ in range(k)]
+        return [b for b in out if b is not None]
+
     def update_priorities(self, ticket: tuple[int, int, int], priorities: np.ndarray) -> int:
         """New priorities (|TD error|) for the sample of ``ticket``; returns how many
         were set (0 for a ticket this shard did not give out, or one that expired)."""
