@@ -8,7 +8,10 @@ evaluations of their scenarios, next to the uncontrolled traffic they improve on
   GRU policy was trained from): all-human, PI with saturation, the GRU policy;
 - the two-lane ring (41 humans + 1 AV that also changes lanes): all-human, the policy;
 - Flow's merge 0 (10% AVs): all-human (no AV), the shared AV policy;
-- Flow's figure-eight 2 (14 AVs, one shared policy): all-human (14 humans), the policy.
+- Flow's figure-eight 2 (14 AVs, one shared policy): all-human (14 humans), the policy;
+- RESCO's ingolstadt7 (seven signals): greedy and max-pressure, the hand-written signal
+  controllers a traffic engineer already has, beside the shipped DQN (learned from scratch
+  on SUMO 1.9.2, driven here on the project's SUMO 1.28), by RESCO's average delay.
 
 Each episode is one Ray task on the embedded Ray that ``rlsuite.demo`` started; the
 episodes with a space-time diagram record their trajectories and write the PNG where
@@ -36,6 +39,11 @@ RING_CFG = dict(ring_length=LENGTH, warmup_steps=0, horizon=3750, measure_after=
 with, and Flow's non-RL ring example's start); measured over the last 300 s."""
 NO_AV = "all-human"
 """The controller name of an episode with no AV at all (merge, figure-eight)."""
+RESCO_MAP = "ingolstadt7_resco"
+RESCO_POLICY = "resco_ingolstadt7_resco_replay"
+RESCO_CFG = dict(network=RESCO_MAP, sumo_version="")
+"""RESCO's ingolstadt7 on the project's SUMO (1.28): the shipped policy trained on 1.9.2
+met its target there too (held-out 29.78 s/veh against greedy 34.11, max-pressure 34.16)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,9 @@ class Case:
     png: str = ""
     """Where to write the episode's space-time diagram ("" for none)."""
     reference: str = ""
+    metric: str = "mean_speed"
+    """What the table shows: ``mean_speed`` (m/s, higher is better) or RESCO's ``delay``
+    (s/veh, lower is better)."""
 
 
 def cases(png_dir: str = PNG_DIR) -> list[Case]:
@@ -64,11 +75,23 @@ def cases(png_dir: str = PNG_DIR) -> list[Case]:
     ring = f"ring {LENGTH} m, bunched"
     uniform = f"uniform flow {equilibrium_speed(LENGTH):.2f} m/s, Flow v_eq {FLOW_V_EQ[LENGTH]}"
     two, merge, fig8 = "two-lane ring, 42 vehicles", "merge 0, 10% AVs", "figure-eight 2, 14 AVs"
+    resco = "RESCO ingolstadt7, 7 signals, SUMO 1.28"
 
-    def each(seeds, task, scenario, controller, label, cfg=None, png="", reference=""):
+    def each(
+        seeds,
+        task,
+        scenario,
+        controller,
+        label,
+        cfg=None,
+        png="",
+        reference="",
+        metric="mean_speed",
+    ):
         return [
             Case(task, scenario, controller, label, dict(cfg or {}), s,
-                 os.path.join(png_dir, f"{png}.png") if png and i == 0 else "", reference)
+                 os.path.join(png_dir, f"{png}.png") if png and i == 0 else "", reference,
+                 metric)
             for i, s in enumerate(seeds)
         ]  # fmt: skip
 
@@ -93,10 +116,17 @@ def cases(png_dir: str = PNG_DIR) -> list[Case]:
         *each(seeds3[:1], fig8, "figure_eight_multi", "figure_eight_2_es",
               "learned from scratch (ES, figure_eight_2_es)", {"num_avs": 14},
               "figure_eight_2_learned", "RESULTS 2.26x; Flow's best 5.96 m/s (1.43x)"),
+        *each([1000], resco, "signals", "greedy", "greedy (hand-written)", RESCO_CFG,
+              metric="delay"),
+        *each([1000], resco, "signals", "maxpressure", "max-pressure (hand-written)",
+              RESCO_CFG, metric="delay"),
+        *each([1000], resco, "signals", RESCO_POLICY, f"learned from scratch (DQN, {RESCO_POLICY})",
+              RESCO_CFG, reference="RESULTS held-out 29.78 on SUMO 1.28 (greedy 34.11, "
+              "max-pressure 34.16)", metric="delay"),
     ]  # fmt: skip
 
 
-SLOWEST_FIRST = ("merge", "ring_2lane", "ring", "figure_eight_multi")
+SLOWEST_FIRST = ("signals", "merge", "ring_2lane", "ring", "figure_eight_multi")
 """The scenarios by the time an episode takes, longest first: the order Ray gets them in."""
 
 
@@ -167,8 +197,8 @@ def _no_av(case: Case) -> dict[str, Any]:
 
 
 def rows_of(results: list[dict[str, Any]]) -> list[dict]:
-    """The table rows: mean speed (over the seeds of a case) per task and controller, the
-    learned policy's ratio to all-human in its reference."""
+    """The table rows: the case's metric (mean over its seeds) per task and controller, the
+    learned policy's ratio to all-human in its reference (speeds)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in results:
         groups.setdefault((r["case"].task, r["case"].label), []).append(r)
@@ -182,13 +212,13 @@ def rows_of(results: list[dict[str, Any]]) -> list[dict]:
         if label.startswith("learned") and task in human:
             ref = f"{speed / human[task]:.2f}x all-human here; {ref}"
         pngs = [r["metrics"]["png"] for r in rs if "png" in r["metrics"]]
-        rows.append(dict(app="traffic", task=task, controller=label, metric="mean_speed",
+        rows.append(dict(app="traffic", task=task, controller=label, metric=rs[0]["case"].metric,
                          value=speed, reference=ref, pngs=pngs))  # fmt: skip
     return rows
 
 
 def _mean(rs: list[dict[str, Any]]) -> float:
-    return float(sum(r["metrics"]["mean_speed"] for r in rs) / len(rs))
+    return float(sum(r["metrics"][r["case"].metric] for r in rs) / len(rs))
 
 
 def run(case_list: list[Case] | None = None) -> list[dict]:
@@ -216,8 +246,9 @@ def run(case_list: list[Case] | None = None) -> list[dict]:
     for r in results:
         c, m = r["case"], r["metrics"]
         png = f", space-time diagram: {os.path.abspath(m['png'])}" if "png" in m else ""
+        unit = "s/veh delay" if c.metric == "delay" else "m/s"
         console.print(
-            f"{c.task}, seed {c.seed}: {c.label}: {m['mean_speed']:.2f} m/s "
+            f"{c.task}, seed {c.seed}: {c.label}: {m[c.metric]:.2f} {unit} "
             f"({r['wall_s']:.0f} s){png}",
             highlight=False,
         )
