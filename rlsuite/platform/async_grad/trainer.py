@@ -108,6 +108,8 @@ class AsyncGradBackend:
         self.dropped_total = 0
         self.episodes: deque[tuple[float, int]] = deque(maxlen=EPISODES_SMOOTHED)
         self._acc = _Accumulator()
+        self._carried: dict[str, float] = {}
+        """Shard counts since the last row, kept when the shards were put back mid-row."""
         try:
             self.shards = [self._new_shard(i, self._snapshot[i]) for i in range(plan.num_shards)]
             self.runners = [self._new_runner(i) for i in range(plan.num_runners)]
@@ -210,6 +212,7 @@ class AsyncGradBackend:
         get the handles and pull before their next push."""
         import ray
 
+        self._carry_counts([i for i in range(len(self.shards)) if i not in (dead or [])])
         self.epoch += 1
         rolled = []
         for i, shard in enumerate(self.shards):
@@ -226,6 +229,20 @@ class AsyncGradBackend:
         self._last_stats = ray.get([s.stats.remote() for s in self.shards])
         for r in self.runners:
             r.set_shards.remote(self.shards, self.bounds, self.epoch)
+
+    def _carry_counts(self, live: list[int]) -> None:
+        """Keep the live shards' counts since the last row before their counters restart
+        (a dead shard's since then are lost with it)."""
+        import ray
+
+        stats = ray.get([self.shards[i].stats.remote() for i in live])
+        for i, st in zip(live, stats):
+            last = self._last_stats[i]
+            for k in (*_COUNTERS, "busy_s"):
+                self._carried[k] = self._carried.get(k, 0) + st[k] - last[k]
+            self._carried["staleness_max"] = max(
+                self._carried.get("staleness_max", 0), st["staleness_max"]
+            )
 
     # -- one iteration ----------------------------------------------------------------
     def train(self) -> dict[str, Any]:
@@ -250,8 +267,14 @@ class AsyncGradBackend:
         return self._row(self._acc.take(), stats, dt)
 
     def _row(self, acc: dict[str, Any], stats: list[dict[str, Any]], dt: float) -> dict[str, Any]:
-        d = {k: sum(s[k] - last[k] for s, last in zip(stats, self._last_stats)) for k in _COUNTERS}
-        busy = sum(s["busy_s"] - last["busy_s"] for s, last in zip(stats, self._last_stats))
+        carried, self._carried = self._carried, {}
+        d = {
+            k: carried.get(k, 0) + sum(s[k] - last[k] for s, last in zip(stats, self._last_stats))
+            for k in _COUNTERS
+        }
+        busy = carried.get("busy_s", 0.0) + sum(
+            s["busy_s"] - last["busy_s"] for s, last in zip(stats, self._last_stats)
+        )
         self._last_stats = stats
         n_shards = len(self.shards)
         self.env_steps_total += acc["env_steps"]
@@ -272,7 +295,9 @@ class AsyncGradBackend:
             "staleness_mean": d["staleness_sum"] / d["staleness_n"]
             if d["staleness_n"]
             else math.nan,
-            "staleness_max": max(s["staleness_max"] for s in stats),
+            "staleness_max": max(
+                carried.get("staleness_max", 0), *(s["staleness_max"] for s in stats)
+            ),
             "dropped_gradients": int(d["dropped"] + d["dropped_epoch"]),
             "dropped_stale": int(d["dropped"]),
             "dropped_epoch": int(d["dropped_epoch"]),

@@ -133,6 +133,11 @@ class GradientRunner:
         set_flat(self.module, np.concatenate([a[0] for a in answers]))
         self.versions = [a[1] for a in answers]
         self.need_pull = False
+        epochs = {a[2] for a in answers}
+        if len(epochs) == 1 and max(epochs) > self.epoch:
+            # every shard was put back to a checkpoint and these are its weights: the next
+            # gradient is of the new epoch (no need to wait for set_shards)
+            self.epoch = epochs.pop()
         if self.target is not None and (
             self.target_version is None
             or self.versions[0] - self.target_version >= self.plan.target_update_freq
