@@ -73,9 +73,9 @@ def a3c_loss(
     total = pi_loss + vf_loss_coeff * vf_loss - entropy_coeff * ent
     n = max(1, len(adv))
     stats = {
-        "policy_loss": float(pi_loss) / n,
-        "vf_loss": float(vf_loss) / n,
-        "entropy": float(ent) / n,
+        "policy_loss": float(pi_loss.detach()) / n,
+        "vf_loss": float(vf_loss.detach()) / n,
+        "entropy": float(ent.detach()) / n,
     }
     return total, stats
 
@@ -105,7 +105,7 @@ def dqn_loss(
             + gamma * (1.0 - torch.as_tensor(batch["terminated"], dtype=torch.float32)) * q_next
         )
     loss = torch.nn.functional.smooth_l1_loss(q_sel, y)
-    return loss, {"qf_loss": float(loss), "q_mean": float(q_sel.mean())}
+    return loss, {"qf_loss": float(loss.detach()), "q_mean": float(q_sel.detach().mean())}
 
 
 class Replay:
