@@ -245,3 +245,12 @@ def check_spaces(data: Mapping[str, np.ndarray], obs_space: Any, act_space: Any,
                 f"{what} hold actions of shape {act.shape[1:]} ({act.dtype}), but the env acts "
                 f"in {act_space}; record them on the same env"
             )
+
+
+def check_source(spec: str, env: str, env_config: Mapping[str, Any] | None, what: str) -> None:
+    """Raise ``ValueError`` when ``spec`` is not a source, or names a recorded file whose
+    spaces do not fit ``env`` (a ``CONTROLLER:N`` source is recorded on the env itself)."""
+    src = parse(spec)
+    if src.path:
+        obs_space, act_space = env_registry.spaces(env, env_config)[None]
+        check_spaces(load(src.path), obs_space, act_space, f"{what} {src.path!r}")

@@ -238,8 +238,10 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
         model = DefaultModelConfig(**common_model)
     elif isinstance(plan, ApexPlan):
         from rlsuite.platform.apex.algorithm import apex_config
+        from rlsuite.platform.r2d2.demo_apex import with_demonstrations
 
-        config = apex_config(plan)  # RLlib's DQN learner and module, Ape-X's training step
+        # RLlib's DQN learner and module, Ape-X's training step (R2D3's demonstrations mixed in)
+        config = with_demonstrations(apex_config(plan), plan)
         model = DefaultModelConfig(**common_model)
     elif isinstance(plan, ImitationPlan):
         import os

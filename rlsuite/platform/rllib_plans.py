@@ -234,6 +234,9 @@ class SyncPlan(RecurrentCapablePlan):
 
     name: ClassVar[str] = "sync"
     supports_action_mask: ClassVar[bool] = True
+    demonstrations_warm_start: ClassVar[bool] = True
+    """Its ``demonstrations`` warm-start the policy before RL (on ``apex`` they are
+    replayed beside the agent's experience instead)."""
 
     num_epochs: int = 10
     """Passes of SGD over each train batch."""

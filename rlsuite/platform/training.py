@@ -118,7 +118,7 @@ def train(
                 for m in metrics.read_jsonl(os.path.join(run_dir, metrics.JSONL))
                 if m.get("iteration", 0) <= start
             ]
-        elif getattr(plan, "demonstrations", ""):
+        elif getattr(plan, "demonstrations_warm_start", False) and plan.demonstrations:
             demonstrations.warm_start(backend, run_dir)
         log = metrics.MetricsLog(run_dir, rows)
         bar = metrics.Progress(progress, plan, start, iterations)

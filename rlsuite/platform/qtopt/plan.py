@@ -140,11 +140,7 @@ class QTOptPlan(Plan):
         if self.dataset:
             from rlsuite.platform import demo_sources
 
-            src = demo_sources.parse(self.dataset)
-            if src.path:
-                demo_sources.check_spaces(
-                    demo_sources.load(src.path), obs_space, act_space, f"dataset {src.path!r}"
-                )
+            demo_sources.check_source(self.dataset, self.env, self.env_config, "dataset")
 
     def placement_bundles(self) -> list[dict[str, float]]:
         """The driver (the learner), one bundle per runner and one per Bellman updater."""
