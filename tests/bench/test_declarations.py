@@ -82,3 +82,20 @@ def test_every_old_script_name_that_is_an_alias_names_a_benchmark():
     assert all(name in names and name == stem for stem, name in aliases.items()), aliases
     scripts = {b.script for b in DECL.benchmarks if b.script}
     assert not {f"{stem}.py" for stem in aliases} & scripts, "an alias is not also a script"
+
+
+def test_every_results_md_command_of_a_declared_function_parses():
+    """A converted benchmark keeps the flags RESULTS.md quotes (its old script name or
+    ``rlsuite bench run NAME``); script benchmarks pass their flags to the script itself."""
+    import shlex
+
+    text = (ROOT / "RESULTS.md").read_text()
+    functions = {b.name: b for b in DECL.benchmarks if b.run is not None}
+    pattern = r"(?:benchmarks/(\w+)\.py|rlsuite bench run (\w+))([^`|&\n]*)"
+    parsed = 0
+    for script, named, args in re.findall(pattern, text):
+        bench = functions.get(script or named)
+        if bench is not None:
+            runner.build_parser(bench).parse_args(shlex.split(args))
+            parsed += 1
+    assert parsed >= 4
