@@ -363,7 +363,7 @@ TASKS: dict[str, Task] = {
         # replay, update, weight sync) per 1000 env steps to the example's 200, and each
         # costs the same on both sides: side by side on one machine, 7.4 s per 1000 env
         # steps for ours, 5.0-5.3 for the example, 5.05 for this variant
-        # (results/platform_learning_replay_device.json). Fragments of 5 give the
+        # (results/platform/platform_learning_replay_device.json). Fragments of 5 give the
         # example's count with n-step 3.
         variants={
             "ours_frag5": {"rollout_fragment_length": 5},

@@ -7,7 +7,7 @@ with ``GreedyByCost`` and with an oracle: the fastest sequence of at most ``--de
 rewrites per query found by running them (rlsuite.apps.queryopt.oracle.search).
 
 Which queries: those whose original took at least ``--min-s`` (default 1 s) in
-``results/queryopt_tpcds.json`` (the runtime chooser's run, SF 1, warm cache, the
+``results/queryopt/queryopt_tpcds.json`` (the runtime chooser's run, SF 1, warm cache, the
 second of two runs), where nearly all the workload's possible gain lies. Their original
 times are that file's (not rerun here; an original past the cap counts as the cap, so
 every gain against it is a lower bound). The queries below ``--min-s`` are not searched

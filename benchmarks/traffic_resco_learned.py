@@ -154,7 +154,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--run-root", default=os.path.join("runs", "benchmarks", "traffic_resco_learned")
     )
     p.add_argument("--json", default="",
-                   help="results file (default: results/traffic_resco_learned.json for the "
+                   help="results file (default: results/traffic/traffic_resco_learned.json for the "
                    "replay plan, traffic_resco_learned_sync.json for sync); it gets the runs "
                    "of --plan only")  # fmt: skip
     p.add_argument(
