@@ -3,7 +3,7 @@
 from rlsuite.bench import Benchmark, Row, Value, here
 
 # fmt: off
-BENCHMARK = Benchmark(script="platform_sampling.py", quick=dict(quick=True, envs="CartPole-v1"), rows=(
+BENCHMARK = Benchmark(script="platform_sampling.py", quick=dict(quick=True, envs="CartPole-v1", sections="scaling"), rows=(
     Row("platform", "sampling, CartPole-v1", "env steps/s, 2 runners x 32 envs", "platform_sampling.json",
         Value(("envs", "CartPole-v1", "platform_default_steps_per_s")),
         here("RLlib 2.60 defaults", "envs", "CartPole-v1", "rllib_default_steps_per_s"),
