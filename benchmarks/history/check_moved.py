@@ -10,8 +10,12 @@ The page was cut twice, and each cut moved its text here:
    app's old section was appended, unchanged, to that app's file (the tests to
    `project.md`, the preamble to `README.md`). Every non-empty line of that page outside the
    generated table must be here or on the current page (the section headings are). The
-   table's lines are not checked: `benchmarks/summary.py` regenerates them from the
+   table's lines are not checked: `rlsuite bench report` regenerates them from the
    results JSON.
+
+The results files moved into one folder per app afterwards (`results/traffic_x.json` is
+`results/traffic/traffic_x.json`), and their paths here with them; the old pages are read
+with their paths moved the same way.
 
     python benchmarks/history/check_moved.py [COMMIT]
 
@@ -22,6 +26,7 @@ missing; 1 with the missing lines otherwise.
 from __future__ import annotations
 
 import collections
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +57,26 @@ def _old_headings() -> set[str]:
     return old
 
 
+GROUPED = (
+    (re.compile(r"(^|[^a-z_/])((?:benchmarks/)?results/)(platform|traffic|queryopt|hierarchy)_"),
+     r"\1\2\3/\3_"),
+    (re.compile(r"(^|[^a-z_/])((?:benchmarks/)?results/)ring_"), r"\1\2traffic/ring_"),
+    (re.compile(r"(^|[^a-z_/])((?:benchmarks/)?results/)device/"), r"\1\2platform/device/"),
+)  # fmt: skip
+"""Each results path's move into its app's folder: pattern, replacement."""
+
+
+def _grouped(text: str) -> str:
+    for pattern, replacement in GROUPED:
+        text = pattern.sub(replacement, text)
+    return text
+
+
 def _page(commit: str) -> str:
+    return _grouped(_page_as_committed(commit))
+
+
+def _page_as_committed(commit: str) -> str:
     return subprocess.run(
         ["git", "show", f"{commit}:benchmarks/RESULTS.md"],
         cwd=ROOT,
