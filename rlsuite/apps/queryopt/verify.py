@@ -28,9 +28,9 @@ matters most for), the rows cannot be compared on the full data. Then:
 
 With ``reference_first`` (what the measured chooser asks,
 :mod:`~rlsuite.apps.queryopt.choosers`), step 4 comes before 2 and 3: the reference is DuckDB
-reading the very tables of ``schema`` (:mod:`~rlsuite.apps.queryopt.duckref`), so a match is
-equality on the full data; the small copy decides only when DuckDB cannot run the query or
-returns no rows. :func:`guarantee` says in words which of the two held.
+reading the very tables of ``schema`` (:mod:`~rlsuite.apps.queryopt.duckref`), so equal
+rows, even no rows, are equality on the full data; the small copy decides only when DuckDB
+cannot run the query. :func:`guarantee` says in words which of the two held.
 
 What this guarantees: the rewritten SQL returns exactly the original's rows on
 the small copy (a real execution of both on data of the same schema), it plans
@@ -142,8 +142,9 @@ def check_rewrite(
     ``measured``: the original's and the rewrite's runs on ``schema`` (under
     ``timeout_ms``) when the caller has them already; then neither runs again there.
     ``reference_first``: when the original runs past the timeout, ask the reference before
-    the small copy (it compares on the full data), and fall back to the copy when the
-    reference raises or returns no rows."""
+    the small copy, and fall back to the copy when the reference raises. Such a reference
+    reads the very tables of ``schema``, so equal rows are equality on the full data even
+    when there are none (the rule of 3 is for a copy, other data than the query's)."""
 
     ordered = has_order_by(sql)
     if measured is not None:
@@ -173,8 +174,8 @@ def check_rewrite(
     # the original cannot finish here: compare the rows on the full data by the reference
     # (reference_first), else on the small copy
     if reference_first and reference is not None:
-        try:
-            match = reference_rows_match(b.rows or [], reference(sql), ordered)
+        try:  # the same tables: equal rows, even no rows, are equality on the full data
+            match = same_rows(reference(sql), b.rows or [], ordered=ordered)
         except Exception:  # noqa: BLE001 - the reference cannot run it: the small copy decides
             match = None
         if match is not None:

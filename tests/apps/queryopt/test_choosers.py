@@ -103,6 +103,26 @@ def test_a_too_slow_original_is_verified_on_the_full_data_by_duckdb(crafted, dsn
     assert "equal on the full data" in guarantee(d.checked_on, SLOW)
 
 
+def test_no_rows_on_the_full_data_are_equal_rows_there(crafted, dsn):
+    # on the small copy no rows prove nothing; DuckDB reads the query's own tables
+    from rlsuite.apps.queryopt.engines.base import RunResult
+    from rlsuite.apps.queryopt.verify import check_rewrite
+
+    sql = "SELECT o.id FROM o WHERE o.v > (SELECT 100 * avg(i.v) FROM i WHERE i.k = o.k)"
+    new = FixedRules(crafted, SLOW, ["decorrelate_scalar"]).rewrite(sql)
+    got = crafted.run(new.sql, SLOW, 30_000, new.settings)
+    past = RunResult(None, PAST_MS / 1000, timed_out=True)
+    full = FullDataReference(dsn, SLOW, timeout_s=60)
+    try:
+        v = check_rewrite(
+            crafted, SLOW, sql, new.sql, {}, new.settings, PAST_MS, SMALL, full, FULL_DATA,
+            measured=(past, got), reference_first=True,
+        )  # fmt: skip
+    finally:
+        full.close()
+    assert got.rows == [] and v.keep and v.checked_on == FULL_DATA
+
+
 def test_without_duckdb_a_too_slow_original_is_verified_on_the_small_copy(crafted):
     # DuckDB cannot reach the server: the small copy decides, and says what that proves
     gone = FullDataReference("host=/nonexistent dbname=x", SLOW, timeout_s=5)
