@@ -211,7 +211,7 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
         )
         model = plan.model_config()
     elif isinstance(plan, ReplayPlan):
-        from rlsuite.platform.local_sync import InPlaceSyncDQNConfig
+        from rlsuite.platform.r2d2 import demo_replay
 
         buffer: dict[str, Any] = {"capacity": plan.buffer_size}
         if plan.prioritized:
@@ -225,8 +225,9 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
         if spec.multi_agent:
             buffer["type"] = "MultiAgent" + buffer["type"]
         # RLlib's DQN; its weight sync copies tensors in place when nothing is remote
+        # (and R2D3's demonstrations mixed into its replay samples)
         config = (
-            InPlaceSyncDQNConfig()
+            demo_replay.config_class(plan)()
             .training(
                 **plan.dqn_training(),
                 replay_buffer_config=buffer,
@@ -235,6 +236,7 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
             )
             .reporting(min_sample_timesteps_per_iteration=plan.env_steps_per_iteration)
         )
+        config = demo_replay.with_demonstrations(config, plan)
         model = DefaultModelConfig(**common_model)
     elif isinstance(plan, ApexPlan):
         from rlsuite.platform.apex.algorithm import apex_config

@@ -424,8 +424,31 @@ class QPlan(RLlibPlan):
     learning_starts: int = 1000
     """Env steps sampled before the first update."""
 
+    demonstrations: str = ""
+    """R2D3's demonstrations inside replay: recorded episodes (parquet of
+    :func:`rlsuite.platform.demonstrations.record_episodes`) or ``CONTROLLER:N`` (``random``
+    or ``package.module:Factory``, recorded on N seeded episodes); each learner batch
+    element is one of them with probability ``demo_ratio`` (``replay``:
+    :mod:`rlsuite.platform.r2d2.demo_replay`; ``apex``: :mod:`rlsuite.platform.r2d2.demo_apex`).
+    Single-agent envs. ``""``: none."""
+    demo_ratio: float = 0.25
+    """The probability that an element of a learner batch is a demonstration (R2D3's
+    rho: 1/256 on its hard 3-D tasks; DI-engine's LunarLander setup: 1/4)."""
+
     def validate(self) -> None:
         super().validate()
+        from rlsuite.platform import demo_sources
+        from rlsuite.platform.r2d2.demos import check_demo_ratio
+
+        check_demo_ratio(self.demo_ratio)
+        if self.demonstrations:
+            _check(
+                not env_registry.spec(self.env).multi_agent,
+                f"demonstrations in replay are for single-agent envs; {self.env!r} is multi-agent",
+            )
+            demo_sources.check_source(
+                self.demonstrations, self.env, self.env_config, "demonstrations"
+            )
         _check(
             self.buffer_size >= self.train_batch_size,
             f"buffer_size ({self.buffer_size}) must hold at least one batch "

@@ -60,15 +60,6 @@ class ApexPlan(QPlan):
     """An iteration (a metrics row, a checkpoint) lasts at least this long."""
     env_steps_per_iteration: int = 1000
     """...and samples at least this many env steps."""
-    demonstrations: str = ""
-    """R2D3's demonstrations inside replay: recorded episodes (parquet of
-    :func:`rlsuite.platform.demonstrations.record_episodes`) or ``CONTROLLER:N`` (``random``
-    or ``package.module:Factory``, recorded on N seeded episodes); each learner batch
-    element is one of them with probability ``demo_ratio``
-    (:mod:`rlsuite.platform.r2d2.demo_apex`). ``""``: none."""
-    demo_ratio: float = 0.25
-    """The probability that an element of a learner batch is a demonstration (R2D3's
-    rho: 1/256 on its hard 3-D tasks; DI-engine's LunarLander setup: 1/4)."""
 
     def validate(self) -> None:
         super().validate()
@@ -97,15 +88,7 @@ class ApexPlan(QPlan):
         )
         _check(self.min_time_s_per_iteration >= 0, "min_time_s_per_iteration must be >= 0")
         _check(self.env_steps_per_iteration >= 1, "env_steps_per_iteration must be >= 1")
-        from rlsuite.platform import demo_sources
         from rlsuite.platform import envs as env_registry
-        from rlsuite.platform.r2d2.demos import check_demo_ratio
-
-        check_demo_ratio(self.demo_ratio)
-        if self.demonstrations:
-            demo_sources.check_source(
-                self.demonstrations, self.env, self.env_config, "demonstrations"
-            )
 
         _check(
             not env_registry.spec(self.env).multi_agent,

@@ -79,3 +79,31 @@ def test_apex_learns_with_demonstrations_in_its_batches(ray_local, tmp_path):
     ev = evaluation.evaluate(res.checkpoint, evaluation.scenarios(ENV, 4), num_workers=0)
     print("demo share", share, "greedy return", ev.summary["return"]["mean"])
     assert ev.summary["return"]["mean"] >= 16, ev.episodes  # random play: ~6.7 of 20
+
+
+@pytest.mark.slow
+def test_replay_plan_mixes_demonstrations_into_rllibs_samples(ray_local, tmp_path):
+    rho = 0.25
+    plan = optimizers.make_plan(
+        "replay",
+        env=ENV,
+        demonstrations=f"{__name__}:Expert:10",
+        demo_ratio=rho,
+        num_env_runners=0,
+        num_envs_per_env_runner=1,
+        learning_starts=100,
+        target_update_freq=100,
+        lr=1e-3,
+        gamma=0.5,
+        training_intensity=8.0,
+        env_steps_per_iteration=200,
+        seed=0,
+    )
+    res = training.train(plan, 2, str(tmp_path / "run"), progress=False)
+    rows = [r for r in res.metrics if np.isfinite(r.get("demo_share", np.nan))]
+    assert rows and all(r["demo_transitions"] == 200 for r in rows)
+    share = np.mean([r["demo_share"] for r in rows])
+    assert abs(share - rho) < 0.08, share  # thousands of elements: a few points at most
+    ev = evaluation.evaluate(res.checkpoint, evaluation.scenarios(ENV, 4), num_workers=0)
+    print("replay: demo share", share, "greedy return", ev.summary["return"]["mean"])
+    assert ev.summary["return"]["mean"] >= 12, ev.episodes  # random play: ~6.7 of 20
