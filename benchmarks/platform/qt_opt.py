@@ -24,7 +24,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from rlsuite.bench import Benchmark, Row, Value, pub
+from rlsuite.bench import Benchmark
 
 TARGET = -250.0
 
@@ -112,15 +112,12 @@ def run(ctx) -> int:
     return ctx.verdict(checks)
 
 
-# fmt: off
+# No row in RESULTS' table yet: it has not been measured here (a row reads its JSON).
+# Once measured, its row: the median online env steps to -250 over 3 seeds, anchored on
+# SAC's 20k (borrowed), command ``rlsuite bench run platform_qt_opt --seeds 0,1,2``.
 BENCHMARK = Benchmark(
-    run=run, settings=Settings, seeds=True,
+    run=run,
+    settings=Settings,
+    seeds=True,
     quick=dict(max_env_steps=1000, dataset_episodes=1, offline_updates=20, eval_episodes=1),
-    rows=(
-    Row("platform", "`qt_opt` plan (CEM Q-learning), Pendulum-v1 to -250",
-        "online env steps, median of 3 seeds", "platform_qt_opt_pendulum.json",
-        Value(("median_env_steps_to_target",)),
-        pub("borrowed: SAC's -250 within 20k (RLlib sac/pendulum_sac.py)", 20_000),
-        "rlsuite bench run platform_qt_opt --seeds 0,1,2", fmt="{:,.0f}", lower_is_better=True),
-))
-# fmt: on
+)
