@@ -56,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a plan on an env, with checkpoints and metrics")
     t.add_argument(
-        "--plan", required=True, help="sync | async | replay | imitation | es | async_grad"
+        "--plan",
+        required=True,
+        help="sync | async | replay | imitation | es | async_grad | apex | qt_opt",
     )
     t.add_argument("--env", required=True, help="registered env id or gymnasium id")
     t.add_argument("--iterations", type=int, default=20, help="training iterations (default 20)")
