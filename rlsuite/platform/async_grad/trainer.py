@@ -129,14 +129,15 @@ class AsyncGradBackend:
     # -- actors ---------------------------------------------------------------------
     def _new_shard(self, i: int, state: dict[str, Any]) -> Any:
         p = self.plan
-        return self._shard_cls.remote(
+        bundle = 1 + p.num_runners + i if p.cpus_per_shard else None
+        return self._shard_cls.options(**_placement(bundle)).remote(
             i, state, p.optimizer, p.lr, p.max_staleness, p.gradients_per_update, self.epoch
         )
 
     def _new_runner(self, slot: int) -> Any:
         seed = [self.plan.seed, slot, self._incarnation[slot]]
         self._incarnation[slot] += 1
-        return self._runner_cls.remote(
+        return self._runner_cls.options(**_placement(1 + slot)).remote(
             self.plan, self.spec, self.shards, self.bounds, self.epoch, seed
         )
 
@@ -437,6 +438,23 @@ class AsyncGradBackend:
 
             cluster.shutdown()
             self._started_ray = False
+
+
+def _placement(bundle: int | None) -> dict[str, Any]:
+    """Inside a placement group (a Tune trial's, sized by ``plan.placement_bundles()``), the
+    actor's own bundle: left to Ray, a shard could take part of a runner's bundle and leave
+    the runner waiting forever. Outside one, nothing."""
+    from ray.util import get_current_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    pg = get_current_placement_group()
+    if pg is None or bundle is None:
+        return {}
+    return {
+        "scheduling_strategy": PlacementGroupSchedulingStrategy(
+            pg, placement_group_bundle_index=bundle
+        )
+    }
 
 
 class _Accumulator:
