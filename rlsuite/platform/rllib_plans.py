@@ -434,6 +434,12 @@ class QPlan(RLlibPlan):
     demo_ratio: float = 0.25
     """The probability that an element of a learner batch is a demonstration (R2D3's
     rho: 1/256 on its hard 3-D tasks; DI-engine's LunarLander setup: 1/4)."""
+    large_margin_coeff: float = 0.0
+    """DQfD's large-margin loss on demonstrated steps, its weight in the loss
+    (:mod:`rlsuite.platform.r2d2.margin_learner`); ``apex`` with ``demonstrations`` only.
+    0: off (R2D3 has none)."""
+    large_margin: float = 0.8
+    """DQfD's margin: how far the demonstrated action's Q-value must lead the others'."""
 
     def validate(self) -> None:
         super().validate()
@@ -441,6 +447,17 @@ class QPlan(RLlibPlan):
         from rlsuite.platform.r2d2.demos import check_demo_ratio
 
         check_demo_ratio(self.demo_ratio)
+        _check(
+            self.large_margin_coeff >= 0 and self.large_margin >= 0,
+            "large_margin_coeff and large_margin must be >= 0",
+        )
+        if self.large_margin_coeff:
+            _check(
+                self.name == "apex" and bool(self.demonstrations),
+                f"large_margin_coeff is DQfD's loss on demonstrated steps: it needs the apex "
+                f"plan with demonstrations= (plan {self.name!r}, demonstrations="
+                f"{self.demonstrations!r})",
+            )
         if self.demonstrations:
             _check(
                 not env_registry.spec(self.env).multi_agent,

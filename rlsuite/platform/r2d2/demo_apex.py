@@ -91,6 +91,11 @@ class DemoApex(Apex):
         self.demo_counts[0] += k
         self.demo_counts[1] += n + k
         data, _ = super().learner_data(item)
+        if self.config.learner_config_dict.get("large_margin_coeff"):
+            from ray.rllib.core import DEFAULT_MODULE_ID
+
+            is_demo = np.arange(n + k) >= n
+            data["batch"].policy_batches[DEFAULT_MODULE_ID]["is_demo"] = is_demo
         return data, n + k
 
     def priorities(self, td_error: np.ndarray, item: dict[str, Any]) -> np.ndarray:
@@ -102,6 +107,13 @@ class DemoApex(Apex):
         demo, total = self.demo_counts
         result[RESULT_KEY]["demo_share"] = demo / total if total else float("nan")
         result[RESULT_KEY]["demo_transitions"] = len(self.demos["actions"])
+        from ray.rllib.core import DEFAULT_MODULE_ID
+
+        from rlsuite.platform.r2d2.margin_learner import KEY
+
+        margin = result.get("learners", {}).get(DEFAULT_MODULE_ID, {}).get(KEY)
+        if margin is not None:
+            result[RESULT_KEY][KEY] = float(margin)
         self.demo_counts = [0, 0]
         return result
 
@@ -112,6 +124,16 @@ def with_demonstrations(config: ApexConfig, plan: Any) -> ApexConfig:
     if not plan.demonstrations:
         return config
     config.algo_class = DemoApex
+    if plan.large_margin_coeff:
+        from rlsuite.platform.r2d2.margin_learner import LargeMarginDQNLearner
+
+        config.learners(
+            learner_class=LargeMarginDQNLearner,
+            learner_config_dict={
+                "large_margin_coeff": float(plan.large_margin_coeff),
+                "large_margin": float(plan.large_margin),
+            },
+        )
     config.apex_settings = dict(
         config.apex_settings,
         demonstrations=os.path.abspath(plan.demonstrations)

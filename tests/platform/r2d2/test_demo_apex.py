@@ -27,6 +27,8 @@ def test_bad_demonstrations_are_refused_before_ray(tmp_path):
                         "CartPole-v1", 1, path)  # fmt: skip
     with pytest.raises(ValueError, match="observations of shape"):
         optimizers.make_plan("apex", env=ENV, demonstrations=path)
+    with pytest.raises(ValueError, match="large_margin_coeff is DQfD's loss"):
+        optimizers.make_plan("replay", env=ENV, demonstrations="random:1", large_margin_coeff=1)
     with pytest.raises(ValueError, match="neither an existing file"):
         optimizers.make_plan("apex", env=ENV, demonstrations="expert")
 
@@ -55,6 +57,7 @@ def test_apex_learns_with_demonstrations_in_its_batches(ray_local, tmp_path):
         env=ENV,
         demonstrations=f"{__name__}:Expert:10",  # 200 expert steps
         demo_ratio=rho,
+        large_margin_coeff=1.0,  # DQfD's term on the demonstrated steps
         num_env_runners=1,
         num_envs_per_env_runner=2,
         rollout_fragment_length=25,
@@ -76,6 +79,7 @@ def test_apex_learns_with_demonstrations_in_its_batches(ray_local, tmp_path):
     elements = sum(r["learner_updates"] for r in rows) * plan.train_batch_size / (1 - rho)
     share = np.mean([r["demo_share"] for r in rows])
     assert abs(share - rho) < 4 * np.sqrt(rho * (1 - rho) / elements), share
+    assert all(np.isfinite(r["large_margin_loss"]) for r in rows)
     ev = evaluation.evaluate(res.checkpoint, evaluation.scenarios(ENV, 4), num_workers=0)
     print("demo share", share, "greedy return", ev.summary["return"]["mean"])
     assert ev.summary["return"]["mean"] >= 16, ev.episodes  # random play: ~6.7 of 20
