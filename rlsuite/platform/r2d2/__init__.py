@@ -12,4 +12,14 @@ from the stored state); what R2D2 (Kapturowski et al. 2019) and R2D3 (Paine et a
     demos      R2D3's replay of demonstrations: each element of a batch drawn from
                the demonstrations with probability rho (``demo_ratio``), and DQfD's
                large-margin loss on demonstrated steps (an option; R2D3 has none)
+
+Wired into plans (the ``demonstrations`` and ``demo_ratio`` fields):
+
+    demo_replay     ``replay``: a buffer standing in for RLlib's DQN buffer mixes the
+                    demonstrations into each of its samples
+    demo_apex       ``apex``: the learner mixes them into each shard sample
+    margin_learner  RLlib's DQN learner plus DQfD's term (``apex``'s ``large_margin_coeff``)
+
+Not here yet: the ``r2d2`` plan itself (recurrent sequence replay on ``apex``), which
+would use ``rescale`` and ``sequences``.
 """
