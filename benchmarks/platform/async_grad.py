@@ -24,7 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from rlsuite.bench import Benchmark
+from rlsuite.bench import Benchmark, Row, Value, command, pub
 
 BIG = (512, 512, 512)
 """The ~1M-parameter network of the shards figure."""
@@ -276,4 +276,16 @@ BENCHMARK = Benchmark(
     quick=dict(part="learn,shards", budget=2000, per_iter=1000, hidden="16", shards="1,2",
                seconds=1.0, repeats=1, iterations=1, a3c=False),
     seeds=True,
+    rows=(
+        Row("platform", "`async_grad` A3C to 150, CartPole-v1 (RLlib's `cartpole-a3c`: 1 runner, gamma 0.95)",
+            "env steps to 150, the slower of the 2 seeds that ran (the 3rd: Ray did not start)",
+            "async_grad_learn.json", Value(("summary", "max_env_steps_of_seeds_run")),
+            pub("RLlib's `cartpole-a3c` budget", 200_000),
+            command("platform_async_grad", "--part learn --seeds 0,1,2"), fmt="{:,.0f}",
+            lower_is_better=True),
+        Row("platform", "`async_grad` parameter server, 8 shards against 1 (1.06M parameters, 2 cores)",
+            "updates/s ratio, median of 3", "async_grad_shards.json",
+            Value(("push", "median", "8", "vs_one_shard")), None,
+            command("platform_async_grad", "--part shards --seconds 8 --no-a3c"), fmt="{:.2f}x"),
+    ),
 )  # fmt: skip
