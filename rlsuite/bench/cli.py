@@ -87,7 +87,7 @@ def _smoke(decl, args: argparse.Namespace) -> int:
         if (not args.app or b.app == args.app) and (args.device or not b.device)
     ]
     t = Table(title="bench smoke (--quick)")
-    for col in ("benchmark", "exit", "JSON written", "seconds", "verdict"):
+    for col in ("benchmark", "exit", "JSON written", "seconds (lock wait included)", "verdict"):
         t.add_column(col)
     failed = 0
     for b in chosen:
