@@ -15,8 +15,10 @@ import gymnasium as gym
 import numpy as np
 from pettingzoo import ParallelEnv
 
+from rlsuite.apps.traffic.envs.measured import Measured
 
-class AVAgentsEnv(ParallelEnv):
+
+class AVAgentsEnv(Measured, ParallelEnv):
     """Base of the multi-AV envs: ``self.cfg`` (a config with ``horizon``, ``max_accel``,
     ``max_decel``) and ``self.core`` (a ring-style simulation with ``av_ids``, ``start``,
     ``control``, ``v``, ``collisions``, ``metrics``, ``trajectories``, ``close``) are set by
@@ -74,14 +76,8 @@ class AVAgentsEnv(ParallelEnv):
             {a: {} for a in agents},
         )
 
-    def episode_metrics(self) -> dict[str, float]:
-        return self.core.metrics()
-
     def trajectories(self) -> dict[str, np.ndarray]:
         return self.core.trajectories()
 
     def render(self) -> None:
         return None
-
-    def close(self) -> None:
-        self.core.close()

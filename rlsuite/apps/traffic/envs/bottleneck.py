@@ -27,6 +27,7 @@ import numpy as np
 from rlsuite.apps.traffic import kernel, networks, sumo_versions
 from rlsuite.apps.traffic.controllers import AlineaMeter
 from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
+from rlsuite.apps.traffic.envs.measured import Measured
 from rlsuite.apps.traffic.envs.road import RoadSimulation
 
 EDGES = networks.BOTTLENECK_EDGES
@@ -453,7 +454,7 @@ class BottleneckSimulation(RoadSimulation):
         }
 
 
-class BottleneckEnv(gym.Env):
+class BottleneckEnv(Measured, gym.Env):
     """Flow's bottleneck0 under one central controller (Flow's ``DesiredVelocityEnv``).
 
     States:
@@ -520,17 +521,8 @@ class BottleneckEnv(gym.Env):
         trunc = not term and self.core.t >= cfg.horizon
         return self.core.observation(), float(self.core.reward()), term, trunc, self._info()
 
-    def _info(self) -> dict[str, Any]:
-        return {"reason": self._end_reason} if self._end_reason else {}
-
-    def episode_metrics(self) -> dict[str, float]:
-        return self.core.metrics()
-
     def series(self) -> dict[str, np.ndarray]:
         return self.core.series()
-
-    def close(self) -> None:
-        self.core.close()
 
 
 class Uncontrolled:

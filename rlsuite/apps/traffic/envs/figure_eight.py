@@ -18,6 +18,7 @@ import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
 from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
+from rlsuite.apps.traffic.envs.measured import Measured
 from rlsuite.apps.traffic.envs.ring import GAP_SCALE, SPEED_SCALE, RingSimulation, av_type
 from rlsuite.apps.traffic.rewards import desired_velocity_reward
 
@@ -282,7 +283,7 @@ class FigureEightSimulation(RingSimulation):
         return (x0[vid] + odometer) % self.length
 
 
-class FigureEightEnv(gym.Env):
+class FigureEightEnv(Measured, gym.Env):
     """The figure-eight with ``num_avs`` AVs under one centralised policy (Flow's setup).
 
     The humans drive as Flow's (Python IDM commanded each step under SUMO speed mode 1,
@@ -350,14 +351,8 @@ class FigureEightEnv(gym.Env):
         truncated = self._t >= self.cfg.horizon
         return self._obs(), float(reward), bool(terminated), bool(truncated), {}
 
-    def episode_metrics(self) -> dict[str, float]:
-        return self.core.metrics()
-
     def trajectories(self) -> dict[str, np.ndarray]:
         return self.core.trajectories()
-
-    def close(self) -> None:
-        self.core.close()
 
 
 CONFIG = FigureEightConfig

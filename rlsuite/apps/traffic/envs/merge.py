@@ -28,6 +28,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from rlsuite.apps.traffic import kernel, networks
+from rlsuite.apps.traffic.envs.measured import Measured
 from rlsuite.apps.traffic.envs.merge_road import (
     AV_FLOW,
     MAX_GAP,
@@ -43,7 +44,7 @@ FLOW_FEATURES = 5
 """Numbers per AV slot in :class:`MergeEnv` (Flow's state)."""
 
 
-class _Episode:
+class _Episode(Measured):
     """What both envs share: reset, a failure- and teleport-aware step, the end."""
 
     cfg: MergeConfig
@@ -75,17 +76,8 @@ class _Episode:
         terminated = bool(self._end_reason)
         return entered, gone, terminated, not terminated and self.core.t >= cfg.horizon
 
-    def _info(self) -> dict[str, Any]:
-        return {"reason": self._end_reason} if self._end_reason else {}
-
-    def episode_metrics(self) -> dict[str, float]:
-        return self.core.metrics()
-
     def series(self) -> dict[str, np.ndarray]:
         return self.core.series()
-
-    def close(self) -> None:
-        self.core.close()
 
 
 def _check_actions(acc: dict[str, float]) -> None:

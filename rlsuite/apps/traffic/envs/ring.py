@@ -21,6 +21,7 @@ import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
 from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
+from rlsuite.apps.traffic.envs.measured import Measured
 from rlsuite.apps.traffic.rewards import ring_reward
 
 SPEED_SCALE = 15.0
@@ -481,7 +482,7 @@ class RingSimulation:
             self._dir = None
 
 
-class RingEnv(gym.Env):
+class RingEnv(Measured, gym.Env):
     """The ring with ONE autonomous vehicle (Flow's partially observed wave attenuation).
 
     States:
@@ -559,14 +560,8 @@ class RingEnv(gym.Env):
         truncated = self._t >= self.cfg.horizon
         return self._obs(), float(reward), bool(terminated), bool(truncated), {}
 
-    def episode_metrics(self) -> dict[str, float]:
-        return self.core.metrics()
-
     def trajectories(self) -> dict[str, np.ndarray]:
         return self.core.trajectories()
-
-    def close(self) -> None:
-        self.core.close()
 
 
 CONFIG = RingConfig

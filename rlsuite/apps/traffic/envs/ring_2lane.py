@@ -23,6 +23,7 @@ import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
 from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
+from rlsuite.apps.traffic.envs.measured import Measured
 from rlsuite.apps.traffic.envs.ring import (
     AV_SPEED_MODE,
     GAP_SCALE,
@@ -445,7 +446,7 @@ class Ring2LaneSimulation(RingSimulation):
         return traj
 
 
-class Ring2LaneEnv(gym.Env):
+class Ring2LaneEnv(Measured, gym.Env):
     """The two-lane ring with ONE autonomous vehicle that accelerates and changes lanes.
 
     The humans drive SUMO's IDM (Flow's parameters, with Flow's acceleration noise) and
@@ -568,14 +569,8 @@ class Ring2LaneEnv(gym.Env):
         truncated = not terminated and self._t >= self.cfg.horizon
         return self._obs_last, float(reward), terminated, truncated, info
 
-    def episode_metrics(self) -> dict[str, float]:
-        return self.core.metrics()
-
     def trajectories(self) -> dict[str, np.ndarray]:
         return self.core.trajectories()
-
-    def close(self) -> None:
-        self.core.close()
 
 
 class KeepLane:
