@@ -33,6 +33,11 @@ Cluster flags: :func:`add_cluster_flags`, :func:`ray_cluster`
     how many parallel workers a command uses (0: in this process, without Ray,
     where a command allows it).
 
+Plain options: :func:`add_flags`, :func:`add_command`
+    A command's own options as one table, one row per flag (its type, default,
+    help), instead of an ``add_argument`` block per flag; a subcommand and the
+    function it runs in one call.
+
 Also here: the count types :func:`nonneg_int`, :func:`positive_int` and
 :func:`positive_ints` for argparse; :func:`add_json_flag` and :func:`write_json`
 for ``--json PATH``; and :class:`Probe`, what an app's ``probes()`` (announced
@@ -320,6 +325,60 @@ def positive_ints(text: str) -> tuple[int, ...]:
             f"expected comma-separated positive whole numbers, e.g. 5,10,20; got {text!r}"
         )
     return tuple(positive_int(p) for p in parts)
+
+
+# --------------------------------------------------------------------------- plain options
+
+
+def add_command(
+    subparsers: Any, name: str, func: Any, help: str, description: str | None = None
+) -> argparse.ArgumentParser:
+    """A subcommand ``name`` of ``subparsers`` that runs ``func(args)`` (set as ``func``),
+    its ``description`` laid out as written (``--help`` reads like a man page)."""
+    p = subparsers.add_parser(
+        name,
+        help=help,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.set_defaults(func=func)
+    return p
+
+
+REQUIRED = object()
+"""The default of an :func:`add_flags` row whose flag must be given."""
+
+
+def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *rows: tuple) -> None:
+    """Add a command's plain options from a table, one row per flag:
+    ``(flag, kind, default, help)`` or ``(flag, kind, default, help, metavar)``.
+
+    ``kind`` is the value's type (``int``, :func:`positive_int`, ...), ``bool`` for a
+    switch (``store_true``), a tuple for ``choices``, or ``None`` for text; ``default``
+    :data:`REQUIRED` makes the flag required.
+
+    Example::
+
+        >>> p = argparse.ArgumentParser()
+        >>> add_flags(p, ("--episodes", positive_int, 4, "episodes"), ("--gui", bool, False, "show"))
+        >>> p.parse_args(["--episodes", "2"])
+        Namespace(episodes=2, gui=False)
+    """
+    for flag, kind, default, help_text, *metavar in rows:
+        kw: dict[str, Any] = {"help": help_text}
+        if default is REQUIRED:
+            kw["required"] = True
+        else:
+            kw["default"] = default
+        if kind is bool:
+            kw["action"] = "store_true"
+        elif isinstance(kind, tuple):
+            kw["choices"] = kind
+        elif kind is not None:
+            kw["type"] = kind
+        if metavar:
+            kw["metavar"] = metavar[0]
+        parser.add_argument(flag, **kw)
 
 
 # --------------------------------------------------------------------------- cluster

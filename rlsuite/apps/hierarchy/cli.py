@@ -8,8 +8,11 @@ import sys
 import textwrap
 
 from rlsuite.cli_common import (
+    REQUIRED,
     USER_ERRORS,
     add_cluster_flags,
+    add_command,
+    add_flags,
     add_json_flag,
     nonneg_int,
     positive_int,
@@ -111,15 +114,17 @@ def build_parser() -> argparse.ArgumentParser:
     from rlsuite.apps.hierarchy.synthesis.experiment import SynthesisConfig
 
     d = SynthesisConfig()
-    fmt = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
-        prog="hier-train", formatter_class=fmt, description=DESCRIPTION
+        prog="hier-train",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    s = sub.add_parser(
+    s = add_command(
+        sub,
         "synthesis",
-        formatter_class=fmt,
+        cmd_synthesis,
         help="train PHP and baselines on addition or sort demonstrations",
         description=textwrap.dedent("""\
         Record teacher demonstrations (addition: 1-10 digits; sort: 2-10 elements), train the
@@ -129,104 +134,56 @@ def build_parser() -> argparse.ArgumentParser:
         accuracy_vs_length.png."""),
     )
     _program_flag(s)
-    s.add_argument(
-        "--strong",
-        type=nonneg_int,
-        default=d.strong,
-        metavar="N",
-        help=f"strongly supervised demonstrations in total (default {d.strong})",
+    # fmt: off
+    add_flags(
+        s,
+        ("--strong", nonneg_int, d.strong, f"strongly supervised demonstrations in total (default {d.strong})", "N"),
+        ("--weak", nonneg_int, d.weak, f"weakly supervised demonstrations (default {d.weak})", "M"),
+        ("--models", _models, d.models, f"comma-separated, from {','.join(d.models)} (default all)"),
+        ("--lengths", positive_ints, None, "evaluation lengths (default: addition 10,100,500,1000 digits; sort 10,20,50,100 elements)"),
+        ("--problems", positive_int, d.eval_problems, f"problems per evaluation length (default {d.eval_problems})"),
+        ("--train-lengths", positive_ints, None, "lengths of the demonstrations (default: addition 1..10; sort 2..10)"),
+        ("--epochs", positive_int, d.epochs, f"epoch cap per model (default {d.epochs})"),
+        ("--time-limit", float, d.time_limit_s, f"training seconds per model at most (default {d.time_limit_s:.0f})"),
+        ("--seed", int, d.seed, "seed of demonstrations and initialisation"),
+        ("--out-dir", None, d.out_dir, f"where models, JSON and PNG go (default {d.out_dir})"),
     )
-    s.add_argument(
-        "--weak",
-        type=nonneg_int,
-        default=d.weak,
-        metavar="M",
-        help=f"weakly supervised demonstrations (default {d.weak})",
-    )
-    s.add_argument(
-        "--models",
-        type=_models,
-        default=d.models,
-        help=f"comma-separated, from {','.join(d.models)} (default all)",
-    )
-    s.add_argument(
-        "--lengths",
-        type=positive_ints,
-        default=None,
-        help="evaluation lengths (default: addition 10,100,500,1000 digits; "
-        "sort 10,20,50,100 elements)",
-    )
-    s.add_argument(
-        "--problems",
-        type=positive_int,
-        default=d.eval_problems,
-        help=f"problems per evaluation length (default {d.eval_problems})",
-    )
-    s.add_argument(
-        "--train-lengths",
-        type=positive_ints,
-        default=None,
-        help="lengths of the demonstrations (default: addition 1..10; sort 2..10)",
-    )
-    s.add_argument(
-        "--epochs",
-        type=positive_int,
-        default=d.epochs,
-        help=f"epoch cap per model (default {d.epochs})",
-    )
-    s.add_argument(
-        "--time-limit",
-        type=float,
-        default=d.time_limit_s,
-        help=f"training seconds per model at most (default {d.time_limit_s:.0f})",
-    )
-    s.add_argument(
-        "--seed", type=int, default=d.seed, help="seed of demonstrations and initialisation"
-    )
-    s.add_argument(
-        "--out-dir", default=d.out_dir, help=f"where models, JSON and PNG go (default {d.out_dir})"
-    )
+    # fmt: on
     add_json_flag(s, "the results too")
     _cluster_args(s)
-    s.set_defaults(func=cmd_synthesis)
 
-    e = sub.add_parser(
+    e = add_command(
+        sub,
         "evaluate",
-        formatter_class=fmt,
+        cmd_evaluate,
         help="accuracy of a saved model per length",
         description="Evaluate a model saved by `synthesis` (PHP, flat-lstm or npi) on fixed-seed problems.",
     )
-    e.add_argument(
-        "--model", required=True, metavar="PATH", help="a .pt written by `hier-train synthesis`"
+    # fmt: off
+    add_flags(
+        e,
+        ("--model", None, REQUIRED, "a .pt written by `hier-train synthesis`", "PATH"),
+        ("--lengths", positive_ints, None, "evaluation lengths (default: the model's program's, e.g. 10,100,500,1000 digits)"),
+        ("--problems", positive_int, d.eval_problems, "problems per length"),
     )
-    e.add_argument(
-        "--lengths",
-        type=positive_ints,
-        default=None,
-        help="evaluation lengths (default: the model's program's, e.g. 10,100,500,1000 digits)",
-    )
-    e.add_argument(
-        "--problems", type=positive_int, default=d.eval_problems, help="problems per length"
-    )
+    # fmt: on
     add_json_flag(e, "the accuracies")
     _cluster_args(e)
-    e.set_defaults(func=cmd_evaluate)
 
-    t = sub.add_parser(
+    t = add_command(
+        sub,
         "trace",
-        formatter_class=fmt,
+        cmd_trace,
         help="print one teacher demonstration",
         description="Show the teacher's decisions (strong trace) or actions (weak) on one problem.",
     )
     _program_flag(t)
-    t.add_argument(
-        "--length", type=positive_int, default=3, help="digits per number or elements (default 3)"
+    add_flags(
+        t,
+        ("--length", positive_int, 3, "digits per number or elements (default 3)"),
+        ("--seed", int, 0, "problem seed"),
+        ("--weak", bool, False, "show only observations' symbols and actions"),
     )
-    t.add_argument("--seed", type=int, default=0, help="problem seed")
-    t.add_argument(
-        "--weak", action="store_true", help="show only observations' symbols and actions"
-    )
-    t.set_defaults(func=cmd_trace)
 
     try:
         from rlsuite.apps.hierarchy.robot import cli as robot_cli

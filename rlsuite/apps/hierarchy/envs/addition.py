@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
+
+from rlsuite.apps.hierarchy.envs.scratchpad import N_SYMBOLS as N_SYMBOLS
+from rlsuite.apps.hierarchy.envs.scratchpad import ScratchPadEnv
 
 BLANK = 10
 """Symbol of an empty cell (digits are 0-9)."""
-N_SYMBOLS = 11
 TAPES = ("in1", "in2", "carry", "out")
 N_TAPES = 4
 LEFT, RIGHT = 0, 1
@@ -53,7 +54,7 @@ def digits_of(n: int, width: int) -> np.ndarray:
     return np.array([(n // 10**i) % 10 for i in range(width)], dtype=np.int64)
 
 
-class AdditionEnv(gym.Env):
+class AdditionEnv(ScratchPadEnv):
     """Add two ``length``-digit numbers with a scratch pad, digit by digit.
 
     ## States
@@ -81,27 +82,21 @@ class AdditionEnv(gym.Env):
     ``episode_metrics()`` reports ``correct`` (1/0), ``digit_accuracy`` and ``digits``.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    n_pointers = N_TAPES
+    n_actions = N_ACTIONS
+    stop_action = STOP_ACTION
+    length_means = "digits per number"
 
     def __init__(
         self, length: int = 10, max_steps: int | None = None, render_mode: str | None = None
     ):
-        if not isinstance(length, int | np.integer) or length < 1:
-            raise ValueError(f"length must be a positive int (digits per number), got {length!r}")
-        if max_steps is not None and max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-        self.length = int(length)
-        self.width = self.length + 2
-        self.max_steps = int(max_steps) if max_steps is not None else 12 * (self.length + 1) + 20
-        self.render_mode = render_mode
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (N_TAPES * N_SYMBOLS,), np.float32)
-        self.action_space = gym.spaces.Discrete(N_ACTIONS)
+        super().__init__(length, max_steps, render_mode)
         self.tapes = np.full((N_TAPES, self.width), BLANK, np.int64)
         self.ptr = np.zeros(N_TAPES, np.int64)
         self.a = self.b = 0
-        self.steps = 0
-        self.stopped = False
-        self._eye = np.eye(N_SYMBOLS, dtype=np.float32)
+
+    def _step_bound(self) -> int:
+        return 12 * (self.length + 1) + 20
 
     # ------------------------------------------------------------------
     def set_problem(self, a: int, b: int) -> np.ndarray:
@@ -113,9 +108,7 @@ class AdditionEnv(gym.Env):
         self.tapes[0, : self.length] = digits_of(self.a, self.length)
         self.tapes[1, : self.length] = digits_of(self.b, self.length)
         self.ptr[:] = 0
-        self.steps = 0
-        self.stopped = False
-        return self._obs()
+        return self._begin()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
@@ -125,27 +118,16 @@ class AdditionEnv(gym.Env):
         b = int("".join(map(str, d2[::-1])))
         return self.set_problem(a, b), {"a": a, "b": b}
 
-    def _obs(self) -> np.ndarray:
-        sym = self.tapes[np.arange(N_TAPES), self.ptr]
-        return self._eye[sym].reshape(-1)
+    def _symbols(self) -> np.ndarray:
+        return self.tapes[np.arange(N_TAPES), self.ptr]
 
-    def step(self, action):
-        a = int(action)
-        if not 0 <= a < N_ACTIONS:
-            raise ValueError(f"action must be in 0..{N_ACTIONS - 1}, got {action!r}")
-        self.steps += 1
-        if a == STOP_ACTION:
-            self.stopped = True
-        elif a < N_MOVE:
+    def _apply(self, a: int) -> None:
+        if a < N_MOVE:
             p, d = divmod(a, 2)
-            self.ptr[p] = min(max(self.ptr[p] + (1 if d == LEFT else -1), 0), self.width - 1)
+            self._move(p, 1 if d == LEFT else -1)
         else:
             t, digit = divmod(a - N_MOVE, 10)
             self.tapes[t, self.ptr[t]] = digit
-        terminated = self.stopped
-        truncated = not terminated and self.steps >= self.max_steps
-        reward = float(self.is_correct()) if (terminated or truncated) else 0.0
-        return self._obs(), reward, terminated, truncated, {}
 
     # ------------------------------------------------------------------
     def expected_output(self) -> np.ndarray:

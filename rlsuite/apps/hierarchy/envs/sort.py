@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
+
+from rlsuite.apps.hierarchy.envs.scratchpad import N_SYMBOLS as N_SYMBOLS
+from rlsuite.apps.hierarchy.envs.scratchpad import ScratchPadEnv
 
 BLANK = 10
 """Symbol of the two boundary cells around the array (elements are digits 0-9)."""
-N_SYMBOLS = 11
 POINTERS = ("ptr1", "ptr2", "counter")
 N_POINTERS = 3
 LEFT, RIGHT = 0, 1
@@ -47,7 +48,7 @@ def step_bound(length: int) -> int:
     return length * (5 * length + 3) + 1
 
 
-class SortEnv(gym.Env):
+class SortEnv(ScratchPadEnv):
     """Sort ``length`` digits in ascending order, in place, by bubble sort.
 
     ## States
@@ -76,27 +77,21 @@ class SortEnv(gym.Env):
     (share of cells holding the sorted array's digit) and ``elements``.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    n_pointers = N_POINTERS
+    n_actions = N_ACTIONS
+    stop_action = STOP_ACTION
+    length_means = "elements to sort"
 
     def __init__(
         self, length: int = 10, max_steps: int | None = None, render_mode: str | None = None
     ):
-        if not isinstance(length, int | np.integer) or length < 1:
-            raise ValueError(f"length must be a positive int (elements to sort), got {length!r}")
-        if max_steps is not None and max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-        self.length = int(length)
-        self.width = self.length + 2
-        self.max_steps = int(max_steps) if max_steps is not None else step_bound(self.length)
-        self.render_mode = render_mode
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (N_POINTERS * N_SYMBOLS,), np.float32)
-        self.action_space = gym.spaces.Discrete(N_ACTIONS)
+        super().__init__(length, max_steps, render_mode)
         self.pad = np.full(self.width, BLANK, np.int64)
         self.ptr = np.array([0, 0, 1], np.int64)
         self.initial = np.zeros(self.length, np.int64)
-        self.steps = 0
-        self.stopped = False
-        self._eye = np.eye(N_SYMBOLS, dtype=np.float32)
+
+    def _step_bound(self) -> int:
+        return step_bound(self.length)
 
     # ------------------------------------------------------------------
     def set_problem(self, values) -> np.ndarray:
@@ -110,36 +105,24 @@ class SortEnv(gym.Env):
         self.pad[:] = BLANK
         self.pad[1 : 1 + self.length] = v
         self.ptr[:] = (0, 0, 1)
-        self.steps = 0
-        self.stopped = False
-        return self._obs()
+        return self._begin()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         values = self.np_random.integers(0, 10, self.length)
         return self.set_problem(values), {"array": [int(x) for x in values]}
 
-    def _obs(self) -> np.ndarray:
-        return self._eye[self.pad[self.ptr]].reshape(-1)
+    def _symbols(self) -> np.ndarray:
+        return self.pad[self.ptr]
 
-    def step(self, action):
-        a = int(action)
-        if not 0 <= a < N_ACTIONS:
-            raise ValueError(f"action must be in 0..{N_ACTIONS - 1}, got {action!r}")
-        self.steps += 1
-        if a == STOP_ACTION:
-            self.stopped = True
-        elif a == SWAP_ACTION:
+    def _apply(self, a: int) -> None:
+        if a == SWAP_ACTION:
             i, j = self.ptr[0], self.ptr[1]
             if self.pad[i] != BLANK and self.pad[j] != BLANK:
                 self.pad[i], self.pad[j] = self.pad[j], self.pad[i]
         else:
             p, d = divmod(a, 2)
-            self.ptr[p] = min(max(self.ptr[p] + (1 if d == RIGHT else -1), 0), self.width - 1)
-        terminated = self.stopped
-        truncated = not terminated and self.steps >= self.max_steps
-        reward = float(self.is_correct()) if (terminated or truncated) else 0.0
-        return self._obs(), reward, terminated, truncated, {}
+            self._move(p, 1 if d == RIGHT else -1)
 
     # ------------------------------------------------------------------
     @property

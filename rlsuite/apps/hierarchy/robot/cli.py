@@ -14,49 +14,28 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from rlsuite.cli_common import (
-    USER_ERRORS,
-    add_cluster_flags,
-    add_json_flag,
-    nonneg_int,
-    positive_int,
-    positive_ints,
-    ray_cluster,
-    write_json,
-)
+from rlsuite import cli_common as cli
 
 DEFAULT_DEMOS_PATH = "runs/hierarchy/robot/demos.npz"
 
 
 def _counts(text: str) -> list[int]:
     """``20`` or ``5,10,20,50``: the distinct counts, in increasing order."""
-    return sorted(set(positive_ints(text)))
+    return sorted(set(cli.positive_ints(text)))
 
 
 def _imperfection_flags(p: argparse.ArgumentParser) -> None:
     from rlsuite.apps.hierarchy.robot.expert import NOISE_RANGE
 
     g = p.add_argument_group("imperfect demonstrations")
-    g.add_argument(
-        "--noise",
-        type=float,
-        default=0.0,
-        help=f"std of Gaussian noise on the expert's motion commands, in "
-        f"[{NOISE_RANGE[0]}, {NOISE_RANGE[1]}] (default 0)",
+    # fmt: off
+    cli.add_flags(
+        g,
+        ("--noise", float, 0.0, f"std of Gaussian noise on the expert's motion commands, in [{NOISE_RANGE[0]}, {NOISE_RANGE[1]}] (default 0)"),
+        ("--retry", float, 0.0, "probability that a PICK misses its first grasp and grasps again (default 0)"),
+        ("--second-expert", float, 0.0, "share of episodes by a second expert (opens before it approaches; sort: blue first) (default 0)"),
     )
-    g.add_argument(
-        "--retry",
-        type=float,
-        default=0.0,
-        help="probability that a PICK misses its first grasp and grasps again (default 0)",
-    )
-    g.add_argument(
-        "--second-expert",
-        type=float,
-        default=0.0,
-        help="share of episodes by a second expert (opens before it approaches; sort: blue "
-        "first) (default 0)",
-    )
+    # fmt: on
 
 
 def _imperfection(args):
@@ -66,7 +45,7 @@ def _imperfection(args):
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    add_cluster_flags(
+    cli.add_cluster_flags(
         p,
         workers="parallel Ray workers for recording and evaluation (default: one per CPU; "
         "0: everything in this process, no Ray)",
@@ -79,10 +58,10 @@ def register(subparsers: Any) -> None:
 
     task_help = "; ".join(f"{t}: {get(t).description}" for t in TASKS)
 
-    fmt = argparse.RawDescriptionHelpFormatter
-    p = subparsers.add_parser(
+    p = cli.add_command(
+        subparsers,
         "robot-demos",
-        formatter_class=fmt,
+        cmd_demos,
         help="record scripted-expert demonstrations of a pybullet Panda task",
         description=textwrap.dedent("""\
             Record N successful demonstrations of the scripted hierarchical expert
@@ -100,30 +79,21 @@ def register(subparsers: Any) -> None:
               hier-train robot-demos --n 50 --task sort --noise 0.2 --retry 0.3 --second-expert 0.5
             """),
     )
-    p.add_argument("--n", type=positive_int, required=True, help="demonstrations to record")
-    p.add_argument(
-        "--task",
-        choices=TASKS,
-        default="pick_place",
-        help=task_help,
+    cli.add_flags(
+        p,
+        ("--n", cli.positive_int, cli.REQUIRED, "demonstrations to record"),
+        ("--task", TASKS, "pick_place", task_help),
+        ("--out", None, DEFAULT_DEMOS_PATH, f"output .npz (default {DEFAULT_DEMOS_PATH})"),
+        ("--weak", bool, False, "drop the call stacks"),
     )
-    p.add_argument(
-        "--out", default=DEFAULT_DEMOS_PATH, help=f"output .npz (default {DEFAULT_DEMOS_PATH})"
-    )
-    p.add_argument("--weak", action="store_true", help="drop the call stacks")
     _imperfection_flags(p)
-    p.add_argument(
-        "--seed",
-        type=nonneg_int,
-        default=None,
-        help="first episode seed (default 100000; evaluation uses 0, 1, ...)",
-    )
+    cli.add_flags(p, ("--seed", cli.nonneg_int, None, "first episode seed (default 100000; evaluation uses 0, 1, ...)"))  # fmt: skip
     _common(p)
-    p.set_defaults(func=cmd_demos)
 
-    q = subparsers.add_parser(
+    q = cli.add_command(
+        subparsers,
         "robot",
-        formatter_class=fmt,
+        cmd_robot,
         help="learn a Panda task from demonstrations: hierarchical vs flat cloning",
         description=textwrap.dedent("""\
             Train hierarchical procedures (strong: from recorded call stacks; weak:
@@ -143,45 +113,32 @@ def register(subparsers: Any) -> None:
               hier-train robot --task sort --demos 50 --supervision both --noise 0.2
             """),
     )
-    q.add_argument(
-        "--demos",
-        type=_counts,
-        required=True,
-        metavar="N[,N...]",
-        help="number(s) of demonstrations",
+    # fmt: off
+    cli.add_flags(
+        q,
+        ("--demos", _counts, cli.REQUIRED, "number(s) of demonstrations", "N[,N...]"),
+        ("--supervision", ("strong", "weak", "both"), "strong", "which hierarchical model(s) to train (default strong)"),
+        ("--no-flat", bool, False, "skip the flat cloning baseline"),
+        ("--task", TASKS, "pick_place", f"task to learn ({task_help})"),
+        ("--episodes", cli.positive_int, 100, "evaluation episodes (default 100)"),
+        ("--train-steps", cli.positive_int, 300, "Adam steps per network"),
+        ("--seed", cli.nonneg_int, 0, "seed of the networks' initial weights"),
+        ("--demo-file", None, None, "use demonstrations from hier-train robot-demos (recorded for the same --task)"),
     )
-    q.add_argument(
-        "--supervision",
-        choices=("strong", "weak", "both"),
-        default="strong",
-        help="which hierarchical model(s) to train (default strong)",
+    cli.add_json_flag(q)
+    cli.add_flags(
+        q,
+        ("--png", None, None, "plot of success vs demonstrations", "PATH"),
+        ("--save", None, None, "save the trained models here", "DIR"),
     )
-    q.add_argument("--no-flat", action="store_true", help="skip the flat cloning baseline")
-    q.add_argument(
-        "--task", choices=TASKS, default="pick_place", help=f"task to learn ({task_help})"
-    )
-    q.add_argument(
-        "--episodes", type=positive_int, default=100, help="evaluation episodes (default 100)"
-    )
-    q.add_argument("--train-steps", type=positive_int, default=300, help="Adam steps per network")
-    q.add_argument(
-        "--seed", type=nonneg_int, default=0, help="seed of the networks' initial weights"
-    )
-    q.add_argument(
-        "--demo-file",
-        default=None,
-        help="use demonstrations from hier-train robot-demos (recorded for the same --task)",
-    )
-    add_json_flag(q)
-    q.add_argument("--png", default=None, metavar="PATH", help="plot of success vs demonstrations")
-    q.add_argument("--save", default=None, metavar="DIR", help="save the trained models here")
+    # fmt: on
     _imperfection_flags(q)
     _common(q)
-    q.set_defaults(func=cmd_robot)
 
-    r = subparsers.add_parser(
+    r = cli.add_command(
+        subparsers,
         "robot-reuse",
-        formatter_class=fmt,
+        cmd_reuse,
         help="skill reuse: learn a second task with the procedures learned on pick-and-place",
         description=textwrap.dedent("""\
             Learn a second task (--task: stack, or a long one: sort, tower,
@@ -197,38 +154,26 @@ def register(subparsers: Any) -> None:
               hier-train robot-reuse --task sort --counts 1,2,5 --json runs/reuse-sort.json
             """),
     )
-    r.add_argument(
-        "--task",
-        choices=[t for t in TASKS if t != "pick_place"],
-        default="stack",
-        help="the second task (default stack)",
+    # fmt: off
+    cli.add_flags(
+        r,
+        ("--task", tuple(t for t in TASKS if t != "pick_place"), "stack", "the second task (default stack)"),
+        ("--counts", _counts, [1, 2, 5, 10], "demonstrations of the second task to try (default 1,2,5,10)", "N[,N...]"),
+        ("--first-demos", cli.positive_int, 20, "pick-and-place demonstrations behind the reused procedures (default 20)"),
+        ("--episodes", cli.positive_int, 100, "evaluation episodes"),
+        ("--train-steps", cli.positive_int, 300, "Adam steps per network"),
     )
-    r.add_argument(
-        "--counts",
-        type=_counts,
-        default=[1, 2, 5, 10],
-        metavar="N[,N...]",
-        help="demonstrations of the second task to try (default 1,2,5,10)",
-    )
-    r.add_argument(
-        "--first-demos",
-        type=positive_int,
-        default=20,
-        help="pick-and-place demonstrations behind the reused procedures (default 20)",
-    )
-    r.add_argument("--episodes", type=positive_int, default=100, help="evaluation episodes")
-    r.add_argument("--train-steps", type=positive_int, default=300, help="Adam steps per network")
-    add_json_flag(r)
-    r.add_argument("--png", default=None, metavar="PATH", help="plot of success vs demonstrations")
+    cli.add_json_flag(r)
+    cli.add_flags(r, ("--png", None, None, "plot of success vs demonstrations", "PATH"))
+    # fmt: on
     _common(r)
-    r.set_defaults(func=cmd_reuse)
 
 
 def _cluster(args):
     from rlsuite.platform import cluster
 
     cluster.configure_driver_threads()
-    return ray_cluster(args)
+    return cli.ray_cluster(args)
 
 
 def cmd_demos(args) -> int:
@@ -306,7 +251,7 @@ def _write(args, result: dict, plot) -> None:
 
     png = args.png or (os.path.splitext(args.json)[0] + ".png" if args.json else None)
     if args.json:
-        write_json(args.json, result)
+        cli.write_json(args.json, result)
         Console().print(f"results -> {args.json}")
     if png:
         plot(png)
@@ -326,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except USER_ERRORS as e:
+    except cli.USER_ERRORS as e:
         print(f"hier-train {args.command}: {e}", file=sys.stderr)
         return 2
 

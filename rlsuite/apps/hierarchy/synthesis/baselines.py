@@ -23,8 +23,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from rlsuite.apps.hierarchy.procedures.executor import Executor, Frame
+from rlsuite.apps.hierarchy.procedures.executor import Frame
 from rlsuite.apps.hierarchy.procedures.traces import TERMINATE, Decision, Trace
+from rlsuite.apps.hierarchy.synthesis.family import ProcedureController
 from rlsuite.apps.hierarchy.synthesis.programs import get_program
 
 
@@ -64,15 +65,70 @@ def _adam_loop(
     return hist
 
 
-class FlatLSTM(nn.Module):
-    """Flat imitation: ``(observation, previous action) history -> action``."""
+def _tie(lstm: nn.LSTM, cell: nn.LSTMCell) -> None:
+    """Share weights between the fast sequence LSTM (training) and the cell (acting)."""
+    lstm.weight_ih_l0 = cell.weight_ih
+    lstm.weight_hh_l0 = cell.weight_hh
+    lstm.bias_ih_l0 = cell.bias_ih
+    lstm.bias_hh_l0 = cell.bias_hh
 
-    kind = "flat-lstm"
 
-    def __init__(self, obs_dim: int | None = None, hidden: int = 128, program: str = "addition"):
+class _Baseline(nn.Module):
+    """What both baselines share: their program family, training by Adam on a summed
+    negative log-likelihood, and saving. A subclass gives ``_training_set`` (the traces
+    it learns from, refusing none), ``_loss_fn`` (``() -> (summed loss, count)``),
+    ``_saved`` (its constructor's arguments)."""
+
+    kind: str
+    uses_weak: bool
+    """Whether it learns from weak traces too (else from the strong ones only)."""
+
+    def __init__(self, program: str):
         super().__init__()
         self.family = get_program(program)
         self.program = program
+
+    def fit(
+        self,
+        traces: Sequence[Trace],
+        epochs: int = 300,
+        lr: float = 3e-3,
+        seed: int = 0,
+        progress=None,
+        time_limit_s: float | None = None,
+        target_loss: float | None = 1e-3,
+    ):
+        data = self._training_set(traces)
+        torch.manual_seed(seed)
+        loss_fn = self._loss_fn(data)
+        hist = _adam_loop(
+            list(self.parameters()), loss_fn, epochs, lr, progress, time_limit_s, target_loss
+        )
+        self.eval()
+        return hist
+
+    def save(self, path: str) -> None:
+        saved = {"kind": self.kind, "program": self.program, **self._saved()}
+        torch.save({**saved, "state": self.state_dict()}, path)
+
+    def _training_set(self, traces: Sequence[Trace]) -> Sequence[Trace]:
+        raise NotImplementedError
+
+    def _loss_fn(self, traces: Sequence[Trace]) -> Callable[[], tuple[torch.Tensor, int]]:
+        raise NotImplementedError
+
+    def _saved(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class FlatLSTM(_Baseline):
+    """Flat imitation: ``(observation, previous action) history -> action``."""
+
+    kind = "flat-lstm"
+    uses_weak = True
+
+    def __init__(self, obs_dim: int | None = None, hidden: int = 128, program: str = "addition"):
+        super().__init__(program)
         self.n_actions = self.family.n_actions
         self.obs_dim = self.family.spec.obs_dim if obs_dim is None else obs_dim
         self.hidden = hidden
@@ -92,53 +148,29 @@ class FlatLSTM(nn.Module):
             y[b, :n] = torch.tensor(acts)
         return x, y, torch.tensor([len(t) for t in traces])
 
-    def fit(
-        self,
-        traces: Sequence[Trace],
-        epochs: int = 300,
-        lr: float = 3e-3,
-        seed: int = 0,
-        progress=None,
-        time_limit_s: float | None = None,
-        target_loss: float | None = 1e-3,
-    ):
+    def _training_set(self, traces: Sequence[Trace]) -> Sequence[Trace]:
         if not traces:
             raise ValueError("the flat LSTM needs at least one trace")
-        torch.manual_seed(seed)
+        return traces
+
+    def _loss_fn(self, traces: Sequence[Trace]) -> Callable[[], tuple[torch.Tensor, int]]:
         x, y, _ = self._inputs(traces)
         lstm = nn.LSTM(self.cell.input_size, self.hidden, batch_first=True)
 
         def loss_fn():
-            # share weights between the fast sequence LSTM (training) and the cell (acting)
-            lstm.weight_ih_l0 = self.cell.weight_ih
-            lstm.weight_hh_l0 = self.cell.weight_hh
-            lstm.bias_ih_l0 = self.cell.bias_ih
-            lstm.bias_hh_l0 = self.cell.bias_hh
+            _tie(lstm, self.cell)
             h, _ = lstm(x)
             logits = self.out(h)
             mask = y >= 0
             return F.cross_entropy(logits[mask], y[mask], reduction="sum"), int(mask.sum())
 
-        hist = _adam_loop(
-            list(self.parameters()), loss_fn, epochs, lr, progress, time_limit_s, target_loss
-        )
-        self.eval()
-        return hist
+        return loss_fn
+
+    def _saved(self) -> dict[str, Any]:
+        return {"obs_dim": self.obs_dim, "hidden": self.hidden}
 
     def controller(self) -> FlatController:
         return FlatController(self)
-
-    def save(self, path: str) -> None:
-        torch.save(
-            {
-                "kind": self.kind,
-                "program": self.program,
-                "obs_dim": self.obs_dim,
-                "hidden": self.hidden,
-                "state": self.state_dict(),
-            },
-            path,
-        )
 
 
 class FlatController:
@@ -164,15 +196,14 @@ class FlatController:
         return a
 
 
-class NPICore(nn.Module):
+class NPICore(_Baseline):
     """NPI-style single LSTM core with program embeddings (see the module docstring)."""
 
     kind = "npi"
+    uses_weak = False
 
     def __init__(self, hidden: int = 64, emb: int = 16, program: str = "addition"):
-        super().__init__()
-        self.family = get_program(program)
-        self.program = program
+        super().__init__(program)
         self.spec = spec = self.family.spec
         self.hidden = hidden
         self.procs = [p.name for p in spec.procedures]
@@ -217,20 +248,13 @@ class NPICore(nn.Module):
                     stack.pop()
         return seqs
 
-    def fit(
-        self,
-        traces: Sequence[Trace],
-        epochs: int = 300,
-        lr: float = 3e-3,
-        seed: int = 0,
-        progress=None,
-        time_limit_s: float | None = None,
-        target_loss: float | None = 1e-3,
-    ):
+    def _training_set(self, traces: Sequence[Trace]) -> Sequence[Trace]:
         strong = [t for t in traces if t.strong]
         if not strong:
             raise ValueError("the NPI baseline needs at least one strong trace")
-        torch.manual_seed(seed)
+        return strong
+
+    def _loss_fn(self, strong: Sequence[Trace]) -> Callable[[], tuple[torch.Tensor, int]]:
         seqs = self._invocations(strong)
         B, T = len(seqs), max(len(s) for s in seqs)
         obs = torch.zeros(B, T, self.spec.obs_dim)
@@ -258,10 +282,7 @@ class NPICore(nn.Module):
         lstm = nn.LSTM(self.cell.input_size, self.hidden, batch_first=True)
 
         def loss_fn():
-            lstm.weight_ih_l0 = self.cell.weight_ih
-            lstm.weight_hh_l0 = self.cell.weight_hh
-            lstm.bias_ih_l0 = self.cell.bias_ih
-            lstm.bias_hh_l0 = self.cell.bias_hh
+            _tie(lstm, self.cell)
             x = torch.cat([self.enc(obs), self.prog(prog).unsqueeze(1).expand(B, T, -1)], dim=-1)
             h, _ = lstm(x)
             out = self.head(h)
@@ -281,11 +302,7 @@ class NPICore(nn.Module):
                 )
             return total, int(mask_t.sum())
 
-        hist = _adam_loop(
-            list(self.parameters()), loss_fn, epochs, lr, progress, time_limit_s, target_loss
-        )
-        self.eval()
-        return hist
+        return loss_fn
 
     # ------------------------------------------------------------------ acting
     @torch.no_grad()
@@ -312,33 +329,9 @@ class NPICore(nn.Module):
         args = tuple(int(out[s].argmax()) for s in self.arg_slices[key])
         return Decision("act", key, args)
 
-    def controller(self) -> NPIController:
-        return NPIController(self)
+    def _saved(self) -> dict[str, Any]:
+        return {"hidden": self.hidden}
 
-    def save(self, path: str) -> None:
-        torch.save(
-            {
-                "kind": self.kind,
-                "program": self.program,
-                "hidden": self.hidden,
-                "state": self.state_dict(),
-            },
-            path,
-        )
-
-
-class NPIController:
-    name = "npi"
-
-    def __init__(self, model: NPICore):
-        self.model = model
-        self.executor = Executor(model.spec, model)
-
-    def reset(self, seed: int | None = None) -> None:
-        self.executor.reset()
-
-    def act(self, obs: np.ndarray) -> int:
-        try:
-            return self.model.family.to_env_action(self.executor.act(obs))
-        except RuntimeError:
-            return self.model.family.stop_action
+    def controller(self) -> ProcedureController:
+        """Runs the core as a procedure policy (a call starts the callee's own state)."""
+        return ProcedureController(self, self.family, "npi")

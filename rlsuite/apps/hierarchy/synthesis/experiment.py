@@ -202,6 +202,8 @@ def train_model(
         if log is not None and (ep % 25 == 0):
             log(kind, ep, row)
 
+    full = {"epochs": cfg.epochs, "lr": cfg.lr, "seed": cfg.seed, "progress": progress}
+    baselines = {"flat-lstm": FlatLSTM, "npi": NPICore}
     if kind == "php":
         model = ProcedureModel(spec, hidden=cfg.hidden)
         model.extra["program"] = cfg.program
@@ -222,52 +224,23 @@ def train_model(
             short = [t for t in weak if t.info.get("length", 99) <= cfg.curriculum_length]
             if short and len(short) < len(weak):
                 hist += fit(
-                    model,
-                    weak=short,
-                    epochs=cfg.epochs,
-                    lr=cfg.lr,
-                    seed=cfg.seed,
-                    progress=progress,
-                    time_limit_s=cfg.time_limit_s / 3,
-                    target_loss=0.05,
+                    model, weak=short, **full, time_limit_s=cfg.time_limit_s / 3, target_loss=0.05
                 )
         if weak:
             hist += fit(
                 model,
                 strong=strong,
                 weak=weak,
-                epochs=cfg.epochs,
-                lr=cfg.lr,
-                seed=cfg.seed,
-                progress=progress,
+                **full,
                 time_limit_s=cfg.time_limit_s,
                 target_loss=cfg.target_loss,
             )
         used = {"strong": len(strong), "weak": len(weak)}
-    elif kind == "flat-lstm":
-        model = FlatLSTM(program=cfg.program)
-        hist = model.fit(
-            strong + weak,
-            epochs=cfg.epochs,
-            lr=cfg.lr,
-            seed=cfg.seed,
-            progress=progress,
-            time_limit_s=cfg.time_limit_s,
-            target_loss=cfg.target_loss,
-        )
-        used = {"strong": len(strong), "weak": len(weak)}
-    elif kind == "npi":
-        model = NPICore(program=cfg.program)
-        hist = model.fit(
-            strong,
-            epochs=cfg.epochs,
-            lr=cfg.lr,
-            seed=cfg.seed,
-            progress=progress,
-            time_limit_s=cfg.time_limit_s,
-            target_loss=cfg.target_loss,
-        )
-        used = {"strong": len(strong), "weak": 0}
+    elif kind in baselines:
+        model = baselines[kind](program=cfg.program)
+        demos = strong + weak if model.uses_weak else strong
+        hist = model.fit(demos, **full, time_limit_s=cfg.time_limit_s, target_loss=cfg.target_loss)
+        used = {"strong": len(strong), "weak": len(weak) if model.uses_weak else 0}
     else:
         raise ValueError(f"unknown model {kind!r}; choose from {', '.join(MODELS)}")
     last = hist[-1] if hist else {}
