@@ -11,8 +11,9 @@ import uuid
 import pytest
 import ray
 
-from rlsuite.platform import cluster, optimizers
+from rlsuite.platform import cluster
 from rlsuite.platform.backends.rllib import RLlibBackend
+from tests._plans import ppo
 from tests._procs import alive, descendants
 
 # these tests start, join and stop Ray themselves: the shared embedded one is stopped first
@@ -156,14 +157,13 @@ def test_two_node_cluster_places_env_runners_on_both_nodes():
     try:
         info = cluster.init(address=c.address)
         assert info.num_nodes == 2 and info.num_cpus == 3 and not info.started_here
-        plan = optimizers.make_plan(
-            "sync",
-            env="CartPole-v1",
+        plan = ppo(
+            "CartPole-v1",
+            batch=600,
+            minibatch=200,
+            epochs=1,
             num_env_runners=3,
             num_envs_per_env_runner=2,
-            train_batch_size=600,
-            minibatch_size=200,
-            num_epochs=1,
         )
         trainer = RLlibBackend(plan)
         try:

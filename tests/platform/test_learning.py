@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from rlsuite.platform import checkpoints, demonstrations, envs, evaluation, optimizers, training
+from tests._plans import ppo
 from tests.platform._fakes import CartPolePD, RandomCartPole
 
 envs.register(
@@ -55,15 +56,14 @@ def test_sync_overlap_samples_one_update_behind_and_checkpoints(ray_local, tmp_p
 
     from rlsuite.platform.backends.rllib import RLlibBackend
 
-    plan = optimizers.make_plan(
-        "sync",
-        env="CartPole-v1",
-        overlap=True,
+    plan = ppo(
+        "CartPole-v1",
+        batch=400,
+        minibatch=200,
+        epochs=2,
         num_env_runners=2,
+        overlap=True,
         num_envs_per_env_runner=4,
-        train_batch_size=400,
-        minibatch_size=200,
-        num_epochs=2,
         seed=0,
     )
 
@@ -182,14 +182,7 @@ def test_imitation_clones_an_expert(ray_local, tmp_path):
 
 
 def test_train_refuses_to_overwrite_a_run(ray_local, tmp_path):
-    plan = optimizers.make_plan(
-        "sync",
-        env="CartPole-v1",
-        num_env_runners=0,
-        train_batch_size=200,
-        minibatch_size=100,
-        num_epochs=1,
-    )
+    plan = ppo("CartPole-v1", batch=200, minibatch=100, epochs=1)
     training.train(plan, iterations=1, run_dir=str(tmp_path), progress=False)
     with pytest.raises(FileExistsError, match="resume=True"):
         training.train(plan, iterations=2, run_dir=str(tmp_path), progress=False)
@@ -198,10 +191,7 @@ def test_train_refuses_to_overwrite_a_run(ray_local, tmp_path):
 
 
 def test_train_stops_at_its_time_budget_with_a_checkpoint_and_resumes(ray_local, tmp_path):
-    plan = optimizers.make_plan(
-        "sync", env="CartPole-v1", num_env_runners=0, train_batch_size=200,
-        minibatch_size=100, num_epochs=1,
-    )  # fmt: skip
+    plan = ppo("CartPole-v1", batch=200, minibatch=100, epochs=1)
     with pytest.raises(ValueError, match="stop_after_s must be > 0"):
         training.train(plan, iterations=5, run_dir=str(tmp_path / "x"), stop_after_s=0)
     res = training.train(
@@ -217,14 +207,7 @@ def test_checkpoint_controller_matches_the_module(ray_local, tmp_path):
     """save -> load -> the same action for the same observation, twice."""
     from rlsuite.platform.checkpoints import load_controller
 
-    plan = optimizers.make_plan(
-        "sync",
-        env="Pendulum-v1",
-        num_env_runners=0,
-        train_batch_size=400,
-        minibatch_size=200,
-        num_epochs=1,
-    )
+    plan = ppo("Pendulum-v1", batch=400, minibatch=200, epochs=1)
     res = training.train(plan, iterations=1, run_dir=str(tmp_path), progress=False)
     a, b = load_controller(res.checkpoint), load_controller(str(tmp_path))
     obs = np.array([0.3, -0.9, 0.5], np.float32)
@@ -272,13 +255,11 @@ def test_warm_start_maps_continuous_demonstrations_to_the_modules_action_range(r
     """Pendulum's torque is [-2, 2]; with normalize_actions the module acts in [-1, 1]."""
     data = tmp_path / "const.parquet"
     demonstrations.record_episodes(_Constant(), "Pendulum-v1", 2, str(data), seed=0)
-    plan = optimizers.make_plan(
-        "sync",
-        env="Pendulum-v1",
-        num_env_runners=0,
-        train_batch_size=200,
-        minibatch_size=200,
-        num_epochs=1,
+    plan = ppo(
+        "Pendulum-v1",
+        batch=200,
+        minibatch=200,
+        epochs=1,
         lr=1e-6,
         demonstrations=str(data),
         demo_epochs=100,

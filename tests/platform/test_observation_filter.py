@@ -6,6 +6,7 @@ import pytest
 from rlsuite.platform import checkpoints, envs, optimizers
 from rlsuite.platform.checkpoints.export import export_policy
 from rlsuite.platform.checkpoints.layout import OBS_FILTER, write_meta
+from tests._plans import ppo
 
 
 def test_bad_filter_and_anneal_are_refused_and_anneal_is_rllibs_schedule():
@@ -31,14 +32,13 @@ def test_meanstd_filter_normalises_and_travels_with_the_checkpoint(ray_local, tm
     applies them: the running mean maps to ~0 and acting uses the normalised input."""
     from rlsuite.platform.backends.rllib import RLlibBackend
 
-    plan = optimizers.make_plan(
-        "sync",
-        env="Pendulum-v1",
+    plan = ppo(
+        "Pendulum-v1",
+        batch=400,
+        minibatch=200,
+        epochs=1,
         num_env_runners=runners,
         num_envs_per_env_runner=2,
-        train_batch_size=400,
-        minibatch_size=200,
-        num_epochs=1,
         observation_filter="meanstd",
         lr_anneal_steps=800,
         seed=0,

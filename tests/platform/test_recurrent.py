@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rlsuite.platform import checkpoints, envs, evaluation, optimizers, training
+from tests._plans import ppo
 from tests.platform._fakes import CueEnv
 
 envs.register("rlsuite-test/Cue-v0", "tests.platform._fakes:CueEnv", default_config={"delay": 3})
@@ -127,8 +128,7 @@ def test_recurrent_demonstrations_warm_start_is_refused(tmp_path):
 
 
 def test_checkpoint_on_an_env_with_another_observation_space_says_so(ray_local, tmp_path):
-    plan = optimizers.make_plan("sync", env="CartPole-v1", num_env_runners=0, train_batch_size=200,
-                                minibatch_size=100, num_epochs=1)  # fmt: skip
+    plan = ppo("CartPole-v1", batch=200, minibatch=100, epochs=1)
     res = training.train(plan, iterations=1, run_dir=str(tmp_path), progress=False)
     with open(os.path.join(res.checkpoint, checkpoints.META)) as f:
         assert json.load(f)["recurrent"] == ""

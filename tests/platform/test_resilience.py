@@ -12,6 +12,7 @@ import pytest
 
 from rlsuite.platform import checkpoints, optimizers, training
 from rlsuite.platform.backends.rllib import RLlibBackend
+from tests._plans import ppo
 
 
 def _two_runner_cartpole(**values):
@@ -126,14 +127,7 @@ def test_killed_run_resumes_from_its_checkpoint(ray_local, tmp_path):
     with open(os.path.join(ckpt, checkpoints.META)) as f:
         k = json.load(f)["iteration"]
     assert k >= 2
-    plan = optimizers.make_plan(
-        "sync",
-        env="CartPole-v1",
-        num_env_runners=1,
-        train_batch_size=500,
-        minibatch_size=250,
-        num_epochs=2,
-    )
+    plan = ppo("CartPole-v1", batch=500, minibatch=250, epochs=2, num_env_runners=1)
     res = training.train(plan, iterations=k + 2, run_dir=str(run), resume=True, progress=False)
     its = [m["iteration"] for m in res.metrics]
     assert its == list(range(1, k + 3))  # rows up to the checkpoint kept, then k+1, k+2

@@ -4,19 +4,12 @@ import pytest
 from ray import tune as rt
 
 from rlsuite.platform import evaluation, optimizers, tuning
+from tests._plans import ppo
 
 
 @pytest.mark.slow
 def test_asha_stops_bad_trials_early_and_reports_the_best(ray_local, tmp_path):
-    plan = optimizers.make_plan(
-        "sync",
-        env="CartPole-v1",
-        num_env_runners=0,
-        num_envs_per_env_runner=4,
-        train_batch_size=1000,
-        minibatch_size=250,
-        num_epochs=5,
-    )
+    plan = ppo("CartPole-v1", batch=1000, minibatch=250, epochs=5, num_envs_per_env_runner=4)
     # Good learning rates first: ASHA is asynchronous, a trial is compared with those
     # that already reached its rung.
     space = {"lr": rt.grid_search([1e-3, 3e-4, 1e-5, 3e-6])}
@@ -44,15 +37,7 @@ def test_asha_stops_bad_trials_early_and_reports_the_best(ray_local, tmp_path):
 
 @pytest.mark.slow
 def test_pbt_runs_and_perturbs(ray_local, tmp_path):
-    plan = optimizers.make_plan(
-        "sync",
-        env="CartPole-v1",
-        num_env_runners=0,
-        num_envs_per_env_runner=2,
-        train_batch_size=400,
-        minibatch_size=200,
-        num_epochs=2,
-    )
+    plan = ppo("CartPole-v1", batch=400, minibatch=200, epochs=2, num_envs_per_env_runner=2)
     res = tuning.tune(
         plan,
         {"lr": rt.loguniform(1e-5, 1e-2)},
@@ -79,14 +64,13 @@ def test_bad_search_space_is_explained():
 @pytest.mark.slow
 def test_trials_with_remote_runners_and_es_workers_get_their_actors_placed(ray_local, tmp_path):
     """A trial reserves one bundle per actor it starts (RLlib env runners, ES workers)."""
-    plan = optimizers.make_plan(
-        "sync",
-        env="CartPole-v1",
+    plan = ppo(
+        "CartPole-v1",
+        batch=200,
+        minibatch=100,
+        epochs=1,
         num_env_runners=1,
         num_envs_per_env_runner=2,
-        train_batch_size=200,
-        minibatch_size=100,
-        num_epochs=1,
     )
     assert tuning.placement_bundles(plan) == [{"CPU": 1.0}, {"CPU": 1.0}]
     res = tuning.tune(

@@ -12,6 +12,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from rlsuite.platform import envs, optimizers
+from tests._plans import ppo
 from tests.platform._fakes import IdentityEnv
 
 
@@ -102,14 +103,13 @@ def test_vector_env_is_not_capped_by_max_envs_per_process_and_sets_the_mode():
 
 @pytest.mark.slow
 def test_sync_plan_samples_and_learns_through_the_vector_entry_point(ray_local):
-    plan = optimizers.make_plan(
-        "sync",
-        env="rlsuite-test/IdentityVector-v0",
+    plan = ppo(
+        "rlsuite-test/IdentityVector-v0",
+        batch=1600,
+        minibatch=200,
+        epochs=6,
         num_env_runners=2,
         num_envs_per_env_runner=8,
-        train_batch_size=1600,
-        minibatch_size=200,
-        num_epochs=6,
         lr=3e-3,
         seed=0,
     )

@@ -12,6 +12,7 @@ import pytest
 from rlsuite.apps.traffic.envs import signals
 from rlsuite.apps.traffic.envs.signals_multimap import RescoMultiMapEnv, padding
 from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsEnv
+from tests._plans import ppo
 
 SHORT = {"num_seconds": 60}
 
@@ -89,17 +90,24 @@ def test_bad_networks_are_refused_with_what_to_give():
 def test_one_masked_policy_trains_over_two_maps(ray_local, tmp_path):
     """The sync plan with one shared, masked policy samples both maps in one runner (their
     lights in one padded space) and its checkpoint acts on either map alone."""
-    from rlsuite.platform import checkpoints, envs, optimizers, training
+    from rlsuite.platform import checkpoints, envs, training
 
     log = tmp_path / "episodes.jsonl"
     cfg = {"networks": "cologne1,cologne3", "episode_log": str(log), **SHORT}
     cfg.update(padding(cfg["networks"]))
     env_id = envs.rllib_env("rlsuite/Signals-v0")
-    plan = optimizers.make_plan(
-        "sync", env=env_id, env_config=cfg, num_env_runners=1, train_batch_size=48,
-        minibatch_size=24, num_epochs=1, hidden=(16,), seed=0, policies="shared",
+    plan = ppo(
+        env_id,
+        batch=48,
+        minibatch=24,
+        epochs=1,
+        num_env_runners=1,
+        env_config=cfg,
+        hidden=(16,),
+        seed=0,
+        policies="shared",
         action_mask_offset=RescoMultiMapEnv("cologne1", **SHORT).action_mask_offset,
-    )  # fmt: skip
+    )
     res = training.train(plan, iterations=1, run_dir=str(tmp_path / "run"), progress=False)
     maps = {json.loads(x)["network"] for x in log.read_text().splitlines()}
     assert maps == {"cologne1", "cologne3"}

@@ -1,0 +1,26 @@
+"""Small training plans the tests share (real RLlib, tiny budgets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlsuite.platform import optimizers
+
+
+def ppo(
+    env: str,
+    batch: int,
+    minibatch: int,
+    epochs: int | None = None,
+    num_env_runners: int | None = 0,
+    **fields: Any,
+) -> Any:
+    """A sync (PPO) plan of ``env`` with these batch and minibatch sizes and ``epochs``,
+    sampled in the driver unless ``num_env_runners`` says otherwise (None, for either:
+    the plan's default); ``fields``: any other plan fields."""
+    sizes = {"train_batch_size": batch, "minibatch_size": minibatch}
+    if epochs is not None:
+        sizes["num_epochs"] = epochs
+    if num_env_runners is not None:
+        sizes["num_env_runners"] = num_env_runners
+    return optimizers.make_plan("sync", env=env, **sizes, **fields)
