@@ -19,6 +19,7 @@ from rlsuite.apps.traffic.envs.bottleneck import (
 )
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import Scenario, build_controller, run_episode
+from tests.apps.traffic._cli import cli_json
 
 ENV_ID = "rlsuite/Bottleneck-v0"
 SHORT = {"horizon": 160, "outflow_window": 40.0}
@@ -99,12 +100,9 @@ def test_alinea_meter_cuts_its_rate_when_occupancy_is_high():
 
 
 def test_baselines_run_through_the_cli(tmp_path):
-    js = tmp_path / "human.json"
-    rc = cli.main(["evaluate", "--scenario", "bottleneck", "--controller", "all-human",
-                   "--episodes", "1", "--workers", "0", "--horizon", "160",
-                   "--env-set", "outflow_window=40", "--json", str(js)])  # fmt: skip
-    assert rc == 0
-    out = json.loads(js.read_text())
+    out = cli_json(tmp_path / "human.json", "evaluate", "--scenario", "bottleneck",
+                   "--controller", "all-human", "--episodes", "1", "--workers", "0",
+                   "--horizon", "160", "--env-set", "outflow_window=40")  # fmt: skip
     assert out["env_config"]["av_share"] == 0.0
     assert out["summary"]["outflow_veh_h"]["mean"] > 500
     factory, overrides = scenarios.controller_for(scenarios.get("bottleneck"), "alinea", {})

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from rlsuite.apps.traffic import cli
+from tests.apps.traffic._cli import train_tiny
 
 TINY_ENV = ["--horizon", "100", "--warmup", "50"]
 TINY_PLAN = ["--plan-set", "train_batch_size=200", "--plan-set", "minibatch_size=100",
@@ -107,13 +108,8 @@ def test_signals_grid_trains_one_shared_policy_checkpoints_and_evaluates(ray_loc
     from rlsuite.platform import checkpoints
 
     run = tmp_path / "sig"
-    rc = cli.main(["train", "--scenario", "signals", "--network", "grid2x2", "--plan", "sync",
-                   "--workers", "0", "--iterations", "1", "--horizon", "150",
-                   "--run-dir", str(run), "--eval-episodes", "1",
-                   "--plan-set", "train_batch_size=60", "--plan-set", "minibatch_size=30",
-                   "--plan-set", "num_epochs=1", "--plan-set", "hidden=[16,16]"])  # fmt: skip
-    assert rc == 0
-    out = json.loads((run / "traffic_train.json").read_text())
+    argv = ["--scenario", "signals", "--network", "grid2x2", "--horizon", "150"]
+    out = train_tiny(run, *argv, batch=60)
     assert out["iterations"] == 1 and out["env_steps"] >= 60
     meta = checkpoints.metadata(out["checkpoint"])
     assert meta["multi_agent"] and meta["policies"] == "shared"

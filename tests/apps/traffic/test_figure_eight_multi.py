@@ -11,6 +11,7 @@ from rlsuite.apps.traffic import cli, scenarios
 from rlsuite.apps.traffic.envs.figure_eight_multi import FigureEightMultiEnv
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import Scenario, build_controller, run_episode
+from tests.apps.traffic._cli import cli_json, train_tiny
 
 ENV_ID = "rlsuite/FigureEightMulti-v0"
 
@@ -79,12 +80,9 @@ def test_rejects_no_avs():
 
 
 def test_cli_evaluates_per_av_baseline_with_a_space_time_png(tmp_path):
-    out = tmp_path / "f8m.json"
-    rc = cli.main(["evaluate", "--scenario", "figure_eight_multi", "--avs", "14",
-                   "--controller", "idm", "--episodes", "1", "--workers", "0",
-                   "--horizon", "100", "--json", str(out)])  # fmt: skip
-    assert rc == 0
-    data = json.loads(out.read_text())
+    data = cli_json(tmp_path / "f8m.json", "evaluate", "--scenario", "figure_eight_multi",
+                    "--avs", "14", "--controller", "idm", "--episodes", "1", "--workers", "0",
+                    "--horizon", "100")  # fmt: skip
     assert data["env_config"]["num_avs"] == 14
     assert data["summary"]["length"]["mean"] == 100
     assert (tmp_path / "f8m.png").exists()
@@ -104,13 +102,8 @@ def test_train_one_shared_policy_for_every_av_then_evaluate(ray_local, tmp_path)
     from rlsuite.platform import checkpoints
 
     run = tmp_path / "run"
-    rc = cli.main(["train", "--scenario", "figure_eight_multi", "--avs", "14", "--plan", "sync",
-                   "--workers", "0", "--iterations", "1", "--horizon", "100",
-                   "--run-dir", str(run), "--eval-episodes", "1",
-                   "--plan-set", "train_batch_size=200", "--plan-set", "minibatch_size=100",
-                   "--plan-set", "num_epochs=1", "--plan-set", "hidden=[16,16]"])  # fmt: skip
-    assert rc == 0
-    out = json.loads((run / "traffic_train.json").read_text())
+    argv = ["--scenario", "figure_eight_multi", "--avs", "14", "--horizon", "100"]
+    out = train_tiny(run, *argv, batch=200)
     assert out["iterations"] == 1 and out["env_steps"] >= 200
     meta = checkpoints.metadata(out["checkpoint"])
     assert meta["multi_agent"] and meta["policies"] == "shared"

@@ -14,7 +14,7 @@ from rlsuite.apps.traffic import networks
 from rlsuite.apps.traffic.envs.merge import MergeEnv
 from rlsuite.apps.traffic.envs.merge_road import MAX_GAP
 from rlsuite.apps.traffic.envs.merge_vector import MergeVectorEnv, copy_of
-from rlsuite.platform import envs, optimizers
+from tests.apps.traffic._episodes import scalar_episode
 
 SHORT = dict(horizon=40)
 
@@ -39,20 +39,11 @@ def test_one_copy_is_the_scalar_merge_env():
     finally:
         vec.close()
     env = MergeEnv(backend="traci", **cfg)  # libsumo may be held by another env
-    try:
-        o, _ = env.reset(seed=7)
-        sobs, srew = [o], []
-        for a in actions[:, 0]:
-            o, r, *_ = env.step(a)
-            sobs.append(o)
-            srew.append(r)
-        sm = env.episode_metrics()
-    finally:
-        env.close()
-    np.testing.assert_array_equal(np.array(vobs), np.array(sobs))
-    np.testing.assert_array_equal(np.array(vrew), np.array(srew))
+    sobs, srew, sm, _ = scalar_episode(env, 7, actions[:, 0])
+    np.testing.assert_array_equal(np.array(vobs), sobs)
+    np.testing.assert_array_equal(np.array(vrew), srew)
     assert vm == pytest.approx(sm, abs=1e-12)
-    assert np.count_nonzero(np.array(sobs)) > 100  # AVs were in the slots
+    assert np.count_nonzero(sobs) > 100  # AVs were in the slots
 
 
 def _reference(env: MergeVectorEnv, i: int, acting: list[str]) -> tuple[np.ndarray, float]:
@@ -140,17 +131,3 @@ def test_spaces_autoreset_bad_input_and_a_sumo_failure():
         assert not term.any() and (r > 0).all()
     finally:
         env.close()
-
-
-def test_platform_builds_it_for_rllibs_vector_entry_point():
-    spec = envs.spec("rlsuite/Merge-v0")
-    assert spec.vector_entry_point
-    vec = envs.EnvCreator(spec)({"num_envs": 3, **SHORT})
-    try:
-        assert isinstance(vec, MergeVectorEnv) and vec.num_envs == 3
-    finally:
-        vec.close()
-    plan = optimizers.make_plan(
-        "sync", env="rlsuite/Merge-v0", num_env_runners=1, num_envs_per_env_runner=8
-    )
-    assert optimizers.to_rllib(plan).gym_env_vectorize_mode == "vector_entry_point"

@@ -10,7 +10,7 @@ import pytest
 
 from rlsuite.apps.traffic.envs.ring_2lane import Ring2LaneEnv
 from rlsuite.apps.traffic.envs.ring_2lane_vector import Ring2LaneVectorEnv
-from rlsuite.platform import envs, optimizers
+from tests.apps.traffic._episodes import scalar_episode
 
 SHORT = dict(warmup_steps=20, horizon=25)
 
@@ -51,18 +51,9 @@ def test_ring_i_is_the_scalar_ring_with_seed_plus_i(num_vehicles, counted):
     counts = 0.0
     for i in range(rings):
         env = Ring2LaneEnv(backend="traci", **cfg)  # libsumo may be held by another env
-        try:
-            o, _ = env.reset(seed=11 + i)
-            sobs, srew = [o], []
-            for a in actions[:, i]:
-                o, r, *_ = env.step(a)
-                sobs.append(o)
-                srew.append(r)
-            smetrics = env.episode_metrics()
-        finally:
-            env.close()
-        np.testing.assert_allclose(vobs[:, i], np.array(sobs), rtol=0, atol=1e-6)
-        np.testing.assert_allclose(vrew[:, i], np.array(srew), rtol=0, atol=1e-12)
+        sobs, srew, smetrics, _ = scalar_episode(env, 11 + i, actions[:, i])
+        np.testing.assert_allclose(vobs[:, i], sobs, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(vrew[:, i], srew, rtol=0, atol=1e-12)
         assert vmetrics[i].keys() == smetrics.keys()
         for k, v in smetrics.items():
             assert vmetrics[i][k] == pytest.approx(v, abs=1e-9, nan_ok=True), k
@@ -138,20 +129,6 @@ def test_sumo_failure_and_teleport_storm_end_the_episodes_and_reset_recovers():
         assert not term.any() and (r > 0).all()
     finally:
         env.close()
-
-
-def test_platform_builds_it_for_rllibs_vector_entry_point():
-    spec = envs.spec("rlsuite/Ring2Lane-v0")
-    assert spec.vector_entry_point
-    vec = envs.EnvCreator(spec)({"num_envs": 4, **SHORT})
-    try:
-        assert isinstance(vec, Ring2LaneVectorEnv) and vec.num_envs == 4
-    finally:
-        vec.close()
-    plan = optimizers.make_plan(
-        "sync", env="rlsuite/Ring2Lane-v0", num_env_runners=1, num_envs_per_env_runner=16
-    )  # more than max_envs_per_process=1: the vector env is one simulation
-    assert optimizers.to_rllib(plan).gym_env_vectorize_mode == "vector_entry_point"
 
 
 def test_traci_and_libsumo_reads_give_the_same_episode():

@@ -10,7 +10,7 @@ from rlsuite.apps.traffic import kernel
 from rlsuite.apps.traffic.controllers import IDMController
 from rlsuite.apps.traffic.envs.ring import RingEnv
 from rlsuite.apps.traffic.envs.ring_vector import RingVectorEnv
-from rlsuite.platform import envs, optimizers
+from tests.apps.traffic._episodes import scalar_episode
 
 SHORT = dict(warmup_steps=60, horizon=40)
 
@@ -66,19 +66,10 @@ def test_ring_i_is_the_scalar_ring_with_seed_plus_i(memory_s):
     assert vobs.shape == (81, 3, 5 if memory_s else 3)
     for i in (0, 2):
         env = RingEnv(backend="traci", **cfg)  # libsumo may be held by another test's env
-        try:
-            o, inf = env.reset(seed=11 + i)
-            assert inf["ring_length"] == info["ring_length"][i]
-            sobs, srew = [o], []
-            for a in actions[:, i]:
-                o, r, *_ = env.step(a)
-                sobs.append(o)
-                srew.append(r)
-            smetrics = env.episode_metrics()
-        finally:
-            env.close()
-        np.testing.assert_allclose(vobs[:, i], np.array(sobs), atol=1e-5)
-        np.testing.assert_allclose(vrew[:, i], np.array(srew), rtol=1e-9, atol=1e-9)
+        sobs, srew, smetrics, inf = scalar_episode(env, 11 + i, actions[:, i])
+        assert inf["ring_length"] == info["ring_length"][i]
+        np.testing.assert_allclose(vobs[:, i], sobs, atol=1e-5)
+        np.testing.assert_allclose(vrew[:, i], srew, rtol=1e-9, atol=1e-9)
         for k, v in smetrics.items():
             assert vmetrics[i][k] == pytest.approx(v, abs=1e-9), k
 
@@ -138,17 +129,3 @@ def test_closed_simulation_gives_clear_error_and_reset_recovers():
         assert obs.shape == (2, 3)
     finally:
         env.close()
-
-
-def test_platform_builds_it_for_rllibs_vector_entry_point():
-    spec = envs.spec("rlsuite/Ring-v0")
-    assert spec.vector_entry_point
-    vec = envs.EnvCreator(spec)({"num_envs": 5, **SHORT})
-    try:
-        assert isinstance(vec, RingVectorEnv) and vec.num_envs == 5
-    finally:
-        vec.close()
-    plan = optimizers.make_plan(
-        "sync", env="rlsuite/Ring-v0", num_env_runners=1, num_envs_per_env_runner=16
-    )  # more than max_envs_per_process=1: the vector env is one simulation
-    assert optimizers.to_rllib(plan).gym_env_vectorize_mode == "vector_entry_point"
