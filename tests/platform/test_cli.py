@@ -54,41 +54,17 @@ def test_info_lists_the_gpus_or_says_there_are_none(capsys):
 
 @pytest.mark.skipif(bool(local_gpus()), reason="checks a machine without a GPU")
 def test_a_gpu_asked_for_on_a_cpu_machine_exits_2_naming_auto(capsys, tmp_path):
-    rc = cli.main(
-        [
-            "train",
-            "--plan",
-            "sync",
-            "--env",
-            "CartPole-v1",
-            "--run-dir",
-            str(tmp_path / "run"),
-            "--num-cpus",
-            "2",
-            "--no-progress",
-            "--set",
-            "num_gpus_per_learner=1",
-        ]
-    )
+    rc = cli.main(["train", "--plan", "sync", "--env", "CartPole-v1", "--run-dir",
+                   str(tmp_path / "run"), "--num-cpus", "2", "--no-progress", "--set",
+                   "num_gpus_per_learner=1"])  # fmt: skip
     assert rc == 2
     err = capsys.readouterr().err
     assert "no GPU is visible" in err and "num_gpus_per_learner='auto'" in err and "or 0" in err
 
 
 def test_bad_plan_key_exits_2_with_the_reason(capsys, tmp_path):
-    rc = cli.main(
-        [
-            "train",
-            "--plan",
-            "sync",
-            "--env",
-            "CartPole-v1",
-            "--run-dir",
-            str(tmp_path),
-            "--set",
-            "learning_rate=0.1",
-        ]
-    )
+    rc = cli.main(["train", "--plan", "sync", "--env", "CartPole-v1", "--run-dir", str(tmp_path),
+                   "--set", "learning_rate=0.1"])  # fmt: skip
     assert rc == 2
     assert "did you mean 'lr'" in capsys.readouterr().err
 
@@ -124,21 +100,8 @@ def test_train_then_evaluate_tiny(ray_local, capsys, tmp_path):
     assert rc == 0
     assert "learner: cpu" in capsys.readouterr().out  # what ran, as rlsuite.json records it
     out = tmp_path / "eval.json"
-    rc = cli.main(
-        [
-            "evaluate",
-            "--controller",
-            str(run),
-            "--episodes",
-            "2",
-            "--workers",
-            "2",
-            "--num-cpus",
-            "2",
-            "--json",
-            str(out),
-        ]
-    )
+    rc = cli.main(["evaluate", "--controller", str(run), "--episodes", "2", "--workers", "2",
+                   "--num-cpus", "2", "--json", str(out)])  # fmt: skip
     assert rc == 0
     data = json.loads(out.read_text())
     assert len(data["episodes"]) == 2 and data["episodes"][0]["length"] > 0

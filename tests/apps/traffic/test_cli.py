@@ -13,23 +13,9 @@ TINY = ["--horizon", "30", "--warmup", "20"]
 
 
 def test_parse_evaluate_arguments():
-    a = cli.build_parser().parse_args(
-        [
-            "evaluate",
-            "--scenario",
-            "ring",
-            "--controller",
-            "pi",
-            "--ring-length",
-            "220:270",
-            "--episodes",
-            "3",
-            "--json",
-            "x.json",
-            "--env-set",
-            "accel_noise=0.1",
-        ]
-    )
+    a = cli.build_parser().parse_args(["evaluate", "--scenario", "ring", "--controller", "pi",
+                                       "--ring-length", "220:270", "--episodes", "3", "--json",
+                                       "x.json", "--env-set", "accel_noise=0.1"])  # fmt: skip
     assert (a.command, a.scenario, a.controller, a.episodes) == ("evaluate", "ring", "pi", 3)
     assert a.env_set == [("accel_noise", 0.1)]
     from rlsuite.apps.traffic.scenarios import get
@@ -38,23 +24,9 @@ def test_parse_evaluate_arguments():
 
 
 def test_parse_train_and_tune_arguments():
-    a = cli.build_parser().parse_args(
-        [
-            "train",
-            "--scenario",
-            "ring",
-            "--plan",
-            "sync",
-            "--workers",
-            "3",
-            "--iterations",
-            "7",
-            "--address",
-            "10.0.0.1:6379",
-            "--plan-set",
-            "hidden=[32,32]",
-        ]
-    )
+    a = cli.build_parser().parse_args(["train", "--scenario", "ring", "--plan", "sync",
+                                       "--workers", "3", "--iterations", "7", "--address",
+                                       "10.0.0.1:6379", "--plan-set", "hidden=[32,32]"])  # fmt: skip
     assert (a.plan, a.workers, a.iterations, a.address) == ("sync", 3, 7, "10.0.0.1:6379")
     assert a.plan_set == [("hidden", [32, 32])]
     from rlsuite.apps.traffic.scenarios import get
@@ -106,22 +78,8 @@ def test_bad_input_is_a_clear_error(argv, message, capsys):
 
 def test_evaluate_smoke_writes_table_json_and_png(tmp_path, capsys):
     out = tmp_path / "pi.json"
-    rc = cli.main(
-        [
-            "evaluate",
-            "--scenario",
-            "ring",
-            "--controller",
-            "pi",
-            "--episodes",
-            "2",
-            "--workers",
-            "0",
-            "--json",
-            str(out),
-            *TINY,
-        ]
-    )
+    rc = cli.main(["evaluate", "--scenario", "ring", "--controller", "pi", "--episodes", "2",
+                   "--workers", "0", "--json", str(out), *TINY])  # fmt: skip
     assert rc == 0
     data = json.loads(out.read_text())
     assert len(data["episodes"]) == 2 and data["controller"] == "pi"

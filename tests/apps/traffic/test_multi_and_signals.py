@@ -156,23 +156,8 @@ def test_signals_bad_options():
 
 def test_cli_evaluates_a_signal_baseline(tmp_path, capsys):
     out = tmp_path / "mp.json"
-    rc = cli.main(
-        [
-            "evaluate",
-            "--scenario",
-            "signals",
-            "--controller",
-            "maxpressure",
-            "--horizon",
-            "200",
-            "--episodes",
-            "1",
-            "--workers",
-            "0",
-            "--json",
-            str(out),
-        ]
-    )
+    rc = cli.main(["evaluate", "--scenario", "signals", "--controller", "maxpressure",
+                   "--horizon", "200", "--episodes", "1", "--workers", "0", "--json", str(out)])  # fmt: skip
     assert rc == 0
     assert "mean_waiting_time" in capsys.readouterr().out
     assert out.exists()
