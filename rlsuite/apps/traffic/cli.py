@@ -10,8 +10,10 @@ import time
 from typing import Any
 
 from rlsuite.cli_common import (
+    REQUIRED,
     USER_ERRORS,
     add_cluster_flags,
+    add_flags,
     add_json_flag,
     add_search_flag,
     add_set_flag,
@@ -123,37 +125,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     def env_args(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument(
-            "--scenario",
-            default="ring",
-            help="ring, ring_multi, figure_eight, figure_eight_multi, ring_2lane, merge, "
-            "bottleneck or signals (default ring)",
+        # fmt: off
+        add_flags(
+            sp,
+            ("--scenario", None, "ring", "ring, ring_multi, figure_eight, figure_eight_multi, ring_2lane, merge, bottleneck or signals (default ring)"),
+            ("--ring-length", None, None, "ring length in m (e.g. 230) or a range drawn per reset (220:270)"),
+            ("--network", None, None, "signals network: sumo-rl's single, grid2x2, grid4x4, or a RESCO map (cologne1, cologne3, cologne8, ingolstadt1, ingolstadt7, ingolstadt21, ingolstadt7_resco, ingolstadt21_resco, grid4x4_resco, arterial4x4; default single)"),
+            ("--avs", int, None, "AVs (ring_multi, figure_eight, figure_eight_multi)"),
+            ("--horizon", int, None, "controlled steps per episode (signals: simulated seconds)"),
+            ("--warmup", int, None, "human-driven steps at reset"),
         )
-        sp.add_argument(
-            "--ring-length",
-            default=None,
-            help="ring length in m (e.g. 230) or a range drawn per reset (220:270)",
-        )
-        sp.add_argument(
-            "--network",
-            default=None,
-            help="signals network: sumo-rl's single, grid2x2, grid4x4, or a RESCO map (cologne1, "
-            "cologne3, cologne8, ingolstadt1, ingolstadt7, ingolstadt21, ingolstadt7_resco, "
-            "ingolstadt21_resco, grid4x4_resco, arterial4x4; default single)",
-        )
-        sp.add_argument(
-            "--avs",
-            type=int,
-            default=None,
-            help="AVs (ring_multi, figure_eight, figure_eight_multi)",
-        )
-        sp.add_argument(
-            "--horizon",
-            type=int,
-            default=None,
-            help="controlled steps per episode (signals: simulated seconds)",
-        )
-        sp.add_argument("--warmup", type=int, default=None, help="human-driven steps at reset")
+        # fmt: on
         add_set_flag(sp, "--env-set", what="any other env option", example="accel_noise=0.1")
 
     ev = sub.add_parser(
@@ -162,24 +144,25 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     env_args(ev)
-    ev.add_argument(
-        "--controller",
-        required=True,
-        help="idm, followerstopper, pi (signals: fixed, actuated, maxpressure; bottleneck: "
-        "all-human, alinea) or a checkpoint path",
+    # fmt: off
+    add_flags(
+        ev,
+        ("--controller", None, REQUIRED, "idm, followerstopper, pi (signals: fixed, actuated, maxpressure; bottleneck: all-human, alinea) or a checkpoint path"),
+        ("--episodes", int, 4, "seeded episodes (default 4)"),
+        ("--seed", int, 0, "first seed (default 0)"),
     )
-    ev.add_argument("--episodes", type=int, default=4, help="seeded episodes (default 4)")
-    ev.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    # fmt: on
     add_cluster_flags(
         ev,
         num_cpus=False,
         workers="parallel Ray workers (default one per CPU; 0 = in this process, no Ray)",
     )
     add_json_flag(ev, "the results")
-    ev.add_argument("--png", default=None, help="space-time diagram PNG (default next to --json)")
-    ev.add_argument("--no-png", action="store_true", help="skip the space-time diagram")
-    ev.add_argument(
-        "--gui", action="store_true", help="show the PNG episode in sumo-gui (needs a display)"
+    add_flags(
+        ev,
+        ("--png", None, None, "space-time diagram PNG (default next to --json)"),
+        ("--no-png", bool, False, "skip the space-time diagram"),
+        ("--gui", bool, False, "show the PNG episode in sumo-gui (needs a display)"),
     )
 
     tr = sub.add_parser(
@@ -188,39 +171,28 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     env_args(tr)
-    tr.add_argument(
-        "--plan",
-        default="sync",
-        help="sync (PPO), async (APPO), replay (DQN), es (evolution strategies) (default sync)",
-    )
+    add_flags(tr, ("--plan", None, "sync", "sync (PPO), async (APPO), replay (DQN), es (evolution strategies) (default sync)"))  # fmt: skip
     add_cluster_flags(
         tr, num_cpus=False, workers="env runners, or es workers (default 2)", workers_default=2
     )
-    tr.add_argument("--iterations", type=int, default=20, help="training iterations (default 20)")
-    tr.add_argument(
-        "--run-dir",
-        default=None,
-        help="checkpoints, metrics and curves (default runs/traffic/<scenario>)",
+    # fmt: off
+    add_flags(
+        tr,
+        ("--iterations", int, 20, "training iterations (default 20)"),
+        ("--run-dir", None, None, "checkpoints, metrics and curves (default runs/traffic/<scenario>)"),
+        ("--resume", bool, False, "continue from the run dir's checkpoint"),
+        ("--seed", int, 0, None),
+        ("--stop-return", float, None, "stop once the mean return reaches this"),
     )
-    tr.add_argument("--resume", action="store_true", help="continue from the run dir's checkpoint")
-    tr.add_argument("--seed", type=int, default=0)
-    tr.add_argument(
-        "--stop-return", type=float, default=None, help="stop once the mean return reaches this"
-    )
+    # fmt: on
     add_set_flag(tr, "--plan-set", what="a plan field", example="hidden=[32,32]")
-    tr.add_argument(
-        "--demonstrations",
-        default=None,
-        metavar="CONTROLLER[:EPISODES]",
-        help="warm-start the sync plan from a baseline's recorded episodes on the training "
-        "env, e.g. pi:32 (default 16 episodes); the clone is kept in RUN_DIR/clone",
+    # fmt: off
+    add_flags(
+        tr,
+        ("--demonstrations", None, None, "warm-start the sync plan from a baseline's recorded episodes on the training env, e.g. pi:32 (default 16 episodes); the clone is kept in RUN_DIR/clone", "CONTROLLER[:EPISODES]"),
+        ("--eval-episodes", int, 0, "evaluate the final checkpoint on this many episodes (default 0)"),
     )
-    tr.add_argument(
-        "--eval-episodes",
-        type=int,
-        default=0,
-        help="evaluate the final checkpoint on this many episodes (default 0)",
-    )
+    # fmt: on
 
     tu = sub.add_parser(
         "tune",
@@ -232,12 +204,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_cluster_flags(
         tu, num_cpus=False, workers="env runners per trial (default 1)", workers_default=1
     )
-    tu.add_argument("--iterations", type=int, default=10, help="iterations per trial (default 10)")
-    tu.add_argument("--samples", type=int, default=4, help="trials (default 4)")
-    tu.add_argument("--scheduler", default="asha", choices=("asha", "pbt"))
+    add_flags(
+        tu,
+        ("--iterations", int, 10, "iterations per trial (default 10)"),
+        ("--samples", int, 4, "trials (default 4)"),
+        ("--scheduler", ("asha", "pbt"), "asha", None),
+    )
     add_search_flag(tu, default_text=DEFAULT_SEARCH)
-    tu.add_argument("--run-dir", default=None)
-    tu.add_argument("--seed", type=int, default=0)
+    add_flags(tu, ("--run-dir", None, None, None), ("--seed", int, 0, None))
     add_set_flag(tu, "--plan-set", what="a plan field", example="hidden=[32,32]")
     add_json_flag(tu, "the trials", default_text="RUN_DIR/traffic_tune.json")
     return p

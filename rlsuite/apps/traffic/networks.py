@@ -234,9 +234,11 @@ def rings_routes(
     types: Sequence[VehicleType],
     laps: int,
     bunching: float = 0.0,
+    lanes: int = 1,
 ) -> None:
     """The demand of :func:`rings_network`: on every ring ``i`` the same ``vehicles``
-    ``(id, type)`` placed as :func:`ring_routes` places them, with ids ``r{i}.{id}``."""
+    ``(id, type)`` placed as :func:`ring_routes` places them, with ids ``r{i}.{id}``
+    (vehicle ``j`` on lane ``j % lanes``)."""
     lines = ["<routes>", *[t.xml() for t in types]]
     for i, length in enumerate(lengths):
         quarter = length / 4
@@ -249,7 +251,8 @@ def rings_routes(
             edge = min(int(x // quarter), 3)
             lines.append(
                 f'  <vehicle id="r{i}.{vid}" type="{vtype}" route="r{i}_r_{RING_EDGES[edge]}" '
-                f'depart="0" departPos="{x - edge * quarter:.4f}" departSpeed="0" departLane="0"/>'
+                f'depart="0" departPos="{x - edge * quarter:.4f}" departSpeed="0" '
+                f'departLane="{j % lanes}"/>'
             )
     lines.append("</routes>")
     _atomic_write(path, "\n".join(lines) + "\n")

@@ -36,35 +36,6 @@ MAX_RINGS = 128
 """Most rings in one simulation (a sanity bound: 128 rings are 5,376 vehicles)."""
 
 
-def lane_rings_routes(
-    path: str, cfg: Ring2LaneConfig, rings: int, vehicles: list[tuple[str, str]], laps: int
-) -> None:
-    """The demand of :func:`~rlsuite.apps.traffic.networks.rings_network` with ``lanes``: on every ring ``i`` the same ``vehicles``
-    placed as :func:`~rlsuite.apps.traffic.networks.ring_routes` places them on one ring
-    (vehicle ``j`` on lane ``j % lanes``), with ids ``r{i}.{id}``."""
-    length, quarter = float(cfg.ring_length), float(cfg.ring_length) / 4
-    types = [cfg.human_type, ring_mod.av_type(cfg.human_type)]
-    lines = ["<routes>", *[t.xml() for t in types]]
-    spacing = (length - cfg.bunching) / len(vehicles)
-    for i in range(rings):
-        for k, name in enumerate(networks.RING_EDGES):
-            loop = [
-                networks.ring_edge(i, networks.RING_EDGES[(k + j) % 4]) for j in range(4 * laps)
-            ]
-            lines.append(f'  <route id="r{i}_r_{name}" edges="{" ".join(loop)}"/>')
-        for j, (vid, vtype) in enumerate(vehicles):
-            x = j * spacing
-            edge = min(int(x // quarter), 3)
-            lines.append(
-                f'  <vehicle id="r{i}.{vid}" type="{vtype}" route="r{i}_r_{networks.RING_EDGES[edge]}" '
-                f'depart="0" departPos="{x - edge * quarter:.4f}" departSpeed="0" '
-                f'departLane="{j % cfg.lanes}"/>'
-            )
-    lines.append("</routes>")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-
-
 class Ring2LaneVectorEnv(RingCopies):
     """``num_envs`` two-lane rings with one AV each, stepped by one SUMO simulation.
 
@@ -172,7 +143,9 @@ class Ring2LaneVectorEnv(RingCopies):
         t_total = (cfg.warmup_steps + cfg.horizon + 1) * cfg.sim_step
         laps = int(math.ceil(t_total * cfg.human_type.max_speed / self.length)) + 2
         vehicles = [(v, "av" if v.startswith("av_") else "human") for v in self._names]
-        lane_rings_routes(routes, cfg, self.num_envs, vehicles, laps)
+        types = [cfg.human_type, ring_mod.av_type(cfg.human_type)]
+        lengths = [self.length] * self.num_envs
+        networks.rings_routes(routes, lengths, vehicles, types, laps, cfg.bunching, cfg.lanes)
         args = ring_mod.sumo_args(net, routes, cfg, seeds[0])  # type: ignore[arg-type]
         args[args.index("--time-to-teleport") + 1] = f"{cfg.time_to_teleport:g}"
         self.sim.start(args)
