@@ -35,7 +35,26 @@ def _accel_to(v_cmd: float, v: float, dt: float, lo: float, hi: float) -> np.nda
 
 
 @dataclass
-class IDMController:
+class _OneAV:
+    """What the single-AV controllers share: the step and the env's action bounds, and
+    acting through ``command(v, v_lead, gap)``, the speed to reach in one step."""
+
+    sim_step: float = 0.1
+    """Simulation step (s)."""
+    max_accel: float = 1.0
+    """Action bound (the env's max_accel)."""
+    max_decel: float = 1.0
+    """Action bound (the env's max_decel)."""
+
+    def act(self, obs: Any) -> np.ndarray:
+        v, v_lead, gap = decode_observation(obs)
+        return _accel_to(
+            self.command(v, v_lead, gap), v, self.sim_step, self.max_decel, self.max_accel
+        )
+
+
+@dataclass
+class IDMController(_OneAV):
     """The intelligent driver model with Flow's human parameters and noise."""
 
     v0: float = 30.0
@@ -52,12 +71,6 @@ class IDMController:
     """Standstill gap (m)."""
     noise: float = 0.2
     """Std of the acceleration noise, applied as sqrt(dt) * N(0, noise)."""
-    sim_step: float = 0.1
-    """Simulation step (s)."""
-    max_accel: float = 1.0
-    """Action bound (the env's max_accel)."""
-    max_decel: float = 1.0
-    """Action bound (the env's max_decel)."""
     name: str = "idm (all human)"
 
     def __post_init__(self) -> None:
@@ -82,7 +95,7 @@ class IDMController:
 
 
 @dataclass
-class FollowerStopper:
+class FollowerStopper(_OneAV):
     """Stern et al. (2018)'s FollowerStopper: drive at ``v_des`` unless a gap envelope says slower."""
 
     v_des: float = 4.0
@@ -91,12 +104,6 @@ class FollowerStopper:
     """Envelope offsets dx1, dx2, dx3 at zero relative speed (m)."""
     d: tuple[float, float, float] = (1.5, 1.0, 0.5)
     """Envelope curvatures d1, d2, d3 (m/s^2)."""
-    sim_step: float = 0.1
-    """Simulation step (s)."""
-    max_accel: float = 1.0
-    """Action bound (the env's max_accel)."""
-    max_decel: float = 1.0
-    """Action bound (the env's max_decel)."""
     name: str = "followerstopper"
 
     def reset(self, seed: int | None = None) -> None:
@@ -114,15 +121,9 @@ class FollowerStopper:
             return u + (self.v_des - u) * (gap - dx2) / (dx3 - dx2)
         return self.v_des
 
-    def act(self, obs: Any) -> np.ndarray:
-        v, v_lead, gap = decode_observation(obs)
-        return _accel_to(
-            self.command(v, v_lead, gap), v, self.sim_step, self.max_decel, self.max_accel
-        )
-
 
 @dataclass
-class PISaturation:
+class PISaturation(_OneAV):
     """Stern et al. (2018)'s PI controller with saturation."""
 
     history_s: float = 38.0
@@ -135,12 +136,6 @@ class PISaturation:
     """Catch-up speed added at large gaps (m/s)."""
     gamma: float = 2.0
     """Width of the blend between target and leader speed (m)."""
-    sim_step: float = 0.1
-    """Simulation step (s)."""
-    max_accel: float = 1.0
-    """Action bound (the env's max_accel)."""
-    max_decel: float = 1.0
-    """Action bound (the env's max_decel)."""
     name: str = "pi-saturation"
 
     def __post_init__(self) -> None:
@@ -165,15 +160,9 @@ class PISaturation:
         self.v_cmd = beta * (alpha * target + (1 - alpha) * v_lead) + (1 - beta) * self.v_cmd
         return self.v_cmd
 
-    def act(self, obs: Any) -> np.ndarray:
-        v, v_lead, gap = decode_observation(obs)
-        return _accel_to(
-            self.command(v, v_lead, gap), v, self.sim_step, self.max_decel, self.max_accel
-        )
-
 
 @dataclass
-class Snake:
+class Snake(_OneAV):
     """The figure-eight's platoon rule for one AV: stand still for ``wait_s``, then cruise.
 
     While the AV stands, the humans behind it queue up and those ahead drive on round
@@ -186,8 +175,6 @@ class Snake:
     """Seconds at a standstill before cruising (s)."""
     v_cruise: float = 7.0
     """Speed the platoon is led at (m/s)."""
-    sim_step: float = 0.1
-    """Simulation step (s)."""
     max_accel: float = 3.0
     """Action bound (the figure-eight's max_accel)."""
     max_decel: float = 3.0

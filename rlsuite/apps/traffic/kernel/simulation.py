@@ -321,40 +321,25 @@ class Simulation:
     def change_lane(self, vid: str, lane: int, duration: float) -> None:
         """Ask SUMO to move ``vid`` to ``lane`` within ``duration`` s; SUMO's lane-change model
         carries it out only when its lane-change mode's safety checks allow (else it lapses)."""
-        try:
-            self._need().vehicle.changeLane(vid, int(lane), float(duration))
-        except self._errs as e:
-            raise self._fail("vehicle.changeLane", e) from e
+        self.call("vehicle", "changeLane", vid, int(lane), float(duration))
 
     def set_lane_change_mode(self, vid: str, mode: int) -> None:
         """SUMO's lane-change-mode bits (512: no lane changes of its own, TraCI requests
         only where the other drivers' speed and braking gaps allow; 1621: SUMO's default)."""
-        try:
-            self._need().vehicle.setLaneChangeMode(vid, int(mode))
-        except self._errs as e:
-            raise self._fail("vehicle.setLaneChangeMode", e) from e
+        self.call("vehicle", "setLaneChangeMode", vid, int(mode))
 
     def teleports_started(self) -> int:
         """Vehicles SUMO started teleporting in the last step (jammed past ``--time-to-teleport``)."""
-        try:
-            return int(self._need().simulation.getStartingTeleportNumber())
-        except self._errs as e:
-            raise self._fail("simulation.getStartingTeleportNumber", e) from e
+        return int(self.call("simulation", "getStartingTeleportNumber"))
 
     def set_speed(self, vid: str, speed: float) -> None:
         """Command a speed for the next step (SUMO still keeps it collision-free)."""
-        try:
-            self._need().vehicle.setSpeed(vid, float(speed))
-        except self._errs as e:
-            raise self._fail("vehicle.setSpeed", e) from e
+        self.call("vehicle", "setSpeed", vid, float(speed))
 
     def set_speed_mode(self, vid: str, mode: int) -> None:
         """SUMO's speed-mode bits for commanded speeds (25: safe speed and right of way, but
         brake harder than ``decel`` when safety needs it, as Flow's ``right_of_way``)."""
-        try:
-            self._need().vehicle.setSpeedMode(vid, int(mode))
-        except self._errs as e:
-            raise self._fail("vehicle.setSpeedMode", e) from e
+        self.call("vehicle", "setSpeedMode", vid, int(mode))
 
     def release(self, vid: str) -> None:
         """Hand a vehicle back to its car-following model."""
@@ -425,10 +410,7 @@ class Simulation:
             raise self._fail("measuring the loop", e) from e
 
     def collisions(self) -> int:
-        try:
-            return int(self._need().simulation.getCollidingVehiclesNumber())
-        except self._errs as e:
-            raise self._fail("simulation.getCollidingVehiclesNumber", e) from e
+        return int(self.call("simulation", "getCollidingVehiclesNumber"))
 
     def set_static_program(self, tls_id: str, phases: Sequence[tuple[float, str]]) -> None:
         """Replace the running program of light ``tls_id`` by a static one of ``phases``
