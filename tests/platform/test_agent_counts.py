@@ -7,10 +7,8 @@ import numpy as np
 import torch
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
-from rlsuite.platform import envs, optimizers
+from rlsuite.platform import optimizers
 from rlsuite.platform.seeded_runners import MultiAgentRunner
-
-envs.register("rlsuite-test/Matching-v0", "tests.platform._fakes:MatchingGame", multi_agent=True)
 
 COUNTERS = (
     "num_agent_steps_sampled",

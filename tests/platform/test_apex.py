@@ -13,12 +13,6 @@ from rlsuite.platform.apex.actors import n_step_transitions
 from rlsuite.platform.apex.plan import runner_epsilon
 from rlsuite.platform.apex.replay import PrioritizedStorage, ReplayShard
 
-envs.register(
-    "rlsuite-test/Identity-v0",
-    "tests.platform._fakes:IdentityEnv",
-    default_config={"n": 3, "horizon": 20},
-)
-
 
 def _plan(**kw):
     values = dict(

@@ -8,18 +8,11 @@ import numpy as np
 import pytest
 
 from rlsuite import cli
-from rlsuite.platform import checkpoints, envs, evaluation, optimizers, training
+from rlsuite.platform import checkpoints, evaluation, optimizers, training
 from rlsuite.platform.async_grad import model
 from rlsuite.platform.async_grad.losses import advantages
 from rlsuite.platform.async_grad.param_server import ParamShard
 from rlsuite.platform.backends.registry import backend_class, make_backend
-
-envs.register(
-    "rlsuite-test/Identity-v0",
-    "tests.platform._fakes:IdentityEnv",
-    default_config={"n": 3, "horizon": 20},
-)
-envs.register("rlsuite-test/Matching-v0", "tests.platform._fakes:MatchingGame", multi_agent=True)
 
 # Two runner processes and two shards fit a 2-CPU Ray; a net of a few dozen parameters.
 SMALL = dict(

@@ -13,8 +13,6 @@ from ray.rllib.core.columns import Columns
 
 from rlsuite.platform import connectors, envs, optimizers
 
-envs.register("rlsuite-test/Matching-v0", "tests.platform._fakes:MatchingGame", multi_agent=True)
-
 
 def _both(space, normalize: bool, clip: bool, actions: dict):
     """ACTIONS_FOR_ENV from RLlib's piece and from the batched one, on copies of a batch."""

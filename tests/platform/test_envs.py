@@ -4,13 +4,6 @@ import pytest
 
 from rlsuite.platform import envs
 
-envs.register(
-    "rlsuite-test/Identity-v0",
-    "tests.platform._fakes:IdentityEnv",
-    default_config={"n": 3, "horizon": 20},
-)
-envs.register("rlsuite-test/Matching-v0", "tests.platform._fakes:MatchingGame", multi_agent=True)
-
 
 def test_registered_env_is_built_with_defaults_and_overrides():
     env = envs.make("rlsuite-test/Identity-v0")

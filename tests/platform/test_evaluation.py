@@ -2,14 +2,8 @@
 
 import pytest
 
-from rlsuite.platform import envs, evaluation
+from rlsuite.platform import evaluation
 from tests.platform._fakes import RandomCartPole
-
-envs.register(
-    "rlsuite-test/Identity-v0",
-    "tests.platform._fakes:IdentityEnv",
-    default_config={"n": 3, "horizon": 20},
-)
 
 
 def _strip(rows):

@@ -15,13 +15,6 @@ from rlsuite.platform import envs, evaluation
 from rlsuite.platform.checkpoints import layout
 from rlsuite.platform.checkpoints.fit import check_fits
 
-envs.register(
-    "rlsuite-test/Identity-v0",
-    "tests.platform._fakes:IdentityEnv",
-    default_config={"n": 3, "horizon": 20},
-)
-envs.register("rlsuite-test/Matching-v0", "tests.platform._fakes:MatchingGame", multi_agent=True)
-
 
 def _checkpoint(path, env, recorded, multi_agent=False, policies="shared"):
     """A checkpoint's META and SPACES as every backend writes them (all the check reads)."""

@@ -9,12 +9,6 @@ from rlsuite.platform import checkpoints, demonstrations, envs, evaluation, opti
 from tests._plans import ppo
 from tests.platform._fakes import CartPolePD, RandomCartPole
 
-envs.register(
-    "rlsuite-test/Identity-v0",
-    "tests.platform._fakes:IdentityEnv",
-    default_config={"n": 3, "horizon": 20},
-)
-
 RANDOM_CARTPOLE = 22.0  # mean return of uniform random play (measured: ~22)
 
 

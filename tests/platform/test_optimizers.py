@@ -5,13 +5,6 @@ from ray.rllib.algorithms.dqn import DQNConfig
 
 from rlsuite.platform import envs, optimizers
 
-envs.register(
-    "rlsuite-test/Identity-v0",
-    "tests.platform._fakes:IdentityEnv",
-    default_config={"n": 3, "horizon": 20},
-)
-envs.register("rlsuite-test/Matching-v0", "tests.platform._fakes:MatchingGame", multi_agent=True)
-
 
 def test_unknown_key_is_rejected_with_a_suggestion():
     with pytest.raises(
