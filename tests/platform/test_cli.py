@@ -71,32 +71,12 @@ def test_bad_plan_key_exits_2_with_the_reason(capsys, tmp_path):
 
 def test_train_then_evaluate_tiny(ray_local, capsys, tmp_path):
     run = tmp_path / "run"
-    rc = cli.main(
-        [
-            "train",
-            "--plan",
-            "sync",
-            "--env",
-            "CartPole-v1",
-            "--iterations",
-            "1",
-            "--run-dir",
-            str(run),
-            "--num-cpus",
-            "2",
-            "--no-progress",
-            "--set",
-            # sampled in the driver: the CLI's training with a remote runner is
-            # test_resilience's killed-run test; parallel evaluation is below
-            "num_env_runners=0",
-            "--set",
-            "train_batch_size=200",
-            "--set",
-            "minibatch_size=100",
-            "--set",
-            "num_epochs=1",
-        ]
-    )
+    # sampled in the driver: the CLI's training with a remote runner is test_resilience's
+    # killed-run test; parallel evaluation is below
+    rc = cli.main(["train", "--plan", "sync", "--env", "CartPole-v1", "--iterations", "1",
+                   "--run-dir", str(run), "--num-cpus", "2", "--no-progress",
+                   "--set", "num_env_runners=0", "--set", "train_batch_size=200",
+                   "--set", "minibatch_size=100", "--set", "num_epochs=1"])  # fmt: skip
     assert rc == 0
     assert "learner: cpu" in capsys.readouterr().out  # what ran, as rlsuite.json records it
     out = tmp_path / "eval.json"

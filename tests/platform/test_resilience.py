@@ -83,33 +83,11 @@ def test_killed_env_runner_is_replaced_and_training_goes_on(ray_local, overlap):
 @pytest.mark.slow
 def test_killed_run_resumes_from_its_checkpoint(ray_local, tmp_path):
     run = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "rlsuite.cli",
-        "train",
-        "--plan",
-        "sync",
-        "--env",
-        "CartPole-v1",
-        "--iterations",
-        "200",
-        "--checkpoint-every",
-        "2",
-        "--run-dir",
-        str(run),
-        "--address",
-        ray_local.address,
-        "--no-progress",
-        "--set",
-        "num_env_runners=1",
-        "--set",
-        "train_batch_size=500",
-        "--set",
-        "minibatch_size=250",
-        "--set",
-        "num_epochs=2",
-    ]
+    cmd = [sys.executable, "-m", "rlsuite.cli", "train", "--plan", "sync", "--env", "CartPole-v1",
+           "--iterations", "200", "--checkpoint-every", "2", "--run-dir", str(run),
+           "--address", ray_local.address, "--no-progress",
+           "--set", "num_env_runners=1", "--set", "train_batch_size=500",
+           "--set", "minibatch_size=250", "--set", "num_epochs=2"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     latest = run / "checkpoints" / "latest"
     try:
