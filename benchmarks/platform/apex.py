@@ -23,7 +23,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from rlsuite.bench import Benchmark
+from rlsuite.bench import Benchmark, Row, Value, command, here, pub
 
 
 @dataclass(frozen=True)
@@ -215,9 +215,38 @@ def learning_summary(out: dict, s: Settings) -> dict:
     )
 
 
+THROUGHPUT = command("platform_apex", "--part throughput --runners 1,2 --measure-s 30")
+SAME_RUN = "`replay` (RLlib's synchronous DQN), same run"
+
+
+def _rate(n: int, what: str, key: str) -> Row:
+    return Row("platform", f"`apex` (Ape-X), {n} runner{'s' if n > 1 else ''}, CartPole-v1", what,
+               "platform_apex_throughput.json", Value(("cells", "apex", str(n), key)),
+               here(SAME_RUN, "cells", "replay", str(n), key), THROUGHPUT, fmt="{:,.0f}")  # fmt: skip
+
+
+THROUGHPUT_ROWS = (
+    _rate(1, "env steps/s", "samples_per_s"),
+    _rate(2, "env steps/s", "samples_per_s"),
+    _rate(2, "learner updates/s", "updates_per_s"),
+    Row(
+        "platform",
+        "`apex` (Ape-X), 2 runners, CartPole-v1",
+        "learner busy (share of wall time)",
+        "platform_apex_throughput.json",
+        Value(("cells", "apex", "2", "learner_utilisation")),
+        pub("target", 0.8),
+        THROUGHPUT,
+        fmt="{:.0%}",
+    ),  # fmt: skip
+)
+
+
 BENCHMARK = Benchmark(
     run=run,
     settings=Settings,
     seeds=True,
+    resume=True,
     quick=dict(part="throughput", runners="1", measure_s=3.0),
+    rows=THROUGHPUT_ROWS,
 )
