@@ -226,10 +226,17 @@ def _rate(n: int, what: str, key: str) -> Row:
 
 
 THROUGHPUT_ROWS = (
-    Row("platform", "`apex` (Ape-X) to 150, CartPole-v1 (RLlib's `cartpole-apex.yaml`: 3 runners, 2 replay shards)",
-        "env steps to 150, median of 3 seeds", "platform_apex_learning.json",
-        Value(("summary", "median_env_steps_to_target")), pub("the example's budget", 250_000),
-        command("platform_apex", "--part learning --seeds 0,1,2"), fmt="{:,.0f}", lower_is_better=True),  # fmt: skip
+    Row(
+        "platform",
+        "`apex` (Ape-X) to 150, CartPole-v1 (RLlib's `cartpole-apex.yaml`: 3 runners, 2 replay shards)",
+        "env steps to 150, median of 3 seeds",
+        "platform_apex_learning.json",
+        Value(("summary", "median_env_steps_to_target")),
+        pub("the example's budget", 250_000),
+        command("platform_apex", "--part learning --seeds 0,1,2"),
+        fmt="{:,.0f}",
+        lower_is_better=True,
+    ),  # fmt: skip
     _rate(1, "env steps/s", "samples_per_s"),
     _rate(2, "env steps/s", "samples_per_s"),
     _rate(2, "learner updates/s", "updates_per_s"),
