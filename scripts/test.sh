@@ -6,14 +6,15 @@
 # the rest: the hierarchy tests (pure torch and pybullet, their own Ray when they start
 # one), the queryopt tests (the only users of the test PostgreSQL and of Spark) and the
 # traffic tests (a SUMO process per test, their own Ray). They run one after the other as
-# a second session beside the rest (platform and CLI tests) and fill that idle core; the
-# split gives the two sessions about the same length. Their
+# a second session beside the rest (platform and CLI tests) and fill that idle core. The
+# QT-Opt, R2D2/R2D3 and benchmark-tool tests join them (their own Ray when they start one)
+# so that the two sessions take about the same time (720 s against 620 s without). Their
 # output is printed after the main session's; the exit status is non-zero when either
 # fails. Plain `pytest` still runs everything in one session.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-SIDE=(tests/apps/hierarchy tests/apps/queryopt tests/apps/traffic)
+SIDE=(tests/apps/hierarchy tests/apps/queryopt tests/apps/traffic tests/platform/qtopt tests/platform/r2d2 tests/bench)
 if [ $# -gt 0 ]; then exec "$PY" -m pytest "$@"; fi  # a chosen subset: one session
 
 side_log=$(mktemp)
