@@ -53,7 +53,7 @@ def sumo_rl_parallel_env(**kwargs: Any) -> Any:
 
     sumo-rl 1.4.5 imports ``pettingzoo.utils.agent_selector`` as a class; pettingzoo
     1.25 renamed the class ``AgentSelector`` and ``agent_selector`` is now its module
-    (sumo-rl issue #228), so sumo-rl's env fails with "'module' object is not
+    (sumo-rl's GitHub issue 228), so sumo-rl's env fails with "'module' object is not
     callable". The class is bound to that name inside sumo-rl's module only, at call
     time (site-packages are not edited, pettingzoo is left as it is).
     """
