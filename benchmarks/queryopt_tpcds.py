@@ -71,7 +71,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rlsuite.apps.queryopt import benchmarking as common
-from rlsuite.apps.queryopt.runtime_chooser import (
+from rlsuite.apps.queryopt.benchmarking import (
     ARMS,
     NEW_RULES,
     between_bars,

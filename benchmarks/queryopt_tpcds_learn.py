@@ -368,7 +368,7 @@ def main(argv=None) -> int:
     )
     with common.database(args.dsn) as db:
         w.ensure(db)
-        from rlsuite.apps.queryopt.runtime_chooser import prewarm
+        from rlsuite.apps.queryopt.benchmarking import prewarm
 
         payload["runs"][-1]["prewarm"] = prewarm(db, (w.schema, w.check_schema))
         check = RowChecker(db, w, cache, cap_ms)

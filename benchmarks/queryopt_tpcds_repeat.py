@@ -39,8 +39,8 @@ import statistics
 import sys
 import time
 
+from rlsuite.apps.queryopt import benchmarking as T
 from rlsuite.apps.queryopt import benchmarking as common  # noqa: E402
-from rlsuite.apps.queryopt import runtime_chooser as T
 
 SLOWER = 1.10
 """A rewrite is "slower" when its median is more than 10% above the original's."""

@@ -1,5 +1,11 @@
 """Shared pieces of the queryopt benchmarks (not a benchmark itself): the training flags,
-train-then-compare, the embedded database, the results file and the speed-up plot."""
+train-then-compare, the embedded database, the results file and the speed-up plot.
+
+The TPC-DS benchmarks' pieces (``benchmarks/queryopt_tpcds*.py``): per query PostgreSQL's own
+plan, the greedy-by-cost rules, and the default decision
+(:class:`~rlsuite.apps.queryopt.choosers.MeasuredChooser`) over a fixed candidate set
+(:func:`measure_query`); the page-cache prewarm, the recheck of capped originals under a
+longer cap, and the totals."""
 
 from __future__ import annotations
 
@@ -164,3 +170,230 @@ def speedup_plot(rows: list[dict], path: str, title: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+ARMS = ("arm_no_nestloop", "unnest_subqueries", "arm_no_hashjoin", "arm_no_mergejoin")
+"""The runtime chooser's single-rule candidates (the set earlier results were measured with)."""
+NEW_RULES = (
+    "decorrelate_exists_inequality",
+    "not_in_to_not_exists",
+    "cte_not_materialized",
+    "cte_materialized",
+    "pushdown_predicates",
+    "or_to_union_all",
+)
+"""The rules written for TPC-DS, in the candidates unless ``--earlier-candidates``."""
+SHAPE_RULES = ("cte_not_materialized", "cte_materialized", "unnest_subqueries")
+"""Query-shape rules that ``--pair-candidates`` pairs with each planner arm."""
+
+
+def between_bars(rows: list[dict], low: float, high: float) -> tuple[list[dict], set[int]]:
+    """The rows to keep and the queries to rerun when the search bar goes from ``high`` down
+    to ``low``: those whose original took at least ``low`` but less than ``high`` seconds,
+    which the earlier run measured without searching."""
+    redo = {r["query"] for r in rows if low <= r["postgres_s"] < high}
+    return [r for r in rows if r["query"] not in redo], redo
+
+
+def run_capped(db, schema, sql, settings, cap_ms):
+    """Seconds (the cap when it hit it), whether it hit the cap, and the rows."""
+    r = db.run(sql, schema, cap_ms, settings)
+    return (cap_ms / 1000.0 if r.timed_out else r.runtime_s), r.timed_out, r.rows
+
+
+def try_rewrite(db, schema, sql, settings, cap_ms):
+    """:func:`run_capped` of a rewrite; one PostgreSQL rejects counts as never finishing."""
+    from rlsuite.apps.queryopt.engines.base import DatabaseError
+
+    try:
+        return run_capped(db, schema, sql, settings, cap_ms)
+    except DatabaseError:
+        return cap_ms / 1000.0, True, None
+
+
+REFERENCE = "duckdb_same_data"
+"""``checked_on`` of a rewrite whose full-data rows were compared with DuckDB's answer."""
+
+
+def candidates(q0, greedy_names, new_rules=False, pairs=False):
+    """The rule sequences the runtime chooser tries, in order (those that apply in full);
+    ``pairs`` adds each of :data:`SHAPE_RULES` followed by each planner arm."""
+    from rlsuite.apps.queryopt.choosers import ARMS as PLANNER_ARMS
+    from rlsuite.apps.queryopt.rewriter import apply_rules
+
+    seqs = [tuple(greedy_names)] if greedy_names else []
+    seqs += [(a,) for a in ARMS]  # arm_no_nestloop early: it bounds the later tries
+    if greedy_names and "arm_no_nestloop" not in greedy_names:
+        seqs.append((*greedy_names, "arm_no_nestloop"))
+    if new_rules:
+        seqs += [(r,) for r in NEW_RULES]
+        if greedy_names:
+            seqs += [(*greedy_names, r) for r in NEW_RULES if r not in greedy_names]
+    if pairs:
+        seqs += [(r, a) for r in SHAPE_RULES for a in PLANNER_ARMS]
+    out = {}
+    for seq in dict.fromkeys(seqs):
+        q, reasons = apply_rules(q0, seq)
+        if q.applied and not reasons:
+            out[seq] = q
+    return out
+
+
+def prewarm(db, schemas) -> dict:
+    """Read every table and index of ``schemas`` once (``pg_prewarm``, mode ``read``: into
+    the OS page cache), so that no query pays for the first read of a table from disk
+    while the queries after it find the table cached. Returns the seconds and pages."""
+    from rlsuite.apps.queryopt.engines.postgres import admin_execute
+
+    t = time.time()
+    admin_execute(db.dsn, "CREATE EXTENSION IF NOT EXISTS pg_prewarm", autocommit=True)
+    pages = 0
+    for schema in dict.fromkeys(schemas):
+        r = db.run(
+            "SELECT sum(pg_prewarm(c.oid::regclass, 'read')) FROM pg_class c "
+            f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '{schema}' "
+            "AND c.relkind IN ('r', 'i')",
+            schema,
+            600_000,
+        )
+        pages += int(r.rows[0][0] or 0)
+    return {"s": round(time.time() - t, 1), "pages": pages}
+
+
+def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=False, pairs=False):
+    """Query ``n`` of workload ``w``: PostgreSQL's own plan (run twice, the second timed),
+    the greedy-by-cost rules, and, when the original takes at least ``measure_above_s``,
+    the default decision (:class:`~rlsuite.apps.queryopt.choosers.MeasuredChooser`, the one
+    ``qopt-bench rewrite`` makes) over the sequences of :func:`candidates`, with DuckDB's
+    answer ``duck`` on the same data as its reference when the original cannot finish."""
+    from rlsuite.apps.queryopt import rules as R
+    from rlsuite.apps.queryopt.choosers import MeasuredChooser
+    from rlsuite.apps.queryopt.engines.base import DatabaseError, RunResult
+    from rlsuite.apps.queryopt.rewriter import GreedyByCost, apply_rules, catalog
+    from rlsuite.apps.queryopt.tpcds_answers import classify
+    from rlsuite.apps.queryopt.verify import check_rewrite, has_order_by
+
+    orig = db.run(sql, w.schema, cap_ms)
+    row = {}
+    if not orig.timed_out:  # the rerun is the time reported, as for the chosen rewrite
+        row["postgres_first_s"] = orig.runtime_s
+        orig = db.run(sql, w.schema, cap_ms)
+    pg_s, pg_to = (cap_ms / 1000.0 if orig.timed_out else orig.runtime_s), orig.timed_out
+    row = {"query": n, "postgres_s": pg_s, "postgres_capped": pg_to, **row}
+    d_rows = None
+    if duck is not None:
+        d_rows = duck.execute(sql).fetchall()
+        if orig.timed_out:
+            row["answer"] = {"verdict": "timeout", "example": "", "duckdb_rows": len(d_rows)}
+        else:
+            verdict, example = classify(orig.rows, d_rows, has_order_by(sql))
+            row["answer"] = {"verdict": verdict, "example": example[:300], "rows": len(orig.rows)}
+    reference = None if d_rows is None else (lambda _sql: d_rows)
+    q0 = R.Query.parse(sql, catalog(db, w.schema))
+    # greedy by estimated cost: served unless its rows differ (a baseline, not the default)
+    try:
+        names = GreedyByCost(db, w.schema, timeout_ms=cap_ms).choose(sql)
+    except Exception as e:  # noqa: BLE001 - an unsupported query keeps its plan
+        names, row["greedy_note"] = [], str(e)[:200]
+    g = {"rules": names, "s": pg_s, "capped": pg_to, "rows": None, "served": False}
+    q, _ = apply_rules(q0, names)
+    if names and q.applied:
+        try:
+            b = db.run(q.sql(), w.schema, cap_ms, q.settings_dict)
+        except DatabaseError:  # one PostgreSQL rejects counts as never finishing
+            b = RunResult(None, cap_ms / 1000.0, timed_out=True)
+        v = check_rewrite(
+            db, w.schema, sql, q.sql(), {}, q.settings_dict, cap_ms, w.check_schema,
+            reference, REFERENCE, measured=(orig, b),
+        )  # fmt: skip
+        g.update(s=b.runtime_s, capped=b.timed_out, rows=v.rows_match, checked_on=v.checked_on)
+        g["served"] = v.rows_match is not False
+        if v.rows_match is False:  # never serve other rows
+            g.update(s=pg_s, capped=pg_to)
+    row["greedy"] = g
+    # the default decision
+    m = {"rules": [], "s": pg_s, "capped": pg_to, "rows": None, "tried": {}}
+    if g["served"] and g["rows"] and g["rules"] and g["s"] < pg_s:  # verified, measured above
+        m.update(rules=list(names), s=g["s"], capped=g["capped"], rows=True)
+        m["checked_on"] = g.get("checked_on")
+    if pg_s >= measure_above_s:
+        seqs = list(candidates(q0, names, new_rules, pairs))
+        ch = MeasuredChooser(
+            db, w.schema, {}, timeout_ms=cap_ms, check_schema=w.check_schema,
+            budget_s=3 * cap_ms / 1000.0 * (len(seqs) + 2), reference=reference,
+            reference_label=REFERENCE,
+        )  # fmt: skip
+        d = ch.decide(sql, seqs, original=orig)
+        m["tried"] = {
+            ",".join(k): v if v is None else round(v, 4) for k, v in ch.last.tried.items()
+        }
+        s = ch.last.chosen_s
+        if d.applied and s is not None and s < m["s"]:
+            m.update(rules=list(d.applied), s=s, capped=False, rows=True, checked_on=d.checked_on)
+        elif not d.applied:
+            m["note"] = d.reasons.get("*", "")
+    row["measured"] = m
+    return row
+
+
+def recheck_capped(db, w, rows, qs, nums, long_cap_ms, cap_ms, duck, console):
+    """The originals that hit the cap in ``rows`` (those of ``nums``), rerun once under
+    ``long_cap_ms``; when one finishes, its rows against DuckDB's and against each served
+    rewrite's rows on the full data (the rewrite rerun under ``cap_ms``)."""
+    from rlsuite.apps.queryopt import rules as R
+    from rlsuite.apps.queryopt.rewriter import apply_rules, catalog
+    from rlsuite.apps.queryopt.tpcds_answers import classify
+    from rlsuite.apps.queryopt.verify import has_order_by, same_rows
+
+    out = []
+    for r in sorted(rows, key=lambda r: nums.index(r["query"]) if r["query"] in nums else 999):
+        if not r["postgres_capped"] or r["query"] not in nums:
+            continue
+        n, sql = r["query"], qs[r["query"]]
+        ordered = has_order_by(sql)
+        s, to, pg_rows = run_capped(db, w.schema, sql, {}, long_cap_ms)
+        e = {"query": n, "postgres_s": s, "postgres_capped": to, "long_cap_s": long_cap_ms / 1e3}
+        if not to:
+            e["rows"] = len(pg_rows)
+            if duck is not None:
+                e["duckdb"] = classify(pg_rows, duck.execute(sql).fetchall(), ordered)[0]
+            q0 = R.Query.parse(sql, catalog(db, w.schema))
+            for key in ("greedy", "measured"):
+                rules = r[key]["rules"]
+                if not rules or not r[key].get("served", True):
+                    continue
+                q, _ = apply_rules(q0, rules)
+                s2, to2, rows2 = try_rewrite(db, w.schema, q.sql(), q.settings_dict, cap_ms)
+                e[key] = {
+                    "rules": rules,
+                    "s": s2,
+                    "same_rows": None if to2 else same_rows(pg_rows, rows2, ordered=ordered),
+                }
+        out.append(e)
+        console.print(f"[dim]Q{n:<3d} {e}[/]")
+    return out
+
+
+def summary(rows, key, cap_s):
+    """Totals of ``rows`` for the chooser ``key`` (``greedy`` or ``measured``) against
+    PostgreSQL's plans: speed-ups, queries at the cap, at least 2x, 10% slower, wrong."""
+    pg = [r["postgres_s"] for r in rows]
+    new = [r[key]["s"] for r in rows]
+    sp = [a / max(b, 1e-6) for a, b in zip(pg, new, strict=True)]
+    return {
+        "queries": len(rows),
+        "total_postgres_s": sum(pg),
+        "total_s": sum(new),
+        "total_speedup": sum(pg) / max(sum(new), 1e-9),
+        "geomean_speedup": math.exp(sum(math.log(x) for x in sp) / len(sp)),
+        "at_cap_postgres": sum(r["postgres_capped"] for r in rows),
+        "at_cap": sum(bool(r[key]["capped"]) for r in rows),
+        "at_least_2x": sum(x >= 2 for x in sp),
+        "slower_10pct": sum(b > 1.1 * a and b - a > 0.01 for a, b in zip(pg, new, strict=True)),
+        "wrong_results": sum(r[key]["rows"] is False and bool(r[key].get("served")) for r in rows),
+        "unverified_served": sum(
+            bool(r[key]["rules"]) and r[key]["rows"] is None and r[key].get("served", True)
+            for r in rows
+        ),
+        "cap_s": cap_s,
+    }

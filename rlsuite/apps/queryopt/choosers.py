@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rlsuite.apps.queryopt import rules as R
@@ -120,6 +120,29 @@ def _faster(s: float, original_s: float) -> bool:
 
 
 @dataclass
+class Trace:
+    """What :meth:`MeasuredChooser.decide` measured, for a benchmark's record."""
+
+    original_s: float | None = None
+    """The original's time (the bound when it ran past it)."""
+    original_timed_out: bool = False
+    runs: int = 0
+    """Candidate runs while measuring."""
+    tried: dict[tuple[str, ...], float | None] = field(default_factory=dict)
+    """Each measured candidate's last time, None when it ran past its last bound."""
+    chosen_s: float | None = None
+    """The chosen rewrite's time on its rerun (None: the original stays)."""
+
+
+class _Clock:
+    def __init__(self, deadline: float):
+        self.deadline = deadline
+
+    def left_ms(self) -> int:
+        return int((self.deadline - time.perf_counter()) * 1000)
+
+
+@dataclass
 class _Run:
     seq: tuple[str, ...]
     query: R.Query
@@ -159,28 +182,24 @@ class MeasuredChooser:
         self.rules = tuple(rules)
         self.reference, self.reference_label = reference, reference_label
         self.name = f"measured (budget {self.budget_s:g} s)"
+        self.last = Trace()
+        """What the last decision measured."""
 
     # ------------------------------------------------------------------ candidates
-    def candidates(self, sql: str, q0: R.Query | None = None) -> dict[tuple[str, ...], R.Query]:
-        """The candidate rewrites of ``sql`` in the order they are measured (module doc, 1)."""
+    def candidates(
+        self,
+        sql: str,
+        q0: R.Query | None = None,
+        sequences: Sequence[Sequence[str]] | None = None,
+    ) -> dict[tuple[str, ...], R.Query]:
+        """The candidate rewrites of ``sql`` in the order they are measured (module doc, 1);
+        ``sequences``: these rule sequences instead, in their order (a benchmark's fixed
+        candidate set), those that apply in full and plan."""
         q0 = q0 or R.Query.parse(sql, catalog(self.db, self.schema))
-        first: list[tuple[str, ...]] = []
-        if self.model is not None:
-            try:
-                first.append(tuple(self.model.rewrite(sql, check=False).applied))
-            except Exception:  # noqa: BLE001 - a model error: its choice is no candidate
-                pass
-        if self.rules:
-            first.append(self.rules)
-            rest = [(n,) for n in self.rules]
+        if sequences is not None:
+            first, rest = [tuple(s) for s in sequences], []
         else:
-            try:
-                first.append(tuple(GreedyByCost(self.db, self.schema, self.settings).choose(sql)))
-            except Exception:  # noqa: BLE001 - the engine cannot cost it: no greedy candidate
-                pass
-            alone = [n for n, q in R.applicable(q0, R.ALL_RULES).items() if isinstance(q, R.Query)]
-            rest = [(n,) for n in alone]
-            rest += [(n, a) for n in alone if n not in ARMS for a in ARMS]
+            first, rest = self._sequences(sql, q0)
         seen = {q0.key()}
         head: list[tuple[tuple[str, ...], R.Query]] = []
         tail: list[tuple[float, tuple[str, ...], R.Query]] = []
@@ -202,74 +221,78 @@ class MeasuredChooser:
         tail.sort(key=lambda t: t[0])
         return dict(head + [(seq, q) for _, seq, q in tail])
 
+    def _sequences(
+        self, sql: str, q0: R.Query
+    ) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+        """The model's and the greedy choice (or ``rules``), and the rest of the candidates."""
+        first: list[tuple[str, ...]] = []
+        if self.model is not None:
+            try:
+                first.append(tuple(self.model.rewrite(sql, check=False).applied))
+            except Exception:  # noqa: BLE001 - a model error: its choice is no candidate
+                pass
+        if self.rules:
+            return [*first, self.rules], [(n,) for n in self.rules]
+        try:
+            first.append(tuple(GreedyByCost(self.db, self.schema, self.settings).choose(sql)))
+        except Exception:  # noqa: BLE001 - the engine cannot cost it: no greedy candidate
+            pass
+        alone = [n for n, q in R.applicable(q0, R.ALL_RULES).items() if isinstance(q, R.Query)]
+        rest = [(n,) for n in alone]
+        rest += [(n, a) for n in alone if n not in ARMS for a in ARMS]
+        return first, rest
+
     # ------------------------------------------------------------------ decision
     def rewrite(self, sql: str, check: bool = True) -> Decision:
+        return self.decide(sql)
+
+    def decide(
+        self,
+        sql: str,
+        sequences: Sequence[Sequence[str]] | None = None,
+        original: RunResult | None = None,
+    ) -> Decision:
+        """The decision for ``sql`` (module doc); :attr:`last` says what was measured.
+
+        ``sequences``: the candidates' rule sequences (:meth:`candidates`); ``original``: the
+        original's run on ``schema`` under ``timeout_ms`` when the caller has it already
+        (then it does not run again before the candidates)."""
         start = time.perf_counter()
-        deadline = start + self.budget_s
-
-        def left_ms() -> int:
-            return int((deadline - time.perf_counter()) * 1000)
-
+        self.last = Trace()
         keep = Decision(sql, dict(self.settings))
         try:
             q0 = R.Query.parse(sql, catalog(self.db, self.schema))
-            cands = self.candidates(sql, q0)
+            cands = self.candidates(sql, q0, sequences)
         except R.UnsupportedQuery as e:
             keep.reasons["*"] = str(e)
             return keep
         if not cands:
             keep.reasons["*"] = "no rewrite applies that PostgreSQL can plan; kept the original"
             return keep
+        clock = _Clock(start + self.budget_s)
         cap = max(1, min(self.timeout_ms, int(self.budget_s * 1000 / 3)))
-        try:
-            orig = self.db.run(sql, self.schema, cap, self.settings)
-            if not orig.timed_out and orig.runtime_s * 1000 < cap / 4 and left_ms() > cap / 2:
-                orig = self.db.run(sql, self.schema, cap, self.settings)  # the warm run counts
-        except DatabaseError as e:
-            keep.reasons["*"] = f"the original fails: {e}"
-            return keep
+        if original is not None:
+            orig, cap = original, self.timeout_ms
+        else:
+            try:
+                orig = self.db.run(sql, self.schema, cap, self.settings)
+                if (
+                    not orig.timed_out
+                    and orig.runtime_s * 1000 < cap / 4
+                    and clock.left_ms() > cap / 2
+                ):
+                    orig = self.db.run(sql, self.schema, cap, self.settings)  # the warm run counts
+            except DatabaseError as e:
+                keep.reasons["*"] = f"the original fails: {e}"
+                return keep
         orig_s = cap / 1000 if orig.timed_out else orig.runtime_s
-        done: list[_Run] = []
-        tried = 0
-        best_s = orig_s
-        # passes under doubling bounds, from a sixteenth of the original's time: the big wins
-        # are found cheaply whatever the order (a candidate the estimate calls cheap may be as
-        # slow as the original), and no later bound passes the fastest time seen
-        passes = [max(50, int(orig_s * 1000 / 16))]
-        while passes[-1] < cap:
-            passes.append(min(cap, passes[-1] * 2))
-        pending = [(seq, q, 0) for seq, q in cands.items()]
-        ran_out = False
-        for pass_ms in passes:
-            again = []
-            for seq, q, before in pending:
-                if left_ms() <= 0:
-                    ran_out = True
-                    break
-                bound = min(self.timeout_ms, left_ms(), pass_ms, int(best_s * 1050 + 50))
-                if bound <= before:
-                    continue  # timed out at this bound already
-                if bound < 1:
-                    ran_out = True
-                    break
-                tried += 1
-                try:
-                    r = self.db.run(
-                        q.sql(), self.schema, bound, {**self.settings, **q.settings_dict}
-                    )
-                except DatabaseError:
-                    continue
-                if r.timed_out:
-                    again.append((seq, q, bound))
-                    continue
-                done.append(_Run(seq, q, r))
-                best_s = min(best_s, r.runtime_s)
-            pending = again
-            if ran_out or not pending:
-                break
+        self.last.original_s, self.last.original_timed_out = orig_s, orig.timed_out
+        done, ran_out = self._measure(cands, orig_s, cap, clock)
         spent = time.perf_counter() - start
         orig_text = f"past {orig_s:.3f} s" if orig.timed_out else f"{orig_s:.3f} s"
-        note = f"original {orig_text}; {len(cands)} candidates, {tried} runs in {spent:.1f} s"
+        note = (
+            f"original {orig_text}; {len(cands)} candidates, {self.last.runs} runs in {spent:.1f} s"
+        )
         faster = sorted(
             (x for x in done if orig.timed_out or _faster(x.result.runtime_s, orig_s)),
             key=lambda x: x.result.runtime_s,
@@ -285,6 +308,61 @@ class MeasuredChooser:
                     f"no candidate ran at least 10% faster ({note}); kept the original"
                 )
             return keep
+        d = self._verified(sql, faster, orig, cap, clock, note)
+        if isinstance(d, str):
+            keep.reasons["*"] = d
+            return keep
+        return d
+
+    def _measure(
+        self, cands: Mapping[tuple[str, ...], R.Query], orig_s: float, cap: int, clock: _Clock
+    ) -> tuple[list[_Run], bool]:
+        """Each candidate timed (module doc, 2): those that finished, and whether the budget
+        ran out."""
+        done: list[_Run] = []
+        best_s = orig_s
+        # passes under doubling bounds, from a sixteenth of the original's time: the big wins
+        # are found cheaply whatever the order (a candidate the estimate calls cheap may be as
+        # slow as the original), and no later bound passes the fastest time seen
+        passes = [max(50, int(orig_s * 1000 / 16))]
+        while passes[-1] < cap:
+            passes.append(min(cap, passes[-1] * 2))
+        pending = [(seq, q, 0) for seq, q in cands.items()]
+        for pass_ms in passes:
+            again = []
+            for seq, q, before in pending:
+                if clock.left_ms() <= 0:
+                    return done, True
+                bound = min(self.timeout_ms, clock.left_ms(), pass_ms, int(best_s * 1050 + 50))
+                if bound <= before:
+                    continue  # timed out at this bound already
+                if bound < 1:
+                    return done, True
+                self.last.runs += 1
+                try:
+                    r = self.db.run(
+                        q.sql(), self.schema, bound, {**self.settings, **q.settings_dict}
+                    )
+                except DatabaseError:
+                    continue
+                if r.timed_out:
+                    self.last.tried[seq] = None
+                    again.append((seq, q, bound))
+                    continue
+                self.last.tried[seq] = r.runtime_s
+                done.append(_Run(seq, q, r))
+                best_s = min(best_s, r.runtime_s)
+            pending = again
+            if not pending:
+                break
+        return done, False
+
+    def _verified(
+        self, sql: str, faster: list[_Run], orig: RunResult, cap: int, clock: _Clock, note: str
+    ) -> Decision | str:
+        """The first of the ``faster`` candidates (at most 3) that a rerun finds faster and
+        whose rows match (module doc, 3), else why none."""
+        orig_s = orig.runtime_s
         why = ""
         for x in faster[:3]:
             new_sql, new_settings = x.query.sql(), {**self.settings, **x.query.settings_dict}
@@ -293,7 +371,7 @@ class MeasuredChooser:
                 # scored on a rerun, against the original run once more: a rewrite is
                 # faster than the original's best time, not than one unlucky run of it
                 b = self.db.run(new_sql, self.schema, cap, new_settings)
-                if not b.timed_out and orig_s * 1000 < left_ms():
+                if not b.timed_out and orig_s * 1000 < clock.left_ms():
                     again = self.db.run(sql, self.schema, cap, self.settings)
                     if not again.timed_out and again.runtime_s < orig_s:
                         orig, orig_s = again, again.runtime_s
@@ -317,17 +395,16 @@ class MeasuredChooser:
             if not v.keep:
                 why = f"{'+'.join(x.seq)}: {v.reason}"
                 continue
-            note += f"; chose {'+'.join(x.seq)} at {b.runtime_s:.3f} s"
+            self.last.chosen_s = b.runtime_s
             return Decision(
                 new_sql,
                 new_settings,
                 x.query.applied,
-                {"measured": note},
+                {"measured": f"{note}; chose {'+'.join(x.seq)} at {b.runtime_s:.3f} s"},
                 rows_match=True,
                 checked_on=v.checked_on,
             )
-        keep.reasons["*"] = f"no faster candidate could be verified ({note}; {why})"
-        return keep
+        return f"no faster candidate could be verified ({note}; {why})"
 
     def close(self) -> None:
         if self.model is not None:

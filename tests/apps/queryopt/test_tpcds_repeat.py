@@ -95,8 +95,8 @@ def test_the_script_repeats_the_wins_only_with_a_pair_and_the_rows_compared(tpcd
 
 
 def test_pair_candidates_add_a_shape_rule_with_a_planner_arm(tpcds):
+    from rlsuite.apps.queryopt import benchmarking as T
     from rlsuite.apps.queryopt import rules as R
-    from rlsuite.apps.queryopt import runtime_chooser as T
     from rlsuite.apps.queryopt.rewriter import catalog
     from rlsuite.apps.queryopt.workloads.tpcds import queries
 
@@ -129,9 +129,28 @@ def test_stop_at_skips_the_queries_that_would_end_after_it(tpcds, dsn, tmp_path)
 
 
 def test_a_lower_search_bar_reruns_only_the_queries_between_the_bars():
-    from rlsuite.apps.queryopt import runtime_chooser as T
+    from rlsuite.apps.queryopt import benchmarking as T
 
     rows = [{"query": n, "postgres_s": s} for n, s in ((1, 0.3), (2, 0.5), (3, 0.9), (4, 1.0))]
     kept, redo = T.between_bars(rows, 0.5, 1.0)
     assert redo == {2, 3}
     assert [r["query"] for r in kept] == [1, 4]  # under both bars, or searched already
+
+
+def test_the_tpcds_benchmark_decides_with_the_default_chooser(tpcds):
+    # the benchmark's "measured" column is MeasuredChooser's decision over its candidate set
+    from rlsuite.apps.queryopt import benchmarking as T
+    from rlsuite.apps.queryopt import rules as R
+    from rlsuite.apps.queryopt.rewriter import catalog
+    from rlsuite.apps.queryopt.workloads.tpcds import queries
+
+    row = T.measure_query(tpcds, SMALL, 7, queries()[7], 5000, 0.0)
+    m = row["measured"]
+    assert row["postgres_s"] > 0 and not row["postgres_capped"]
+    q0 = R.Query.parse(queries()[7], catalog(tpcds, SMALL.schema))
+    seqs = {",".join(s) for s in T.candidates(q0, row["greedy"]["rules"])}
+    assert m["tried"] and set(m["tried"]) <= seqs
+    if m["rules"]:
+        assert m["rows"] is True and m["checked_on"] == SMALL.schema and m["s"] < row["postgres_s"]
+    else:
+        assert "kept the original" in m["note"]
