@@ -9,8 +9,8 @@ ES 1360 +- 200 (+33%).
 
 Rows, on the same seeded episodes: ``all-human`` (no AVs), ``alinea`` (a feedback ramp
 meter at the four-lane junction 140 m before the first merge, holding the occupancy of the
-two-lane section), and ``learned`` (``--controller``, default the shipped
-``benchmarks/policies/bottleneck_es``). The inflow-outflow curve runs all-human and the
+two-lane section), and ``learned`` (``--controller``, default the shipped policy of the
+road). The inflow-outflow curve runs all-human and the
 learned policy at inflows 1000-2000 veh/h.
 
 Pass criteria: learned outflow >= 1.25 x all-human, and >= the ramp meter's.
@@ -19,26 +19,26 @@ Pass criteria: learned outflow >= 1.25 x all-human, and >= the ramp meter's.
 for M minutes of wall-clock (embedded Ray with ``--workers`` CPUs) into ``--run-dir``, and
 evaluates that instead; ``--export DIR`` then writes its policy-only copy there.
 
-``--capacity-drop`` runs every row (and trains) on the breaking road instead: the env's
-``capacity_drop=True`` (drivers' speedDev 0.2), where the all-human road breaks down as
-Flow's did (989 veh/h at 1900 veh/h inflow on SUMO 1.28, against Flow's 1023;
-benchmarks/traffic_bottleneck_capacity.py). The learned row then defaults to
-``benchmarks/policies/bottleneck_drop_es``, trained from scratch on that road, and the
-results go to ``traffic_bottleneck_capacity_drop.{json,png}`` (and ``_inflow.png``), so the
-files of today's road stay as they were.
+``--road`` picks the road of every row (and of training), always given to the env
+explicitly: ``breaking`` (the default; the env's ``capacity_drop=True``, drivers' speedDev
+0.2), where the all-human road breaks down as Flow's did (989 veh/h at 1900 veh/h inflow on
+SUMO 1.28, against Flow's 1023; ``rlsuite bench run traffic_bottleneck_capacity``), with
+``benchmarks/policies/bottleneck_drop_es`` as the learned row and results in
+``traffic_bottleneck_capacity_drop.{json,png}`` (and ``_inflow.png``); or ``free``
+(``capacity_drop=False``, Flow's own drivers, which keep today's SUMO flowing), with
+``benchmarks/policies/bottleneck_es`` and results in ``traffic_bottleneck.{json,png}``.
 
 ``--speed`` also measures sampling: env steps/s of the platform's RLlib env runner (the
 sync plan's module acting, no learning) and of the env in this process, against a raw
 libsumo loop of the same network and demand (every vehicle's lane state read, no control).
 
 Usage:
-    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck.py [--episodes 10] [--speed]
-    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck.py --train-minutes 20 --export benchmarks/policies/bottleneck_es
-    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck.py --capacity-drop --episodes 10
+    rlsuite bench run traffic_bottleneck --episodes 10
+    rlsuite bench run traffic_bottleneck --road free --episodes 10 --speed
+    rlsuite bench run traffic_bottleneck --road free --train-minutes 20 --export benchmarks/policies/bottleneck_es
 
-Writes benchmarks/results/traffic/traffic_bottleneck.json and traffic_bottleneck.png (outflow over
-time per controller; the outflow per controller) and traffic_bottleneck_inflow.png (the
-inflow-outflow curve).
+Writes the JSON, a PNG (outflow over time per controller; the outflow per controller) and
+``_inflow.png`` (the inflow-outflow curve) under benchmarks/results/traffic/.
 """
 
 from __future__ import annotations
@@ -56,9 +56,13 @@ from rlsuite.apps.traffic.benchmarking import MACHINE, RESULTS  # noqa: E402
 ENV_ID = "rlsuite/Bottleneck-v0"
 POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "bottleneck_es")
 POLICY_DROP = os.path.join(os.path.dirname(POLICY), "bottleneck_drop_es")
-"""The policy trained from scratch on the breaking road (``--capacity-drop``)."""
-DROP_ENV = {"capacity_drop": True}
-"""The env options of the breaking road (``--capacity-drop``), for every row and for training."""
+"""The policy trained from scratch on the breaking road."""
+ROADS = {
+    "breaking": ({"capacity_drop": True}, POLICY_DROP, "traffic_bottleneck_capacity_drop"),
+    "free": ({"capacity_drop": False}, POLICY, "traffic_bottleneck"),
+}
+"""``--road``: its env options (for every row and for training), its shipped policy and its
+results' stem (the free road's is the name from before the breaking road was the default)."""
 FLOW = {"all-human": (1023, 263), "learned": (1360, 200)}
 """Flow's bottleneck0 outflow (veh/h, mean and std over 40 rollouts; ES is the learned one)."""
 GAIN = 1.25
@@ -79,7 +83,7 @@ def train(args, console) -> str:
     from rlsuite.platform import envs, optimizers
 
     envs.rllib_env(ENV_ID)
-    env_config = {**TRAIN_ENV, **(DROP_ENV if args.capacity_drop else {})}
+    env_config = {**TRAIN_ENV, **ROADS[args.road][0]}
     plan = optimizers.make_plan("es", env=ENV_ID, env_config=env_config, seed=args.seed,
                                 num_workers=args.workers, **PLAN)  # fmt: skip
     res, curve, secs = train_for_minutes(plan, args.run_dir, args.train_minutes, args.chunk,
@@ -97,14 +101,14 @@ def train(args, console) -> str:
 
 
 def controller(name: str, learned: str, cfg: dict) -> tuple[object, dict]:
-    """The controller and its extra env options for a row name."""
+    """The controller of a row name and its episodes' env options: ``cfg`` (the road always
+    among them), the baseline's own and, for a checkpoint, those its policy was trained with."""
     from rlsuite.apps.traffic import scenarios
 
     spec, extra = scenarios.controller_for(
         scenarios.get("bottleneck"), learned if name == "learned" else name, cfg
     )
-    # a checkpoint: the options its policy was trained with
-    return spec, scenarios.with_policy_fields(ENV_ID, extra, spec)
+    return spec, scenarios.with_policy_fields(ENV_ID, {**cfg, **extra}, spec)
 
 
 def run_rows(names, learned: str, cfg: dict, seeds: list[int]) -> dict[str, dict]:
@@ -113,8 +117,7 @@ def run_rows(names, learned: str, cfg: dict, seeds: list[int]) -> dict[str, dict
 
     out = {}
     for name in names:
-        spec, extra = controller(name, learned, cfg)
-        ecfg = {**cfg, **extra}
+        spec, ecfg = controller(name, learned, cfg)
         ctrl = evaluation.build_controller(spec)
         env = envs.make(ENV_ID, ecfg)
         try:
@@ -136,7 +139,7 @@ def run_rows(names, learned: str, cfg: dict, seeds: list[int]) -> dict[str, dict
     return out
 
 
-def raw_rate(steps: int) -> float:
+def raw_rate(steps: int, road: dict) -> float:
     """Steps/s of a raw libsumo loop of the same network and demand: one SUMO step, the
     drivers' modes set as they enter (no lane changes, speed mode 9, as the scenario has
     them) and every vehicle's lane state read per step, no control, from the end of the
@@ -148,7 +151,7 @@ def raw_rate(steps: int) -> float:
         BottleneckSimulation,
     )
 
-    core = BottleneckSimulation(BottleneckConfig(horizon=10_000))
+    core = BottleneckSimulation(BottleneckConfig(horizon=10_000, **road))
     try:
         core.start(np.random.default_rng(0))
         sim = core.sim
@@ -166,11 +169,11 @@ def raw_rate(steps: int) -> float:
         core.close()
 
 
-def env_rate(steps: int) -> float:
+def env_rate(steps: int, road: dict) -> float:
     """Env steps/s of the env stepped in this process (zero actions; episodes restart)."""
     from rlsuite.apps.traffic.envs.bottleneck import BottleneckEnv
 
-    env = BottleneckEnv(horizon=steps)
+    env = BottleneckEnv(horizon=steps, **road)
     try:
         env.reset(seed=0)
         a = np.zeros(env.action_space.shape, np.float32)
@@ -199,7 +202,7 @@ def plot(out: dict, path: str, curve_path: str | None) -> None:
         a.plot(t, series / (window * 0.5) * 3600, label=f"{name} ({r['outflow_veh_h']:.0f})")
     a.set_xlabel("time (s)")
     a.set_ylabel("outflow, last 60 s (veh/h)")
-    road = ", capacity_drop" if out.get("road") else ""
+    road = ", breaking road" if out.get("road", {}).get("capacity_drop") else ", free road"
     a.set_title(f"bottleneck0{road}, mean over {len(out['seeds'])} seeds")
     a.legend()
     names = list(out["rows"])
@@ -241,13 +244,11 @@ def evaluate(args, console, argv) -> int:
                  "seeds": seeds, "flow": FLOW,
                  "command": "flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck.py "
                  + " ".join(argv if argv is not None else sys.argv[1:])}  # fmt: skip
-    road = dict(DROP_ENV) if args.capacity_drop else {}
+    road = dict(ROADS[args.road][0])
     out["road"] = road
     out["rows"] = run_rows(names, args.controller, road, seeds)
     hv = out["rows"]["all-human"]["outflow_veh_h"]
-    t = Table(
-        title=f"bottleneck0{', capacity_drop' if road else ''}: outflow over the last 500 s (veh/h)"
-    )
+    t = Table(title=f"bottleneck0, {args.road} road: outflow over the last 500 s (veh/h)")
     for c in ("controller", "outflow", "std", "min-max", "vs all-human", "mean speed", "Flow"):
         t.add_column(c)
     for name, r in out["rows"].items():
@@ -279,8 +280,8 @@ def evaluate(args, console, argv) -> int:
     if args.speed:
         from rlsuite.apps.traffic.benchmarking import sampler_rate
 
-        raw, local = raw_rate(2000), env_rate(2000)
-        sampler = sampler_rate(ENV_ID, {}, 2000)
+        raw, local = raw_rate(2000, road), env_rate(2000, road)
+        sampler = sampler_rate(ENV_ID, road, 2000)
         out["sampling"] = {"raw_libsumo_steps_per_s": raw, "env_in_process_steps_per_s": local,
                            "rllib_runner_env_steps_per_s": sampler, "runner_vs_raw_per_core": sampler / raw}  # fmt: skip
         console.print(f"sampling (steps/s, 1 core each): raw libsumo loop {raw:.0f}, env in process "
@@ -291,9 +292,7 @@ def evaluate(args, console, argv) -> int:
     for k, ok in checks.items():
         console.print(f"{'PASS' if ok else 'FAIL'}  {k}")
     os.makedirs(RESULTS, exist_ok=True)
-    stem = os.path.join(
-        RESULTS, "traffic_bottleneck" + ("_capacity_drop" if args.capacity_drop else "")
-    )
+    stem = os.path.join(RESULTS, ROADS[args.road][2])
     path = stem + ".json"
     with open(path, "w") as f:
         json.dump(out, f, indent=1, default=str)
@@ -309,10 +308,10 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--controller", default=None,
-                   help="learned policy (checkpoint or export; default the shipped bottleneck_es, "
-                   "or bottleneck_drop_es with --capacity-drop)")  # fmt: skip
-    p.add_argument("--capacity-drop", action="store_true",
-                   help="train and evaluate on the breaking road (the env's capacity_drop=True)")  # fmt: skip
+                   help="learned policy (checkpoint or export; default the road's shipped one: "
+                   "bottleneck_drop_es, or bottleneck_es with --road free)")  # fmt: skip
+    p.add_argument("--road", choices=sorted(ROADS), default="breaking",
+                   help="breaking (capacity_drop=true, the env's default) or free (capacity_drop=false)")  # fmt: skip
     p.add_argument("--episodes", type=int, default=10, help="seeded episodes per controller")
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.add_argument("--curve-episodes", type=int, default=4, help="episodes per inflow point")
@@ -326,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-only", action="store_true", help="stop after training")
     args = p.parse_args(argv)
     if args.controller is None:
-        args.controller = POLICY_DROP if args.capacity_drop else POLICY
+        args.controller = ROADS[args.road][1]
     console = Console()
     if args.train_minutes > 0:
         args.controller = train(args, console)

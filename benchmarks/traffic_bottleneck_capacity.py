@@ -7,9 +7,10 @@ the same seeds. The metric is Flow's: the outflow (veh/h) over the last 500 s of
 of 0.5 s after 40 warm-up steps. Flow's all-human outflow at 1900 veh/h is 1023 +- 263; its
 capacity diagram drops past about 1500-1600 veh/h of inflow (Vinitsky et al., ITSC 2018).
 
-Road settings (``--setting``, a name of :data:`SETTINGS`): ``default`` (the env's defaults)
-and ``breakdown`` (the env's ``capacity_drop=True``, see ``BottleneckConfig.capacity_drop``),
-and the spread of desired speeds around it (``speed_dev_0.15``, ``speed_dev_0.25``).
+Road settings (``--setting``, a name of :data:`SETTINGS`), each stating the road: ``free``
+(``capacity_drop=False``: Flow's own drivers), ``breakdown`` (the env's default
+``capacity_drop=True``, see ``BottleneckConfig.capacity_drop``), and the spread of desired
+speeds around it (``speed_dev_0.15``, ``speed_dev_0.25``).
 
 Pass criterion (``breakdown`` on SUMO 1.28): at 1900 veh/h the outflow is within 15% of
 Flow's 1023 veh/h on at least 8 of 10 seeds, and the curve falls past capacity (the outflow
@@ -18,8 +19,8 @@ at 2000 veh/h is below the curve's maximum by at least 15%).
 Each call runs the points asked for and merges them into the JSON (points already there
 are kept unless ``--redo``), so versions and settings run as separate calls:
 
-    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck_capacity.py --versions 1.28 --setting default
-    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck_capacity.py --versions 1.8.0 --setting default
+    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck_capacity.py --versions 1.28 --setting breakdown
+    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_bottleneck_capacity.py --versions 1.8.0 --setting free
     ...
     .venv/bin/python benchmarks/traffic_bottleneck_capacity.py --report
 
@@ -44,14 +45,18 @@ from rlsuite.apps.traffic.benchmarking import MACHINE, RESULTS  # noqa: E402
 PATH = os.path.join(RESULTS, "traffic_bottleneck_capacity.json")
 VERSIONS = ("1.8.0", "1.9.2", "1.14.1", "1.28")
 INFLOWS = (1000, 1200, 1400, 1600, 1700, 1800, 1900, 2000)
+FLOW_DRIVERS = {"capacity_drop": False}
 SETTINGS = {
-    "default": {},
+    "free": FLOW_DRIVERS,
     "breakdown": {"capacity_drop": True},
-    "speed_dev_0.15": {"human_type": {"min_gap": 2.5, "speed_dev": 0.15, "impatience": 0.5}},
-    "speed_dev_0.25": {"human_type": {"min_gap": 2.5, "speed_dev": 0.25, "impatience": 0.5}},
-}
-"""Env options of each road setting (all-human: ``av_share`` 0 is added): today's road,
-``capacity_drop`` (speedDev 0.2) and two neighbours of its spread of desired speeds."""
+    "speed_dev_0.15": {**FLOW_DRIVERS, "human_type": {"min_gap": 2.5, "speed_dev": 0.15,
+                                                      "impatience": 0.5}},
+    "speed_dev_0.25": {**FLOW_DRIVERS, "human_type": {"min_gap": 2.5, "speed_dev": 0.25,
+                                                      "impatience": 0.5}},
+}  # fmt: skip
+"""Env options of each road setting (all-human: ``av_share`` 0 is added): Flow's drivers
+(the free-flowing road), ``capacity_drop`` (speedDev 0.2, the env's default) and two
+neighbours of its spread of desired speeds."""
 FLOW = {"outflow_1900": 1023.0, "std_1900": 263.0, "tolerance": 0.15, "min_seeds": 8}
 """Flow's all-human outflow at 1900 veh/h (CoRL 2018 Table 1) and the pass criterion."""
 CURVE_DROP = 0.15
@@ -218,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--versions", default=",".join(VERSIONS), help="SUMO versions, comma-separated")
-    p.add_argument("--setting", default="default", choices=sorted(SETTINGS), help="road setting")
+    p.add_argument("--setting", default="breakdown", choices=sorted(SETTINGS), help="road setting")
     p.add_argument("--inflows", default=",".join(map(str, INFLOWS)), help="veh/h, comma-separated")
     p.add_argument("--episodes", type=int, default=10, help="seeds per point")
     p.add_argument("--seed", type=int, default=0, help="first seed")

@@ -77,7 +77,9 @@ SCENARIOS
     bottleneck    Flow's bottleneck0: 4 -> 2 -> 1 lanes, 1900 veh/h, 10% AVs whose speed
                   limits one controller sets per lane-segment (rlsuite/Bottleneck-v0);
                   metric outflow_veh_h over the last 500 s; baselines all-human (no
-                  AVs) and alinea (a feedback ramp meter); --env-set inflow=1500
+                  AVs) and alinea (a feedback ramp meter); --env-set inflow=1500;
+                  the breaking road by default, --env-set capacity_drop=false for
+                  the free-flowing one (a policy runs on its own unless told)
     signals       signalised intersections, one agent per light (rlsuite/Signals-v0):
                   sumo-rl's --network single|grid2x2|grid4x4; RESCO's maps cologne1,
                   cologne3, cologne8, ingolstadt1, ingolstadt7, ingolstadt21 (sumo-rl's

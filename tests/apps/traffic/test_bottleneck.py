@@ -211,11 +211,18 @@ def test_es_trains_on_the_bottleneck_through_the_cli(ray_local, tmp_path):
 
 
 @pytest.mark.skipif(not os.path.isdir(POLICY), reason="no shipped bottleneck policy")
-def test_shipped_policy_evaluates(tmp_path):
+@pytest.mark.parametrize(
+    "road, expected", [([], False), (["--env-set", "capacity_drop=true"], True)]
+)
+def test_shipped_policy_runs_on_its_own_road_unless_told(tmp_path, road, expected):
+    # bottleneck_es was trained on the free-flowing road, which its config states: evaluation
+    # runs it there by default (reproducing its row), and on the breaking road when asked
     js = tmp_path / "eval.json"
     rc = cli.main(["evaluate", "--scenario", "bottleneck", "--controller", POLICY,
                    "--episodes", "1", "--horizon", "160", "--workers", "0",
-                   "--env-set", "outflow_window=40", "--json", str(js)])  # fmt: skip
+                   "--env-set", "outflow_window=40", *road, "--json", str(js)])  # fmt: skip
     assert rc == 0
-    s = json.loads(js.read_text())["summary"]
+    out = json.loads(js.read_text())
+    assert out["env_config"]["capacity_drop"] is expected
+    s = out["summary"]
     assert s["length"]["mean"] == 160 and s["outflow_veh_h"]["mean"] > 0

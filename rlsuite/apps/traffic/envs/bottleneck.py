@@ -7,6 +7,10 @@ jam: the outflow falls well below what one lane carries (the capacity drop). A c
 controller sets the AVs' speed limits per lane and road segment to keep the merges
 flowing. Flow's all-human outflow over the last 500 s is 1023 veh/h; ES learned 1360.
 
+On today's SUMO Flow's drivers keep the road flowing, so by default the drivers' desired
+speeds spread wider (``capacity_drop``, the breaking road), which breaks down as Flow's
+did; ``capacity_drop=False`` is the free-flowing road with Flow's own drivers.
+
 :class:`BottleneckSimulation` is the road (the network, the demand, the AVs' speed
 limits, an optional ALINEA ramp meter, the measurements); :class:`BottleneckEnv`
 (``rlsuite/Bottleneck-v0``) is Flow's ``DesiredVelocityEnv`` on it.
@@ -79,10 +83,12 @@ def flow_human() -> networks.VehicleType:
 @dataclass(frozen=True)
 class BottleneckConfig(EnvConfig):
     """Everything that defines a bottleneck episode (the env's keyword arguments; Flow's
-    ``bottleneck0`` by default)."""
+    ``bottleneck0`` on the breaking road by default)."""
 
     KIND: ClassVar[str] = "bottleneck"
-    POLICY_FIELDS: ClassVar[tuple[str, ...]] = ("lane_scale", "max_shift_up", "max_shift_down")
+    POLICY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "lane_scale", "max_shift_up", "max_shift_down", "capacity_drop",
+    )  # fmt: skip
 
     inflow: float = 1900.0
     """Vehicles per hour entering the four lanes, AVs included (Flow: 1900 x lane_scale)."""
@@ -134,9 +140,10 @@ class BottleneckConfig(EnvConfig):
     """Show sumo-gui (TraCI; needs a display)."""
     human_type: networks.VehicleType = field(default_factory=flow_human)
     """Drivers' (SUMO IDM) parameters; the AVs share them and differ only in speed limit."""
-    capacity_drop: bool = False
-    """Make the all-human road break down as Flow's did: the drivers' desired speeds spread
-    with SUMO ``speedDev`` 0.2 instead of Flow's 0.1 (nothing else changes).
+    capacity_drop: bool = True
+    """The breaking road (the default): the all-human road breaks down as Flow's did, the
+    drivers' desired speeds spread with SUMO ``speedDev`` 0.2 instead of Flow's 0.1 (nothing
+    else changes). ``False`` is the free-flowing road with Flow's own drivers.
 
     Why: Flow's road (SUMO 0.32-era build 1d4338ab80) broke down to 1023 +- 263 veh/h at
     1900 veh/h inflow. With Flow's own settings every SUMO release from 1.8.0 to 1.28 stays
@@ -147,9 +154,10 @@ class BottleneckConfig(EnvConfig):
     low inflow: on SUMO 1.28 the outflow rises to ~1100 veh/h at 1400-1600 veh/h of inflow
     and falls to ~990 at 1900 (9 of 10 seeds within 15% of Flow's 1023), the shape of Flow's
     capacity diagram. Flow's other settings (sigma 0.5, emergencyDecel, the SUMO version)
-    were tried and do not do it (benchmarks/traffic_bottleneck_capacity.py). Off by default
-    so that the results measured on today's road stay reproducible. Tuned at ``lane_scale``
-    1; it cannot be combined with a ``human_type`` whose ``speed_dev`` is not Flow's 0.1."""
+    were tried and do not do it (``rlsuite bench run traffic_bottleneck_capacity``). A
+    trained policy is evaluated on the road it was trained on unless told otherwise
+    (``POLICY_FIELDS``). Tuned at ``lane_scale`` 1; a ``human_type`` whose ``speed_dev`` is
+    not Flow's 0.1 needs ``capacity_drop=False``."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "human_type", vehicle_type(self.human_type))
@@ -200,7 +208,8 @@ class BottleneckConfig(EnvConfig):
         if self.capacity_drop and self.human_type.speed_dev != flow_human().speed_dev:
             raise ValueError(
                 f"capacity_drop sets the drivers' speed_dev to {CAPACITY_DROP_SPEED_DEV}, but "
-                f"human_type sets speed_dev={self.human_type.speed_dev:g}: drop one of them"
+                f"human_type sets speed_dev={self.human_type.speed_dev:g}: set capacity_drop=false "
+                "(the free-flowing road) to give the drivers your own spread"
             )
         if sumo_versions.sumo_home_for(self.sumo_version) and self.backend == "libsumo":
             raise ValueError(
