@@ -11,7 +11,7 @@ Synthesis, in about a minute on 2 CPUs:
    share of held-out steps whose most probable stack is the teacher's.
 
 The full reproduction (3 short strong + 300 weak demonstrations, 100 problems per length,
-NPI baseline) is ``benchmarks/hierarchy_synthesis.py``.
+NPI baseline) is ``rlsuite bench run hierarchy_synthesis``.
 """
 
 from __future__ import annotations

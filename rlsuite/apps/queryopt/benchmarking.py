@@ -1,116 +1,95 @@
-"""Shared pieces of the queryopt benchmarks (not a benchmark itself): the training flags,
-train-then-compare, the embedded database, the results file and the speed-up plot.
+"""Shared pieces of the queryopt benchmarks (``benchmarks/queryopt/``): the training settings,
+train-then-compare, the embedded database, and the comparison's JSON and speed-up plot.
 
-The TPC-DS benchmarks' pieces (``benchmarks/queryopt_tpcds*.py``): per query PostgreSQL's own
-plan, the greedy-by-cost rules, and the default decision
+The TPC-DS benchmarks' pieces (``queryopt_tpcds``, ``_repeat``, ``_learn``): per query
+PostgreSQL's own plan, the greedy-by-cost rules, and the default decision
 (:class:`~rlsuite.apps.queryopt.choosers.MeasuredChooser`) over a fixed candidate set
 (:func:`measure_query`); the page-cache prewarm, the recheck of capped originals under a
 longer cap, and the totals."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import math
-import os
-import platform
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from rlsuite.bench import results_dir
 
-RESULTS = results_dir("queryopt")
-MACHINE = f"{os.cpu_count()}-core CPU, no GPU ({platform.processor() or platform.machine()})"
+@dataclass(frozen=True)
+class TrainSettings:
+    """The settings of a train-then-test benchmark; a declaration subclasses it with its
+    own defaults and adds its own fields."""
 
-
-def training_parser(
-    name: str,
-    doc: str,
-    iterations: int,
-    max_steps: int,
-    train_timeout_ms: int,
-    test_timeout_ms: int,
-    reward_help: str,
-) -> argparse.ArgumentParser:
-    """The flags of a train-then-test benchmark (defaults per benchmark); it adds its own."""
-    ap = argparse.ArgumentParser(
-        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--iterations", type=int, default=iterations)
-    ap.add_argument("--train-timeout-ms", type=int, default=train_timeout_ms)
-    ap.add_argument("--test-timeout-ms", type=int, default=test_timeout_ms)
-    ap.add_argument("--max-steps", type=int, default=max_steps)
-    ap.add_argument(
-        "--reward", choices=("runtime", "relative"), default="relative", help=reward_help
-    )
-    ap.add_argument("--dsn", default=None)
-    ap.add_argument("--run-dir", default=f"runs/bench/{name}")
-    return ap
+    iterations: int = 6
+    """DQN training iterations"""
+    train_timeout_ms: int = 300
+    """per-query cap while training"""
+    test_timeout_ms: int = 120_000
+    """per-query cap while testing"""
+    max_steps: int = 2
+    """rewrites per query"""
+    reward: str = "relative"
+    """relative (-runtime / the engine's runtime: every query weighs the same) or runtime"""
+    dsn: str = ""
+    """libpq DSN (default: the embedded server)"""
+    run_dir: str = ""
+    """where the model is trained (default runs/bench/NAME)"""
 
 
 def train_and_compare(
+    ctx,
     db,
     w,
     queries: Sequence[str],
-    args: argparse.Namespace,
-    progress: Callable[[int, Any], None],
+    progress: Callable[[int, Any], None] | None = None,
     repeat: int = 1,
     workload_config: Mapping[str, Any] | None = None,
     **train: Any,
 ):
-    """Train the DQN rewriter from scratch in ``args.run_dir`` (embedded Ray, 2 CPUs) on
-    workload ``w``, then time ``queries`` with PostgreSQL's plan and with the learned
-    rewrites. ``train`` holds the :class:`TrainConfig` fields the benchmark sets itself.
-    Returns the training result, the training seconds and the comparison."""
+    """Train the DQN rewriter from scratch in the run's folder (embedded Ray, 2 CPUs) on
+    workload ``w`` with ``ctx.settings`` (a :class:`TrainSettings`), then time ``queries``
+    with the engine's plan and with the learned rewrites. ``train`` holds the
+    :class:`TrainConfig` fields the benchmark sets itself. Returns the comparison and the
+    results file's ``train`` entry."""
     from rlsuite.apps.queryopt import train as T
     from rlsuite.apps.queryopt.bench import compare
     from rlsuite.platform import cluster
 
+    s = ctx.settings
+    if s.reward not in ("relative", "runtime"):
+        raise ValueError(f"--reward must be relative or runtime, got {s.reward!r}")
+    run_dir = ctx.run_dir(f"runs/bench/{ctx.bench.name}")
     cfg = T.TrainConfig(
-        dsn=db.dsn,
-        workload=w.name,
-        workload_config=dict(workload_config or {}),
-        max_steps=args.max_steps,
-        reward=args.reward,
-        timeout_ms=args.train_timeout_ms,
-        iterations=args.iterations,
-        learning_starts=100,
-        target_update_freq=100,
-        **train,
-    )
-    shutil.rmtree(args.run_dir, ignore_errors=True)
+        dsn=db.dsn, workload=w.name, workload_config=dict(workload_config or {}),
+        max_steps=s.max_steps, reward=s.reward, timeout_ms=s.train_timeout_ms,
+        iterations=s.iterations, learning_starts=100, target_update_freq=100, **train,
+    )  # fmt: skip
+    shutil.rmtree(run_dir, ignore_errors=True)
     t0 = time.time()
     with cluster.local_cluster(num_cpus=2):
-        res = T.train(cfg, args.run_dir, progress=True)
-    train_s = time.time() - t0
+        res = T.train(cfg, run_dir, progress=True)
+    trained = {"iterations": res.iterations, "env_steps": res.env_steps}
+    trained.update(wall_s=time.time() - t0, final_return=res.final_return)
     on = {} if workload_config is None else dict(workload=w.name, workload_config=workload_config)
-    rw = T.LearnedRewriter(args.run_dir, db.dsn, timeout_ms=args.test_timeout_ms, **on)
+    rw = T.LearnedRewriter(run_dir, db.dsn, timeout_ms=s.test_timeout_ms, **on)
     try:
-        b = compare(
-            db,
-            w,
-            queries,
-            rw,
-            timeout_ms=args.test_timeout_ms,
-            repeat=repeat,
-            progress=progress,
-        )
+        b = compare(db, w, queries, rw, timeout_ms=s.test_timeout_ms, repeat=repeat, progress=progress)  # fmt: skip
     finally:
         rw.close()
-    return res, train_s, b
+    return b, trained
 
 
-def train_summary(res, train_s: float) -> dict[str, Any]:
-    """The results file's ``train`` entry."""
-    return {
-        "iterations": res.iterations,
-        "env_steps": res.env_steps,
-        "wall_s": train_s,
-        "final_return": res.final_return,
-    }
+def show(i: int, r) -> None:
+    """A compared query's line (the ``progress`` of :func:`train_and_compare`)."""
+    from rich.console import Console
+
+    Console().print(
+        f"[dim]{i:3d} {r.postgres_s:8.3f} s -> {r.rewritten_s:8.4f} s {r.speedup:7.2f}x "
+        f"{r.rewrites}{' REGRESSION' if r.regression else ''}[/]"
+    )
 
 
 @contextlib.contextmanager
@@ -119,40 +98,20 @@ def database(dsn: str | None):
     CLI's own session on PostgreSQL, without its console line."""
     from rlsuite.apps.queryopt.spaces import PostgresSpace
 
-    with PostgresSpace().session(dsn, say=lambda _line: None) as db:
+    with PostgresSpace().session(dsn or None, say=lambda _line: None) as db:
         yield db
 
 
-def write_json(name: str, payload: dict) -> str:
-    os.makedirs(RESULTS, exist_ok=True)
-    path = os.path.join(RESULTS, f"{name}.json")
-    payload = {
-        "machine": MACHINE,
-        "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        **payload,
-    }
-    with open(path, "w") as f:
-        json.dump(
-            payload,
-            f,
-            indent=2,
-            default=lambda o: None if isinstance(o, float) and math.isnan(o) else str(o),
-        )
-    return path
-
-
-def save_comparison(name: str, payload: dict, bench, plot_title: str, console) -> str:
-    """Write ``results/<name>.json`` (``payload`` followed by the comparison's summary and
-    rows) and ``<name>.png`` (its :func:`speedup_plot`); returns the JSON's path."""
+def save_comparison(ctx, stem: str, payload: dict, bench, title: str) -> None:
+    """Write ``<stem>.json`` (``payload`` followed by the comparison's summary and rows) and
+    ``<stem>.png`` (its :func:`speedup_plot`)."""
     queries = bench.to_dict()
-    path = write_json(name, {**payload, **queries})
-    speedup_plot(queries["queries"], os.path.join(RESULTS, f"{name}.png"), plot_title)
-    console.print(f"wrote {path}")
-    return path
+    ctx.save(stem, {**payload, **queries})
+    speedup_plot(ctx, stem, queries["queries"], title)
 
 
-def speedup_plot(rows: list[dict], path: str, title: str) -> None:
-    """Per-query PostgreSQL vs rewritten time (log scale)."""
+def speedup_plot(ctx, stem: str, rows: list[dict], title: str, labels=("PostgreSQL", "learned rewrite")) -> None:  # fmt: skip
+    """Per-query engine vs rewritten time (log scale), saved as ``<stem>.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -160,16 +119,37 @@ def speedup_plot(rows: list[dict], path: str, title: str) -> None:
 
     fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(rows) + 2), 4))
     x = range(len(rows))
-    ax.bar([i - 0.2 for i in x], [r["postgres_s"] for r in rows], 0.4, label="PostgreSQL")
-    ax.bar([i + 0.2 for i in x], [r["rewritten_s"] for r in rows], 0.4, label="learned rewrite")
+    ax.bar([i - 0.2 for i in x], [r["postgres_s"] for r in rows], 0.4, label=labels[0])
+    ax.bar([i + 0.2 for i in x], [r["rewritten_s"] for r in rows], 0.4, label=labels[1])
     ax.set_yscale("log")
     ax.set_xlabel("held-out query")
     ax.set_ylabel("runtime (s, log)")
     ax.set_title(title)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    ctx.save_plot(stem, fig)
+
+
+# What the queryopt scripts not yet declared as functions still use (spark, spark_tpcds,
+# plugin, online): the results folder and a JSON writer.
+def _results() -> str:
+    from rlsuite.bench import results_dir
+
+    return results_dir("queryopt")
+
+
+RESULTS = _results()
+MACHINE = "see the run record"
+
+
+def write_json(name: str, payload: dict) -> str:
+    import json
+    import math
+    import os
+
+    path = os.path.join(RESULTS, f"{name}.json")
+    with open(path, "w") as f:
+        json.dump({"time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), **payload}, f, indent=2, default=lambda o: None if isinstance(o, float) and math.isnan(o) else str(o))  # fmt: skip
+    return path
 
 
 ARMS = ("arm_no_nestloop", "unnest_subqueries", "arm_no_hashjoin", "arm_no_mergejoin")

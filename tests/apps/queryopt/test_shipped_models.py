@@ -1,7 +1,7 @@
 """The TPC-DS rewriters shipped in benchmarks/policies/: each is small, says how it was
 trained, loads with the featurizer it was trained with, and gives an action value per rule
 and STOP for an observation of that featurizer's size (what they choose on TPC-DS is
-measured by ``benchmarks/queryopt_tpcds_learn.py``)."""
+measured by ``rlsuite bench run queryopt_tpcds_learn``)."""
 
 from __future__ import annotations
 

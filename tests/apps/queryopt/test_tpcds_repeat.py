@@ -1,22 +1,28 @@
-"""The alternating repeated runs of benchmarks/queryopt_tpcds_repeat.py on the real
+"""The alternating repeated runs of ``rlsuite bench run queryopt_tpcds_repeat`` on the real
 PostgreSQL: the run order, a run past the cap counted at the cap, the verdicts under the
-medians, and the whole script on TPC-DS at SF 0.01 (wins only, a pair, rows compared)."""
+medians, and the whole benchmark on TPC-DS at SF 0.01 (wins only, a pair, rows compared)."""
 
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from rlsuite.apps.queryopt import repeat as rep
 from rlsuite.apps.queryopt.workloads.tpcds import TpcdsWorkload
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
-import queryopt_tpcds_repeat as rep  # noqa: E402
+from rlsuite.bench import registry, runner
+from rlsuite.bench.declare import RESULTS_ENV
 
 SMALL = TpcdsWorkload(scale=0.01)
+
+
+def bench_run(argv, results, monkeypatch) -> int:
+    """``rlsuite bench run queryopt_tpcds_repeat ARGV`` writing under ``results``/queryopt."""
+    monkeypatch.setenv(RESULTS_ENV, str(results))
+    decl = registry.load()
+    name = "queryopt_tpcds_repeat"
+    return runner.run(decl.get(name), decl.modules[name], [*argv, "--no-lock"])
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +51,9 @@ def test_the_verdicts_hold_under_the_medians_not_the_best_round():
     assert rep.verdict([1.0, 1.0, 1.0], [1.2, 1.3, 1.2])["verdict"] == "slower"
 
 
-def test_the_script_repeats_the_wins_only_with_a_pair_and_the_rows_compared(tpcds, dsn, tmp_path):
+def test_the_benchmark_repeats_the_wins_only_with_a_pair_and_the_rows_compared(
+    tpcds, dsn, tmp_path, monkeypatch
+):
     def row(n, pg, rules, s, capped=False):
         m = {"rules": rules, "s": s, "capped": False, "rows": True, "checked_on": SMALL.schema}
         return {"query": n, "postgres_s": pg, "postgres_capped": capped, "measured": m}
@@ -63,19 +71,17 @@ def test_the_script_repeats_the_wins_only_with_a_pair_and_the_rows_compared(tpcd
         "0.01",
         "--repeat",
         "2",
-        "--from",
+        "--originals",
         str(src),
         "--dsn",
         dsn,
-        "--results-dir",
-        str(tmp_path),
         "--out-name",
         "rep",
         "--pair",
         "30:unnest_subqueries,arm_no_mergejoin",
     ]
-    assert rep.main(argv) == 0
-    out = json.loads((tmp_path / "rep.json").read_text())
+    assert bench_run(argv, tmp_path, monkeypatch) == 0
+    out = json.loads((tmp_path / "queryopt" / "rep.json").read_text())
     assert [e["query"] for e in out["queries"]] == [7, 30]
     q7, q30 = out["queries"]
     assert q7["runs"]["order"] == ["O*", "R*", "O", "R", "O", "R"]
@@ -91,7 +97,7 @@ def test_the_script_repeats_the_wins_only_with_a_pair_and_the_rows_compared(tpcd
     assert s["workload_total_postgres_s"] == pytest.approx(
         q7["original_median_s"] + q30["original_median_s"] + 0.1, abs=0.01
     )
-    assert (tmp_path / "rep.png").stat().st_size > 0
+    assert (tmp_path / "queryopt" / "rep.png").stat().st_size > 0
 
 
 def test_pair_candidates_add_a_shape_rule_with_a_planner_arm(tpcds):
@@ -111,7 +117,7 @@ def test_pair_candidates_add_a_shape_rule_with_a_planner_arm(tpcds):
     assert set(plain) < set(paired)
 
 
-def test_stop_at_skips_the_queries_that_would_end_after_it(tpcds, dsn, tmp_path):
+def test_stop_at_skips_the_queries_that_would_end_after_it(tpcds, dsn, tmp_path, monkeypatch):
     m = {"rules": ["arm_no_nestloop"], "s": 0.1, "capped": False, "rows": True}
     prev = [
         {"query": 7, "postgres_s": 0.2, "postgres_capped": False, "measured": m},
@@ -122,9 +128,9 @@ def test_stop_at_skips_the_queries_that_would_end_after_it(tpcds, dsn, tmp_path)
     assert rep.estimate_s(prev[1], 3, 1, False, True) == pytest.approx(30 + 0.8 + 1)
     src = tmp_path / "prev.json"
     src.write_text(json.dumps({"scale": 0.01, "cap_s": 10.0, "time": "t", "queries": prev}))
-    argv = ["--scale", "0.01", "--from", str(src), "--dsn", dsn, "--results-dir", str(tmp_path)]
-    assert rep.main([*argv, "--stop-at", str(time.time() + 20)]) == 0
-    out = json.loads((tmp_path / "queryopt_tpcds_repeat.json").read_text())
+    argv = ["--scale", "0.01", "--originals", str(src), "--dsn", dsn]
+    assert bench_run([*argv, "--stop-at", str(time.time() + 20)], tmp_path, monkeypatch) == 0
+    out = json.loads((tmp_path / "queryopt" / "queryopt_tpcds_repeat.json").read_text())
     assert [e["query"] for e in out["queries"]] == [7] and out["skipped_stop_at"] == [1]
 
 
