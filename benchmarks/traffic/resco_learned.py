@@ -1,9 +1,63 @@
 """Learned signal control on RESCO's maps: one policy shared by every light of a map (IDQN / IPPO
 style: each light acts on its own local observation, all with the same weights; RESCO gave each
 light its own, which ``--plan-set policies=per_agent`` runs), trained through the platform's
-plans under RESCO's protocol and scored on held-out seeds."""
+plans under RESCO's protocol and scored on held-out seeds.
 
+Per map, a resumable run (:mod:`rlsuite.apps.traffic.resco_training`): each call trains at
+most ``--minutes``, then validates the newest snapshots on ``--val-seeds`` seeds (from 900)
+and scores the chosen checkpoint deterministically on ``--eval-seeds`` held-out seeds (from
+1000) beside fixed-time, greedy and max-pressure; call the same command again until it
+reports done. Two numbers per map: the held-out mean delay, and the best training episode
+(RESCO's rule for its learners, exploration on). Pass (per map): the held-out delay at or
+below RESCO's best published learner and below fixed-time and max-pressure on the same seeds.
+"""
+
+import dataclasses
+import os
+
+from rlsuite.apps.traffic.resco_training import RescoSettings
 from rlsuite.bench import Benchmark, Row, Value, pub
+
+PROTOCOL = (
+    "RESCO v1.0: map windows, 10 s steps with 3 s yellow, --time-to-teleport -1, new SUMO seed "
+    "per episode, delay = (timeLoss + departDelay) per trip incl. unfinished and never-inserted; "
+    "state drq_norm, reward wait_norm, 200 m detection"
+)
+
+
+def run(ctx) -> int:
+    import shlex
+
+    from rlsuite.apps.traffic import resco_training as rt
+    from rlsuite.bench import command, repo_root
+
+    s = ctx.settings
+    s = dataclasses.replace(
+        s, run_root=s.run_root or ctx.run_dir("runs/benchmarks/traffic_resco_learned")
+    )
+    if not s.report:
+        rt.train_maps(s, command("traffic_resco_learned", shlex.join(ctx.argv)))
+    rows = rt.collect(s)
+    stem = rt.results_stem(s)
+    ctx.save(stem, dict(protocol=PROTOCOL, pass_criterion="held-out delay <= RESCO's best "
+                        "published learner, and below fixed-time and max-pressure on the same "
+                        "held-out seeds", rows=rows))  # fmt: skip
+    if any(r["training_delay"] for r in rows):
+        ctx.save_plot(stem, rt.figure([r for r in rows if r["training_delay"]]))
+    for r in rows if s.ship else ():
+        rt.ship(r, str(repo_root() / "benchmarks" / "policies"))
+    mine = {os.path.abspath(rt.run_dir_of(s, m)) for m in s.maps.split(",")}
+    checks = {}
+    for r in rows:
+        if s.report or os.path.abspath(r["run_dir"]) in mine:
+            done = (
+                "done"
+                if "heldout" in r
+                else ("trained" if r["done_training"] else "training: run again")
+            )
+            ctx.say(f"{r['map']} [{r['plan']}]: {r['episodes_trained']} episodes, {done}")
+            checks |= {f"{r['map']}: {k}": v for k, v in r.get("checks", {}).items()}
+    return ctx.verdict(checks)
 
 
 def _resco_valsel(
@@ -29,7 +83,7 @@ def _resco_valsel(
 
 
 # fmt: off
-BENCHMARK = Benchmark(script="traffic_resco_learned.py", quick=dict(maps="cologne1", plan="sync", sumo="1.28", episodes=1, minutes=0.3, eval_seeds=1, no_baselines=True), rows=(
+BENCHMARK = Benchmark(run=run, settings=RescoSettings, quick=dict(maps="cologne1", plan="sync", sumo="1.28", episodes=1, minutes=0.3, eval_seeds=1, no_baselines=True), rows=(
     _resco_valsel("cologne1 (1 light), shared DQN at RESCO's replay ratio on SUMO 1.9.2", "cologne1", "traffic_resco_learned_cologne1_replay_ri32.json",
                   "IDQN", 26.05, "--plan replay --episodes 100 --minutes 40 --val-seeds 4 --val-snapshots 8 --plan-set training_intensity=32 --tag ri32",
                   "- (not shipped: it jams at 1.2x demand and on SUMO 1.28; `resco_cologne1_replay` is the ratio-64 DQN, 26.41)",

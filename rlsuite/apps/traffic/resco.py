@@ -195,6 +195,38 @@ def scheduled_departures(route_file: str) -> dict[str, float]:
     return out
 
 
+def generate_routes(
+    net_file: str, out: str, vehicles: int, seed: int, begin: int = 0, end: int = 3600
+) -> str:
+    """A route file of about ``vehicles`` trips (randomTrips' period ``(end - begin) /
+    vehicles``, whose rounding can add one) from fringe edges to fringe edges of
+    ``net_file`` (SUMO's ``randomTrips.py`` with ``--fringe-factor max``, departures drawn
+    uniformly in ``[begin, end)``, routed by duarouter), all drawn from ``seed``: the same
+    arguments give the same file. Vehicle ids are ``gen<seed>_<k>``. Returns ``out``."""
+    import subprocess
+    import sys
+
+    from rlsuite.apps.traffic import kernel
+
+    if vehicles < 1 or end <= begin:
+        raise ValueError(f"need vehicles >= 1 and end > begin, got {vehicles}, [{begin}, {end}]")
+    home = kernel.sumo_home()
+    out, net_file = os.path.abspath(out), os.path.abspath(net_file)
+    stem = os.path.splitext(out)[0]
+    cmd = [sys.executable, os.path.join(home, "tools", "randomTrips.py"), "-n", net_file,
+           "-o", stem + ".trips.xml", "-r", out, "-b", str(begin), "-e", str(end),
+           "-p", repr((end - begin) / vehicles), "--random-depart", "--fringe-factor", "max",
+           "--seed", str(seed), "--prefix", f"gen{seed}_"]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "SUMO_HOME": home},
+                       cwd=os.path.dirname(out) or ".")  # fmt: skip
+    if r.returncode != 0 or not os.path.exists(out):
+        raise RuntimeError(f"randomTrips.py failed ({r.returncode}): {r.stderr[-2000:]}")
+    for f in (stem + ".trips.xml", stem + ".rou.alt.xml"):
+        if os.path.exists(f):
+            os.remove(f)
+    return out
+
+
 def trip_metrics(
     tripinfo_file: str, route_file: str, begin: float, end: float, pending: list[str] | None = None
 ) -> dict[str, float]:

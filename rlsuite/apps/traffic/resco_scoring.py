@@ -1,5 +1,5 @@
-"""Scoring a policy trained by ``traffic_resco_learned.py``: snapshots kept for checkpoint
-choice, the choice itself on validation seeds, and the held-out evaluation beside the
+"""Scoring a policy trained by :mod:`~rlsuite.apps.traffic.resco_training`: snapshots kept
+for checkpoint choice, the choice itself on validation seeds, and the held-out evaluation beside the
 baselines (the deterministic policy, for PPO also its sampled policy).
 
 Each controller's seeds run in ``workers`` parallel processes (0: one seed at a time in this
@@ -111,6 +111,56 @@ def jam_report(evaluation: dict) -> dict:
             "jam_rate": len(jammed) / runs if runs else float("nan"),
             "seeds": runs,
         }
+    return out
+
+
+JAM_FACTOR = 1.5
+"""In the protocol check, an episode counts as jammed when its delay passes 1.5x its side's
+median (RESCO's cologne3 episodes: two at ~141 s beside a median of 39)."""
+
+
+def fisher_two_sided(a: int, n: int, b: int, m: int) -> float:
+    """Fisher's exact test, two-sided: the probability, with the margins fixed, of a table
+    at most as likely as ``a`` of ``n`` against ``b`` of ``m``."""
+    import math
+
+    k, total = a + b, n + m
+
+    def p(x: int) -> float:
+        return math.comb(n, x) * math.comb(m, k - x) / math.comb(total, k)
+
+    observed = p(a)
+    lo, hi = max(0, k - m), min(k, n)
+    return min(1.0, sum(p(x) for x in range(lo, hi + 1) if p(x) <= observed * (1 + 1e-9)))
+
+
+def protocol_check(rows: list[dict]) -> dict:
+    """Fixed-time on SUMO 1.9.2 against RESCO's Fixed on each map of ``resco.UNEDITED``.
+    Pass: our median delay within 10% of the median of RESCO's 30 episodes, and the share
+    of jammed episodes not different from RESCO's (Fisher's exact test, p >= 0.05). The
+    means and their gap stay beside it: a mean of a few seeds swings with one gridlock."""
+    import statistics
+
+    from rlsuite.apps.traffic import resco
+
+    out = {}
+    for r in rows:
+        if r["controller"] == "fixed" and r["sumo"] == "1.9.2" and r["map"] in resco.UNEDITED:
+            theirs = resco.PUBLISHED_FIXED_EPISODES[r["map"]]
+            ours, pub_med = r["delay"], statistics.median(theirs)
+            med = statistics.median(ours)
+            jams = sum(x > JAM_FACTOR * med for x in ours)
+            their_jams = sum(x > JAM_FACTOR * pub_med for x in theirs)
+            err_med = abs(med - pub_med) / pub_med
+            p_jam = fisher_two_sided(jams, len(ours), their_jams, len(theirs))
+            pub = resco.PUBLISHED[r["map"]]["Fixed"]
+            out[r["map"]] = {
+                "seeds": len(ours), "ours": r["delay_mean"], "resco": pub,
+                "rel_err": abs(r["delay_mean"] - pub) / pub,
+                "ours_median": med, "resco_median": pub_med, "rel_err_median": err_med,
+                "jammed": jams, "resco_jammed": their_jams, "resco_episodes": len(theirs),
+                "p_jammed": p_jam, "pass": err_med <= 0.10 and p_jam >= 0.05,
+            }  # fmt: skip
     return out
 
 

@@ -1,25 +1,13 @@
-"""Load a script of ``benchmarks/`` (not a package) as a module, for the tests of its own
-logic."""
+"""A benchmark declaration of ``benchmarks/<app>/`` as a module, for the tests of its own logic
+(loaded by the bench tool's registry, as ``rlsuite bench run`` loads it)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 
+def load(name: str) -> ModuleType:
+    """The declaration module of benchmark ``name`` (e.g. ``traffic_resco_beyond``)."""
+    from rlsuite.bench import registry
 
-def load(script: str) -> ModuleType:
-    """``benchmarks/<script>`` as the module ``rlsuite_bench_<stem>``, registered in
-    ``sys.modules`` (pickling by value looks it up there), with ``benchmarks/`` on the path
-    for a script that imports a sibling script (as ``python benchmarks/x.py`` has)."""
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    name = f"rlsuite_bench_{Path(script).stem}"
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / script)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return registry.load().modules[name]

@@ -1,4 +1,4 @@
-"""benchmarks/traffic_resco_learned.py's own logic: each plan writes its own results file,
+"""RESCO training's own logic (rlsuite.apps.traffic.resco_training): each plan writes its own results file,
 the controllers its held-out evaluation scores, the snapshots validation chooses from, and
 the sampled PPO policy (seeded, following the softmax of the logits), the action mask's
 offset in the plan, one network or one per light. Nothing is trained."""
@@ -9,10 +9,11 @@ import os
 
 import numpy as np
 
+from rlsuite.apps.traffic import resco_scoring
+from rlsuite.apps.traffic import resco_training as bench
+from rlsuite.apps.traffic.resco_training import RescoSettings as S
+from rlsuite.cli_common import parse_sets
 from rlsuite.platform import optimizers
-from tests.apps.traffic._benchmarks import load
-
-bench = load("traffic_resco_learned.py")
 
 
 class Logits:
@@ -31,40 +32,38 @@ class Logits:
 
 
 def test_each_plan_writes_its_own_results_file() -> None:
-    replay = bench.parse_args(["--plan", "replay"])
-    sync = bench.parse_args(["--plan", "sync"])
-    assert os.path.basename(replay.json) == "traffic_resco_learned.json"
-    assert os.path.basename(sync.json) == "traffic_resco_learned_sync.json"
-    assert bench.parse_args(["--plan", "sync", "--json", "x.json"]).json == "x.json"
+    assert bench.results_stem(S(plan="replay")) == "traffic_resco_learned"
+    assert bench.results_stem(S(plan="sync")) == "traffic_resco_learned_sync"
+    assert bench.results_stem(S(plan="sync", json="results/x.json")) == "x"
 
 
 def test_held_out_controllers_per_plan() -> None:
-    args = bench.parse_args(["--plan", "sync"])
-    assert bench.eval_labels(args, {"plan_name": "sync"}) == [
+    args = S(plan="sync")
+    assert resco_scoring.eval_labels(args, {"plan_name": "sync"}) == [
         "learned", "learned_sampled", "fixed", "greedy", "maxpressure"
     ]  # fmt: skip
     chosen = {"plan_name": "replay", "validation": {"chosen": "/x/iter_000010"}}
-    args = bench.parse_args(["--no-baselines"])
-    assert bench.eval_labels(args, chosen) == ["learned", "learned_valsel"]
+    args = S(no_baselines=True)
+    assert resco_scoring.eval_labels(args, chosen) == ["learned", "learned_valsel"]
     # a validation that chose nothing (every snapshot crashed SUMO) adds no controller
-    assert bench.eval_labels(args, {"plan_name": "replay", "validation": {"chosen": None}}) == [
-        "learned"
-    ]
+    assert resco_scoring.eval_labels(
+        args, {"plan_name": "replay", "validation": {"chosen": None}}
+    ) == ["learned"]
 
 
 def test_validation_takes_the_newest_snapshots(tmp_path) -> None:
     for it in (5, 10, 15, 20):
         (tmp_path / "snapshots" / f"iter_{it:06d}").mkdir(parents=True)
     (tmp_path / "snapshots" / "iter_000025.tmp").mkdir()  # a copy cut short: never chosen
-    args = bench.parse_args(["--val-snapshots", "2"])
-    got = [os.path.basename(p) for p in bench.snapshots_to_validate(args, str(tmp_path))]
+    args = S(val_snapshots=2)
+    got = [os.path.basename(p) for p in resco_scoring.snapshots_to_validate(args, str(tmp_path))]
     assert got == ["iter_000015", "iter_000020"]
-    assert bench.snapshots_to_validate(args, str(tmp_path / "none")) == []
+    assert resco_scoring.snapshots_to_validate(args, str(tmp_path / "none")) == []
 
 
 def test_sampled_policy_is_seeded_and_follows_the_softmax() -> None:
     ctrl = Logits()
-    pol = bench.SampledPolicy(ctrl)
+    pol = resco_scoring.SampledPolicy(ctrl)
     obs = {f"tl{i}": np.zeros(3) for i in range(500)}
     pol.reset(7)
     first = pol.act(obs)
@@ -107,8 +106,7 @@ def test_a_tagged_variant_is_reported_apart(tmp_path) -> None:
         ("", "cologne3_replay_1.9.2_s0"),
         ("valsel", "cologne3_replay_1.9.2_s0_valsel"),
     ):
-        argv = ["--report", "--run-root", str(tmp_path), "--json", str(tmp_path / f"{tag}.json")]
-        rows = bench.write_results(bench.parse_args(argv + (["--tag", tag] if tag else [])))
+        rows = bench.collect(S(report=True, run_root=str(tmp_path), tag=tag))
         assert [os.path.basename(r["run_dir"]) for r in rows] == [want]
 
 
@@ -116,20 +114,17 @@ def test_action_mask_puts_the_envs_mask_offset_into_the_plan() -> None:
     """``--action-mask``: the shared policy's plan reads each light's mask where the env puts
     it (after the one-hot of its phase: 4 on cologne8, whose lights have 2 to 4 phases)."""
     cfg = {"network": "cologne8"}
-    masked = bench.make_plan(bench.parse_args(["--plan", "sync", "--action-mask"]), cfg, 0, 10)
+    masked = bench.make_plan(S(plan="sync", action_mask=True), cfg, 0, 10)
     assert masked.action_mask_offset == 4
-    plain = bench.make_plan(bench.parse_args(["--plan", "replay"]), cfg, 0, 10)
+    plain = bench.make_plan(S(plan="replay"), cfg, 0, 10)
     assert plain.action_mask_offset == -1
 
 
 def test_env_set_reaches_the_env_and_plan_set_the_plan() -> None:
     """``--env-set`` and ``--plan-set`` values are read as JSON where they parse."""
-    args = bench.parse_args(
-        ["--env-set", "light_index=true", "--env-set", "reward_fn=queue",
-         "--plan-set", "training_intensity=32"]
-    )  # fmt: skip
-    assert bench.key_values(args.env_set) == {"light_index": True, "reward_fn": "queue"}
-    plan = bench.make_plan(args, {"network": "cologne1", **bench.key_values(args.env_set)}, 0, 10)
+    args = S(env_set=("light_index=true", "reward_fn=queue"), plan_set=("training_intensity=32",))
+    assert parse_sets(args.env_set) == {"light_index": True, "reward_fn": "queue"}
+    plan = bench.make_plan(args, {"network": "cologne1", **parse_sets(args.env_set)}, 0, 10)
     assert plan.training_intensity == 32
     assert plan.env_config["light_index"] is True
 
@@ -138,9 +133,9 @@ def test_one_network_shared_by_every_light_unless_plan_set_says_per_agent() -> N
     """The shared network is the default; ``--plan-set policies=per_agent`` gives each light
     its own (RESCO's IDQN), and the plan then names one module per light."""
     cfg = {"network": "cologne8"}
-    shared = bench.make_plan(bench.parse_args(["--plan", "replay"]), cfg, 0, 10)
+    shared = bench.make_plan(S(plan="replay"), cfg, 0, 10)
     assert shared.policies == "shared"
-    args = bench.parse_args(["--plan", "replay", "--plan-set", "policies=per_agent"])
+    args = S(plan="replay", plan_set=("policies=per_agent",))
     per_agent = bench.make_plan(args, cfg, 0, 10)
     assert per_agent.policies == "per_agent"
     assert len(optimizers._policy_mapping(per_agent)[0]) == 8

@@ -1,5 +1,5 @@
-"""benchmarks/traffic_resco.py's protocol check (fixed-time on SUMO 1.9.2 against RESCO's 30
-Fixed episodes): pure logic over result rows, nothing simulated."""
+"""RESCO's protocol check (``resco_scoring.protocol_check``: fixed-time on SUMO 1.9.2 against
+RESCO's 30 Fixed episodes): pure logic over result rows, nothing simulated."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import statistics
 import pytest
 
 from rlsuite.apps.traffic import resco
-from tests.apps.traffic._benchmarks import load
-
-bench = load("traffic_resco.py")
+from rlsuite.apps.traffic import resco_scoring as bench
 
 
 def _row(name: str, delays: list[float], ctrl: str = "fixed", sumo: str = "1.9.2") -> dict:

@@ -1,35 +1,31 @@
-"""benchmarks/traffic_resco_together.py's own logic: its files and run root apart from the
-single-map benchmark's, maps of different episode lengths refused, the run's env config
+"""One policy for several RESCO maps (rlsuite.apps.traffic.resco_multimap): its results file
+apart from the single-map benchmark's, maps of different episode lengths refused, the run's env config
 (the maps and their common padding) and each map alone in that padding, the maps' own
 policies read from the single-map results. Nothing is trained."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from tests.apps.traffic._benchmarks import load
-
-bench = load("traffic_resco_together.py")
+from rlsuite.apps.traffic import resco_multimap as bench
+from rlsuite.apps.traffic.resco_training import RescoSettings as S
+from rlsuite.bench import results_dir
 
 
 def test_results_and_runs_apart_from_the_single_map_benchmark() -> None:
-    args = bench.parse_args(["--maps", "cologne1,ingolstadt1"])
-    assert os.path.basename(args.json) == "traffic_resco_together.json"
-    assert args.run_root.endswith(os.path.join("benchmarks", "traffic_resco_together"))
-    tagged = bench.parse_args(["--tag", "x", "--json", "y.json", "--run-root", "r"])
-    assert (tagged.json, tagged.run_root) == ("y.json", "r")
+    assert bench.results_stem(S(maps="cologne1,ingolstadt1")) == "traffic_resco_together"
+    assert bench.results_stem(S(tag="x")) == "traffic_resco_together_x"
+    assert bench.results_stem(S(tag="x", json="out/y.json")) == "y"
 
 
 def test_maps_of_different_episode_lengths_are_refused() -> None:
     bench.check_maps(["cologne1", "ingolstadt21"])  # 360 decisions each
-    with pytest.raises(SystemExit, match="arterial4x4: 720"):
+    with pytest.raises(ValueError, match="arterial4x4: 720"):
         bench.check_maps(["cologne1", "arterial4x4"])
 
 
 def test_the_runs_env_config_and_each_map_alone(tmp_path) -> None:
-    args = bench.parse_args(["--sumo", "1.28"])
+    args = S(sumo="1.28")
     cfg = bench.env_config(args, ["cologne1", "cologne3"], str(tmp_path))
     assert cfg["networks"] == "cologne1,cologne3" and cfg["pad_phases"] == 4
     assert cfg["episode_log"] == str(tmp_path / "episodes.jsonl")
@@ -39,7 +35,7 @@ def test_the_runs_env_config_and_each_map_alone(tmp_path) -> None:
 
 
 def test_own_policies_take_each_maps_best_held_out_policy() -> None:
-    own = bench.own_policies()
+    own = bench.own_policies(results_dir("traffic"))
     # cologne1: the shipped DQN (27.15) is below the PPO run (30.92) in another file
     assert own["cologne1"]["plan"] == "replay" and own["cologne1"]["delay"] < 28
 

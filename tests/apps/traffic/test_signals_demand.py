@@ -1,6 +1,6 @@
 """Demand beyond RESCO's route files on real SUMO: ``demand_scale`` (SUMO's ``--scale``) on the
 project's SUMO and on SUMO 1.9.2 over TraCI, its bad values, and the unseen grid route files
-of ``benchmarks/traffic_resco_beyond.py``."""
+(``resco.generate_routes``) and the resume rule of the ``traffic_resco_beyond`` benchmark."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.apps.traffic._benchmarks import load
 
 
 def _bench():
-    return load("traffic_resco_beyond.py")
+    return load("traffic_resco_beyond")
 
 
 def _vehicles(scale: float, version: str = "") -> dict[str, float]:
@@ -76,11 +76,10 @@ def test_generated_grid_routes(tmp_path):
     """randomTrips' route files for the grid: the asked vehicle count inside the window, only
     fringe edges as origins (as RESCO's), the same file from the same seed and another from
     another seed, and the env runs on it with no vehicle left out."""
-    bench = _bench()
     net, _ = resco.MAPS["grid4x4_resco"].files()
-    a = bench.generate_routes(net, str(tmp_path / "a.rou.xml"), 60, seed=5, begin=0, end=120)
-    b = bench.generate_routes(net, str(tmp_path / "b.rou.xml"), 60, seed=5, begin=0, end=120)
-    c = bench.generate_routes(net, str(tmp_path / "c.rou.xml"), 60, seed=6, begin=0, end=120)
+    a = resco.generate_routes(net, str(tmp_path / "a.rou.xml"), 60, seed=5, begin=0, end=120)
+    b = resco.generate_routes(net, str(tmp_path / "b.rou.xml"), 60, seed=5, begin=0, end=120)
+    c = resco.generate_routes(net, str(tmp_path / "c.rou.xml"), 60, seed=6, begin=0, end=120)
     dep = resco.scheduled_departures(a)
     assert len(dep) == 60 and all(0 <= d < 120 for d in dep.values())
     assert all(v.startswith("gen5_") for v in dep)
@@ -102,7 +101,7 @@ def test_generated_grid_routes(tmp_path):
         env.close()
     assert m["trips"] == 60 and m["never_inserted"] == 0
     with pytest.raises(ValueError, match="vehicles >= 1"):
-        bench.generate_routes(net, str(tmp_path / "d.rou.xml"), 0, seed=1)
+        resco.generate_routes(net, str(tmp_path / "d.rou.xml"), 0, seed=1)
 
 
 def test_resume_rescores_a_policy_shipped_again_in_its_place(tmp_path):
@@ -115,9 +114,9 @@ def test_resume_rescores_a_policy_shipped_again_in_its_place(tmp_path):
     cell = dict(part="scales", map="cologne1", routes="resco", scale=1.0, controller="learned",
                 sumo="1.9.2", policy=str(pol))  # fmt: skip
     baseline = {**cell, "controller": "fixed", "policy": ""}
-    rows = {bench.key(cell): {"policy_sha": bench._sha(str(pol / "rlsuite.json"))},
+    rows = {bench.key(cell): {"policy_sha": bench.sha(str(pol / "rlsuite.json"))},
             bench.key(baseline): {}}  # fmt: skip
-    assert not bench._stale(cell, rows) and not bench._stale(baseline, rows)
+    assert not bench.stale(cell, rows) and not bench.stale(baseline, rows)
     (pol / "rlsuite.json").write_text('{"env_config": {"network": "cologne1"}, "note": "b"}')
-    assert bench._stale(cell, rows)
-    assert bench._stale(cell, {bench.key(cell): {}})  # scored before the fingerprint was kept
+    assert bench.stale(cell, rows)
+    assert bench.stale(cell, {bench.key(cell): {}})  # scored before the fingerprint was kept

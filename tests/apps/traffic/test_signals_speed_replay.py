@@ -1,4 +1,4 @@
-"""benchmarks/traffic_signals_speed.py's raw loop on the sampler's own traffic: the env's
+"""The signals speed benchmark's raw loop on the sampler's own traffic: the env's
 episode, logged while it ran, played again through a bare libsumo loop gives the same
 traffic (real SUMO, 10 minutes of cologne8 under random control)."""
 
@@ -8,9 +8,7 @@ import os
 
 import pytest
 
-from tests.apps.traffic._benchmarks import load
-
-speed = load("traffic_signals_speed.py")
+from rlsuite.apps.traffic import signals_speed as speed
 
 
 def _metrics(out_dir, args: list[str]) -> dict:

@@ -1,53 +1,19 @@
-"""Signals sampling speed on RESCO's maps: the signals env and the platform's sampler against
-a raw libsumo loop on the same network, per core.
-
-Rates in simulated seconds per CPU second of the process that samples (a rate per core
-that other jobs on a shared machine do not distort; the runners' wall-clock rates are
-recorded beside):
-
-1. raw: the map's network and routes in SUMO 1.28 through libsumo, RESCO's window, stepped
-   1 s at a time with nothing read and the network's own fixed-time programs;
-2. env: ``rlsuite/Signals-v0`` on the map (RESCO's protocol, state and reward, the tripinfo
-   file RESCO's delay needs), in this process, random actions;
-3. runner: the same env in one RLlib env runner of the ``replay`` plan, sampling with the
-   plan's own (untrained, epsilon-greedy) policy, as training samples (RLlib's multi-agent
-   runner, one agent per light);
-4. vector runner: the same, on ``rlsuite/SignalsShared-v0``: the lights as one vector env
-   (one sub-env per light, one simulation) in RLlib's single-agent runner, its
-   ``num_envs_per_env_runner`` the map's number of lights (the policy is shared either way).
-
-Controlled traffic is not the fixed programs' traffic: random or untrained phase choices
-congest cologne8, and SUMO itself then needs more time per simulated second. So 2-4 are
-also set against a raw loop on their own traffic (:func:`raw_replay`): every episode they
-ran is run again through libsumo with the same arguments, the same programs and the same
-phase settings at the same seconds, and nothing read. That share is what the env and RLlib
-add to the simulation they drive.
-
-Pass criterion (the target): the multi-agent runner, which training uses, runs at least at
-50% of the raw loop on its own traffic (``multi_agent_runner_share_of_raw_replay``); the
-share of the fixed-program raw loop (``multi_agent_runner_share_of_raw``) is reported
-beside it.
-
-Usage (under the heavy-job lock; ~1 minute for cologne8):
-    flock /tmp/rlsuite-heavy.lock .venv/bin/python benchmarks/traffic_signals_speed.py [--map cologne8] [--seconds 0]
-
-Writes benchmarks/results/traffic/traffic_signals_speed.json.
-"""
+"""How fast the signals env samples, per core, against a raw libsumo loop on the same network:
+the raw loop with the network's fixed programs, the env in this process, and one RLlib env
+runner of the ``replay`` plan (multi-agent, or the lights as one vector env), each also set
+against a raw loop replaying its own traffic (:func:`raw_replay`: controlled traffic congests
+a map, and SUMO itself then needs more time per simulated second). Rates are simulated
+seconds per CPU second of the sampling process. ``rlsuite bench run traffic_signals_speed``
+reports them."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 import tempfile
 import time
 
 import numpy as np
 
-from rlsuite.bench import results_dir
-
-RESULTS = results_dir("traffic")
 ENV_ID = "rlsuite/Signals-v0"
 VECTOR_ID = "rlsuite/SignalsShared-v0"
 
@@ -223,67 +189,3 @@ def runner_rate(network: str, seconds: int, episodes: int, env_id: str = ENV_ID)
             "sim_s_per_s": sim_s / cpu, "sim_s_per_wall_s": sim_s / wall,
             "raw_replay_sim_s_per_s": sim_s / replay_cpu,
             "share_of_raw_replay": replay_cpu / cpu}  # fmt: skip
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--map", default="cologne8", help="a RESCO map (default cologne8)")
-    p.add_argument(
-        "--seconds", type=int, default=0, help="simulated s per episode (0: RESCO's window)"
-    )
-    p.add_argument("--episodes", type=int, default=5, help="episodes each runner samples")
-    p.add_argument("--out", default="traffic_signals_speed")
-    a = p.parse_args(argv)
-
-    from rlsuite.apps.traffic import resco
-
-    if a.map not in resco.MAPS:
-        p.error(f"unknown map {a.map!r}; choose from {', '.join(sorted(resco.MAPS))}")
-    import torch
-
-    torch.set_num_threads(1)
-    print(f"{a.map}, {window(a.map, a.seconds)} s episodes", flush=True)
-    raw = raw_libsumo(a.map, a.seconds)
-    print(f"  raw libsumo loop: {raw:8.0f} sim s/s", flush=True)
-    env, control = env_loop(a.map, a.seconds)
-    with tempfile.TemporaryDirectory() as tmp:
-        env_raw = raw_replay(control, tmp)
-    print(f"  env in-process:   {env:8.0f} sim s/s ({env / raw:.0%} of raw; "
-          f"{env / env_raw:.0%} of its own traffic replayed raw, {env_raw:.0f})", flush=True)  # fmt: skip
-    run = runner_rate(a.map, a.seconds, a.episodes)
-    vec = runner_rate(a.map, a.seconds, a.episodes, VECTOR_ID)
-    for label, r in (("env runner:      ", run), ("vector runner:   ", vec)):
-        print(f"  {label}{r['sim_s_per_s']:8.0f} sim s/s ({r['sim_s_per_s'] / raw:.0%} of raw; "
-              f"{r['share_of_raw_replay']:.0%} of its own traffic replayed raw, "
-              f"{r['raw_replay_sim_s_per_s']:.0f})", flush=True)  # fmt: skip
-    share = run["share_of_raw_replay"]
-    out = {
-        "map": a.map,
-        "seconds_per_episode": window(a.map, a.seconds),
-        "sumo": "1.28 (libsumo)",
-        "raw_sim_s_per_s": raw,
-        "env_sim_s_per_s": env,
-        "env_raw_replay_sim_s_per_s": env_raw,
-        "env_share_of_raw": env / raw,
-        "env_share_of_raw_replay": env / env_raw,
-        "runner": run,
-        "multi_agent_runner_share_of_raw": run["sim_s_per_s"] / raw,
-        "multi_agent_runner_share_of_raw_replay": share,
-        "vector_runner": vec,
-        "vector_runner_share_of_raw": vec["sim_s_per_s"] / raw,
-        "vector_runner_share_of_raw_replay": vec["share_of_raw_replay"],
-        "target_share": 0.5,
-        "passed": share >= 0.5,
-        "command": "benchmarks/traffic_signals_speed.py " + " ".join(argv or sys.argv[1:]),
-    }
-    os.makedirs(RESULTS, exist_ok=True)
-    path = os.path.join(RESULTS, f"{a.out}.json")
-    with open(path, "w") as f:
-        json.dump(out, f, indent=2)
-    print(f"target (the env runner >= 50% of the raw loop on its own traffic): "
-          f"{'met' if out['passed'] else 'missed'}; wrote {path}")  # fmt: skip
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
