@@ -28,15 +28,7 @@ The shipped policy was trained from scratch with (its last checkpoint; one run r
         --plan-set common_env_seeds=true --run-dir runs/ring_2lane_es_gru_target
 Its lane action picks a lane (``lane_action=target``); evaluation reads that from the checkpoint.
 
-Sampling speed (``--speed``, written to traffic_ring_2lane_speed.json instead): env steps/s of
-the platform's sampler (one RLlib env runner with the sync plan's PPO policy, one core) against
-a raw libsumo loop of the same network (one ring: step + every vehicle's speed, position and
-lane, no control, no noise, no policy); pass criterion >= 50% per core. The runner steps
-``--rings`` two-lane rings in one SUMO simulation (``Ring2LaneVectorEnv``, the env's vector
-entry point; an env step is one ring advancing 0.1 s); one scalar ``Ring2LaneEnv`` per runner,
-the path before, is measured too. Measured with no warm-up, so that all count the same
-simulation steps (the vector runner over whole 1500-step episodes of every ring); the envs in
-this process are shown too.
+Sampling speed: ``rlsuite bench run traffic_sampling``.
 
 Writes ``traffic_ring_2lane.json`` and the space-time diagrams (one panel per lane) of the
 learned AV and of all-human on the first seed (``traffic_ring_2lane_learned.png``, ``_human.png``).
@@ -66,12 +58,6 @@ class Settings:
     """first seed"""
     out: str = "traffic_ring_2lane"
     """results name"""
-    speed: bool = False
-    """measure sampling speed instead"""
-    speed_steps: int = 6000
-    """steps per speed measurement"""
-    rings: int = 32
-    """two-lane rings per env runner in one SUMO simulation (--speed)"""
 
 
 class WeaveProbe:
@@ -100,105 +86,6 @@ class WeaveProbe:
         return a
 
 
-def raw_rate(steps: int) -> float:
-    """Sim steps/s of the two-lane ring stepped directly through the adapter (libsumo)."""
-    import numpy as np
-
-    from rlsuite.apps.traffic.envs.ring_2lane import Ring2LaneConfig, Ring2LaneSimulation
-
-    core = Ring2LaneSimulation(Ring2LaneConfig(warmup_steps=0, horizon=steps + 10))
-    try:
-        core.start(np.random.default_rng(0))
-        assert core.sim.backend == "libsumo", core.sim.backend
-        sim, ids = core.sim, core.ids
-        t = time.perf_counter()
-        for _ in range(steps):
-            sim.step()
-            sim.vehicle_lane_states(ids)
-        return steps / (time.perf_counter() - t)
-    finally:
-        core.close()
-
-
-def env_rate(steps: int) -> float:
-    """Env steps/s of Ring2LaneEnv.step in this process (no warm-up), asking for lane changes."""
-    import numpy as np
-
-    from rlsuite.apps.traffic.envs.ring_2lane import Ring2LaneEnv
-
-    env = Ring2LaneEnv(warmup_steps=0, horizon=1500)
-    try:
-        env.reset(seed=0)
-        rng = np.random.default_rng(0)
-        t = time.perf_counter()
-        for _ in range(steps):
-            _, _, term, trunc, _ = env.step([rng.uniform(-1, 1), rng.uniform(-1, 1)])
-            if term or trunc:
-                env.reset()
-        return steps / (time.perf_counter() - t)
-    finally:
-        env.close()
-
-
-def vector_rate(steps: int, rings: int) -> float:
-    """Ring steps/s of Ring2LaneVectorEnv.step (``rings`` in one simulation) in this process
-    (no warm-up), asking for lane changes."""
-    import numpy as np
-
-    from rlsuite.apps.traffic.envs.ring_2lane_vector import Ring2LaneVectorEnv
-
-    env = Ring2LaneVectorEnv(num_envs=rings, warmup_steps=0, horizon=1500)
-    try:
-        env.reset(seed=0)
-        rng = np.random.default_rng(0)
-        n = max(steps // rings, 1)
-        t = time.perf_counter()
-        for _ in range(n):
-            env.step(rng.uniform(-1, 1, (rings, 2)))
-        return n * rings / (time.perf_counter() - t)
-    finally:
-        env.close()
-
-
-def sampler_rate(steps: int, warmup_steps: int = 0, rings: int = 0) -> float:
-    """Env steps/s of ONE RLlib env runner of the sync plan (PPO policy, no learning):
-    ``rings`` two-lane rings in one simulation, or one scalar Ring2LaneEnv with 0."""
-    cfg = {"warmup_steps": warmup_steps}
-    if rings:
-        return _sampler_rate(ENV_ID, cfg, steps, num_envs_per_env_runner=rings)
-    return _sampler_rate(ENV_ID, cfg, steps, scalar=True)
-
-
-def _sampler_rate(*args, **kwargs) -> float:
-    from rlsuite.apps.traffic.benchmarking import sampler_rate
-
-    return sampler_rate(*args, **kwargs)
-
-
-def speed(ctx) -> int:
-    s = ctx.settings
-    raw = raw_rate(s.speed_steps)
-    whole = max(s.speed_steps, s.rings * 1500)  # whole episodes of every ring
-    sampler = sampler_rate(whole, rings=s.rings)
-    rates = {
-        "raw libsumo loop, 1 ring (sim steps/s)": raw,
-        "Ring2LaneEnv in this process (env steps/s)": env_rate(s.speed_steps),
-        f"Ring2LaneVectorEnv in this process, {s.rings} rings in one simulation (ring steps/s)":
-            vector_rate(s.speed_steps, s.rings),
-        "platform sampler, 1 RLlib env runner x 1 Ring2LaneEnv (the path before; env steps/s)":
-            sampler_rate(s.speed_steps),
-        f"platform sampler, 1 RLlib env runner x {s.rings} rings in one simulation (ring steps/s)": sampler,
-        f"the same with the 1000-step warm-up per 1500 ({s.rings} rings; controlled steps/s)":
-            sampler_rate(whole, warmup_steps=1000, rings=s.rings),
-    }  # fmt: skip
-    ctx.table([{"steps/s": v, "what": k} for k, v in rates.items()], "two-lane ring sampling")
-    ratio = sampler / raw
-    checks = {f"sampler >= 50% of the raw libsumo loop per core ({ratio:.0%})": ratio >= 0.5}
-    ctx.save(f"{s.out}_speed", dict(steps=s.speed_steps, rings=s.rings, rates=rates, ratio=ratio,
-                                    checks=checks))  # fmt: skip
-    return ctx.verdict(checks)
-
-
 def run(ctx) -> int:
     from rich.console import Console
 
@@ -208,8 +95,6 @@ def run(ctx) -> int:
     from rlsuite.platform import envs, evaluation
 
     s = ctx.settings
-    if s.speed:
-        return speed(ctx)
     scen = scenarios.get("ring_2lane")
     seeds = list(range(s.seed, s.seed + s.episodes))
 

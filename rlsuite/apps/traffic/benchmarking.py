@@ -199,3 +199,76 @@ def sampler_rate(
             return n / (time.perf_counter() - t)
         finally:
             algo.stop()
+
+
+def raw_rate(env_id: str, steps: int) -> float:
+    """Env steps/s of a raw libsumo loop of one copy of ``env_id``'s road: SUMO stepped as the
+    env steps it (the merge: two 0.5 s steps per env step, on a road filled for 300 s first)
+    and every vehicle's state read, with no noise, control or policy. The per-core anchor
+    the samplers are set against."""
+    import time
+
+    import numpy as np
+
+    from rlsuite.apps.traffic.envs import merge_road, ring, ring_2lane
+
+    if env_id.startswith("rlsuite/Merge"):
+        core, substeps, fill = (
+            merge_road.MergeSimulation(merge_road.MergeConfig(horizon=10_000)),
+            2,
+            300,
+        )
+    elif env_id == "rlsuite/Ring2Lane-v0":
+        cfg = ring_2lane.Ring2LaneConfig(warmup_steps=0, horizon=steps + 10)
+        core, substeps, fill = ring_2lane.Ring2LaneSimulation(cfg), 1, 0
+    else:
+        cfg = ring.RingConfig(warmup_steps=0, horizon=steps + 10, accel_noise=0.0)
+        core, substeps, fill = ring.RingSimulation(cfg), 1, 0
+    try:
+        core.start(np.random.default_rng(0))
+        for _ in range(fill):
+            core.advance({})
+        sim = core.sim
+        if sim.backend != "libsumo":
+            raise RuntimeError(f"the raw loop needs libsumo, not {sim.backend}")
+        read = sim.vehicle_lane_states if env_id == "rlsuite/Ring2Lane-v0" else sim.vehicle_states
+        fixed = getattr(core, "ids", None)  # the rings' vehicles stay; the merge's come and go
+        t = time.perf_counter()
+        for _ in range(steps):
+            for _ in range(substeps):
+                sim.step()
+                read(fixed or sim.vehicle_ids())
+        return steps / (time.perf_counter() - t)
+    finally:
+        core.close()
+
+
+def env_rate(env_id: str, env_config: Mapping[str, Any], steps: int, copies: int = 0) -> float:
+    """Env steps/s of ``env_id`` stepped in this process with seeded random actions: one scalar
+    env, or ``copies`` copies in one simulation (its vector entry point; an env step is one
+    copy advancing), over whole episodes (a reset included where one ends)."""
+    import time
+
+    from rlsuite.platform import envs
+
+    env = envs.make_vector(env_id, copies, env_config) if copies else envs.make(env_id, env_config)
+    try:
+        env.reset(seed=0)
+        space = env.action_space
+        if hasattr(space, "seed"):
+            space.seed(0)
+        n, t = 0, time.perf_counter()
+        while n < steps:
+            if hasattr(env, "agents"):  # a PettingZoo parallel env: every live agent acts
+                acts = {a: env.action_space(a).sample() for a in env.agents}
+                env.step(acts)
+                if not env.agents:
+                    env.reset()
+            else:
+                _, _, term, trunc, _ = env.step(space.sample())
+                if not copies and (term or trunc):
+                    env.reset()
+            n += max(copies, 1)
+        return n / (time.perf_counter() - t)
+    finally:
+        env.close()
