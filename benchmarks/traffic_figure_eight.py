@@ -1,4 +1,4 @@
-"""Old name of ``rlsuite bench run traffic_figure_eight`` (declared in traffic/figure_eight.py)."""
+"""Old name of ``rlsuite bench run traffic_figure_eight`` (shipped policies' notes quote it)."""
 
 from rlsuite.bench.runner import alias
 

@@ -1,4 +1,4 @@
-"""Old name of ``rlsuite bench run traffic_ring_multi`` (declared in traffic/ring_multi.py)."""
+"""Old name of ``rlsuite bench run traffic_ring_multi`` (shipped policies' notes quote it)."""
 
 from rlsuite.bench.runner import alias
 

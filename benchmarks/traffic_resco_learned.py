@@ -1,0 +1,6 @@
+"""Old name of ``rlsuite bench run traffic_resco_learned`` (shipped policies' notes quote it)."""
+
+from rlsuite.bench.runner import alias
+
+if __name__ == "__main__":
+    alias("traffic_resco_learned")
