@@ -132,8 +132,6 @@ def ship(
 ) -> None:
     """Export the shared policy to ``<policies>/resco_cities_<plan>`` unless
     :func:`ship_blockers` names a reason (not twice)."""
-    from rlsuite.platform.checkpoints.export import export_policy
-
     out = os.path.join(policies, f"resco_cities_{s.plan}")
     if os.path.exists(out):
         return
@@ -144,15 +142,10 @@ def ship(
     sets = " ".join(
         f"--env-set {k}={v}" for k, v in single_map(cfg, maps[0]).items() if k != "network"
     )
-    note = (
-        f"{state['command']} (final checkpoint; held-out seeds {seeds[0]}-{seeds[-1]} of each "
-        f"map on SUMO {cfg['sumo_version']}, per map in benchmarks/results/traffic/"
-        f"{results_stem(s)}.json). Evaluate on one map (any of {', '.join(maps)}): "
-        f"traffic-train evaluate --scenario signals --env-set network=<map> {sets} --controller "
-        f"{os.path.relpath(out)} --episodes {len(seeds)} --seed {seeds[0]} --workers 0"
-    )  # fmt: skip
-    export_policy(state["checkpoint"], out, note=note)
-    print(f"shipped: {out}")
+    rt.export(state["checkpoint"], out, seeds, f"--env-set network=<map> {sets}",
+              f"{state['command']} (final checkpoint; held-out seeds {seeds[0]}-{seeds[-1]} of each map on "
+              f"SUMO {cfg['sumo_version']}, per map in benchmarks/results/traffic/{results_stem(s)}.json; "
+              f"any of {', '.join(maps)})")  # fmt: skip
 
 
 def figure(rows: list[dict]):

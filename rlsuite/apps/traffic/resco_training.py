@@ -380,8 +380,6 @@ def ship(row: dict, policies: str) -> None:
     """Export the row's policy to ``<policies>/resco_<map>_<plan>`` when its held-out delay
     beats one of RESCO's published learners on the map and is at or below the best static
     controller on the same held-out seeds (not twice)."""
-    from rlsuite.platform.checkpoints.export import export_policy
-
     ev = row.get("heldout")
     if not ev:
         return
@@ -397,14 +395,20 @@ def ship(row: dict, policies: str) -> None:
         return
     pol = row["policy"]
     chosen = " chosen on validation seeds" if pol["label"] == "learned_valsel" else ""
-    note = (
-        f"{row['command']} (checkpoint {os.path.basename(pol['checkpoint'])}{chosen}; "
-        f"held-out seeds {ev['seeds'][0]}-{ev['seeds'][-1]} on SUMO {row['sumo']}: delay {ours:.2f} s/veh, at or below RESCO's {', '.join(beaten)}). "
-        f"Evaluate: traffic-train evaluate --scenario signals --network {row['map']} "
-        f"--env-set sumo_version={row['sumo']} --controller {os.path.relpath(out)} --episodes "
-        f"{len(ev['seeds'])} --seed {ev['seeds'][0]} --workers 0"
-    )  # fmt: skip
-    export_policy(pol["checkpoint"], out, note=note)
+    export(pol["checkpoint"], out, ev["seeds"], f"--network {row['map']} --env-set sumo_version={row['sumo']}",
+           f"{row['command']} (checkpoint {os.path.basename(pol['checkpoint'])}{chosen}; held-out seeds "
+           f"{ev['seeds'][0]}-{ev['seeds'][-1]} on SUMO {row['sumo']}: delay {ours:.2f} s/veh, at or "
+           f"below RESCO's {', '.join(beaten)})")  # fmt: skip
+
+
+def export(checkpoint: str, out: str, seeds: list[int], env_flags: str, note: str) -> None:
+    """Ship ``checkpoint`` to ``out`` with ``note`` and the command that evaluates it on
+    ``seeds`` (``env_flags``: the map and release)."""
+    from rlsuite.platform.checkpoints.export import export_policy
+
+    hint = (f"traffic-train evaluate --scenario signals {env_flags} --controller {os.path.relpath(out)} "
+            f"--episodes {len(seeds)} --seed {seeds[0]} --workers 0")  # fmt: skip
+    export_policy(checkpoint, out, note=f"{note}. Evaluate: {hint}")
     print(f"shipped: {out}")
 
 
