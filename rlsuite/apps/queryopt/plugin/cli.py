@@ -40,7 +40,10 @@ DESCRIPTION
     with DuckDB's answer on the same tables (its postgres scanner) or, where
     DuckDB cannot run it, on the workload's small copy (tpcds: SF 0.01).
     Until then the standard plan serves it; from the next run on, the
-    verified rewrite.
+    verified rewrite. --rules and --model rewrites are verified the same way.
+    A rewrite that cannot be verified is never served: EXPLAIN's note says
+    why ("standard plan, measured: no rewrite: no faster candidate could be
+    verified (...)"), and a served one what its rows were compared on.
 
     serve caches each decision per statement text and per query shape
     (literals stripped); a cached answer takes microseconds. A new statement

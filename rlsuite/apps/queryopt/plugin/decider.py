@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rlsuite.apps.queryopt.rewriter import Decision, FixedRules, Rewriter
@@ -38,6 +39,13 @@ def _no_recursion(dsn: str) -> str:
         sep = "&" if "?" in dsn else "?"
         return f"{dsn}{sep}options=-c%20qopt.enabled%3Doff"
     return f"{dsn} options='-c qopt.enabled=off'"
+
+
+def _full_data(db: Database, schema: str, timeout_s: float = 60.0) -> Any:
+    """DuckDB's answers on ``schema``'s own tables (None without its postgres scanner)."""
+    from rlsuite.apps.queryopt.choosers import full_data_reference
+
+    return full_data_reference(db, schema, timeout_s)
 
 
 def served_settings(settings: Mapping[str, str]) -> dict[str, str]:
@@ -81,6 +89,7 @@ class Decider:
         max_steps: int = 2,
         env: Any = None,
         check_schema: str | None = None,
+        reference: Any = None,
     ):
         self.rewriter = rewriter
         self.db = db
@@ -93,6 +102,10 @@ class Decider:
         self.check_schema = check_schema
         """A small copy of the schema: a rewrite of a statement too slow to finish has its
         rows compared there (as ``qopt-bench rewrite`` does)."""
+        self.reference = reference
+        """``reference(sql)``: the original's rows by DuckDB on the same tables
+        (:class:`~rlsuite.apps.queryopt.choosers.FullDataReference`); a rewrite of a statement
+        too slow to finish is compared with it first, on the small copy where it cannot run."""
         self._verified: dict[tuple[str, tuple[str, ...]], Decision] = {}
 
     @property
@@ -148,7 +161,8 @@ class Decider:
             timing["s"] = got.runtime_s
         if got.timed_out:
             return f"{'+'.join(applied)} ran past {timeout_ms} ms while its rows were checked"
-        if original is None:  # too slow to finish: the rows on the small copy
+        if original is None:  # too slow to finish: DuckDB on the same tables, or the copy
+            from rlsuite.apps.queryopt.choosers import FULL_DATA
             from rlsuite.apps.queryopt.engines.base import RunResult
             from rlsuite.apps.queryopt.verify import check_rewrite
 
@@ -162,12 +176,17 @@ class Decider:
                 d.settings,
                 timeout_ms,
                 self.check_schema,
+                self.reference,
+                FULL_DATA,
                 measured=(past, got),
+                reference_first=True,
             )
-            return self._served(sql, d) if v.keep else v.reason
+            if not v.keep:
+                return v.reason
+            return self._served(sql, replace(d, checked_on=v.checked_on))
         if not same_rows(original, got.rows or [], ordered=has_order_by(sql)):
             return f"{'+'.join(applied)} returned other rows than the original: never served"
-        return self._served(sql, d)
+        return self._served(sql, replace(d, checked_on=self.schema))
 
     def warm(self) -> float:
         """Run every step of a decision once on one of the workload's training statements and
@@ -211,10 +230,15 @@ class Decider:
     def _served(self, sql: str, d: Decision) -> Decision:
         if not d.applied:
             return Decision(sql, {}, (), dict(d.reasons))
-        return Decision(d.sql, _arm(d.settings, self.base), tuple(d.applied))
+        return Decision(
+            d.sql, _arm(d.settings, self.base), tuple(d.applied), checked_on=d.checked_on
+        )
 
     def close(self) -> None:
         self.rewriter.close()
+        close = getattr(self.reference, "close", None)
+        if close is not None:
+            close()
         self.db.close()
 
 
@@ -242,6 +266,7 @@ class RulesDecider(Decider):
             workload_config,
             max_steps,
             check_schema=getattr(w, "check_schema", None),
+            reference=_full_data(db, w.schema),
         )
         self.rules = list(rules)
         self.name = "rules: " + ",".join(self.rules) if self.rules else "no model yet"
@@ -283,15 +308,17 @@ class ModelDecider(Decider):
                 for k in ("udf_cost", "scale")
                 if hasattr(env.workload, k)
             }
+        db = Database(_no_recursion(dsn))
         super().__init__(
             learned,
-            Database(_no_recursion(dsn)),
+            db,
             w.settings(),
             name,
             wcfg,
             learned.featurizer.max_steps,
             env,
             check_schema=getattr(w, "check_schema", None),
+            reference=_full_data(db, w.schema),
         )
         self.checkpoint = learned.checkpoint
 
@@ -311,14 +338,19 @@ class MeasuredDecider(Decider):
         timeout_ms: int = 60_000,
         rules: Sequence[str] = (),
         max_steps: int = 2,
+        full_data: bool = True,
     ):
-        from rlsuite.apps.queryopt.choosers import FULL_DATA, MeasuredChooser, full_data_reference
+        """``full_data``: verify a rewrite of a statement too slow to finish with DuckDB on
+        the same tables (when its postgres scanner is installed); off, only on the small
+        copy."""
+        from rlsuite.apps.queryopt.choosers import FULL_DATA, MeasuredChooser
         from rlsuite.apps.queryopt.engines.postgres import Database
         from rlsuite.apps.queryopt.workloads import get
 
         w = get(workload, **(workload_config or {}))
         db = Database(_no_recursion(dsn))
         check_schema = getattr(w, "check_schema", None)
+        reference = _full_data(db, w.schema, budget_s) if full_data else None
         chooser = MeasuredChooser(
             db,
             w.schema,
@@ -327,7 +359,7 @@ class MeasuredDecider(Decider):
             check_schema=check_schema,
             budget_s=budget_s,
             rules=rules,
-            reference=full_data_reference(db, w.schema, budget_s),
+            reference=reference,
             reference_label=FULL_DATA,
         )
         super().__init__(
@@ -338,6 +370,7 @@ class MeasuredDecider(Decider):
             workload_config,
             max_steps,
             check_schema=check_schema,
+            reference=reference,
         )
         try:
             self._warm_sql: str | None = w.queries("train", 1, 0)[0]

@@ -57,6 +57,7 @@ from rlsuite.apps.queryopt.plugin.protocol import (
     shape,
     strip_statement,
 )
+from rlsuite.apps.queryopt.verify import guarantee
 
 if TYPE_CHECKING:
     from rlsuite.apps.queryopt.rewriter import Decision
@@ -79,6 +80,8 @@ class Statement:
     checked: bool = False
     original_s: float | None = None
     """The original's runtime when its rows were computed."""
+    why: str = ""
+    """Why the decision keeps the standard plan (for the answer's note)."""
 
 
 class ModelServer:
@@ -336,7 +339,9 @@ class ModelServer:
             else:
                 self.stats.misses += 1
                 how = "decided"
-                self._choose(sk, sql)
+                d = self._choose(sk, sql)
+                if not d.applied:
+                    st.why = d.reasons.get("*", "")
         except Exception as e:  # noqa: BLE001 - the standard plan, with the reason
             how = f"decider failed: {type(e).__name__}: {e}"
             self.book.set_model_choice(sk, (), self.version)
@@ -345,6 +350,9 @@ class ModelServer:
         served = self.book.served(sk)
         if served:
             self._build(key, st, served)
+            if isinstance(st.answers.get(served), str):  # the standard plan says why
+                st.why = f"{'+'.join(served)} not served: {st.answers[served]}"
+                self._build(key, st, (), again=True)
         took = time.perf_counter() - t0
         st.how = f"{self.decider.name}; {how} in {took * 1000:.1f} ms"
         self._decide_s.append(took)
@@ -361,10 +369,11 @@ class ModelServer:
             if todo:
                 self._build(key, st, todo[0])
 
-    def _choose(self, sk: tuple[str, str], sql: str) -> None:
+    def _choose(self, sk: tuple[str, str], sql: str) -> Decision:
         version = self.version
         d = self.decider.decide(sql)
         self.book.set_model_choice(sk, tuple(d.applied), version)
+        return d
 
     def _refresh(self, sk: tuple[str, str]) -> None:
         """A new model's choice for a known shape (on its example statement)."""
@@ -375,14 +384,18 @@ class ModelServer:
         except Exception as e:  # noqa: BLE001 - keep serving the old choice
             log.warning("shape %s: the new model failed to decide (%s)", sk[1], e)
 
-    def _build(self, key: tuple[str, str], st: Statement, applied: tuple[str, ...]) -> None:
-        """Validate ``applied`` for this statement (rows checked) and keep its answer."""
-        if applied in st.answers:
+    def _build(
+        self, key: tuple[str, str], st: Statement, applied: tuple[str, ...], again: bool = False
+    ) -> None:
+        """Validate ``applied`` for this statement (rows checked) and keep its answer
+        (``again``: build it anew)."""
+        if applied in st.answers and not again:
             return
         sql = key[1]
         sk = st.shape
         if not applied:
-            answer = {"sql": None, "arm": {}, "note": "no rewrite"}
+            note = f"no rewrite: {st.why}" if st.why else "no rewrite"
+            answer = {"sql": None, "arm": {}, "note": note}
         else:
             try:
                 d = self.decider.verified(sql, applied)  # rows compared in the decision
@@ -395,7 +408,10 @@ class ModelServer:
                 st.answers[applied] = d
                 return
             changed = d.sql if d.sql != sql else None
-            answer = {"sql": changed, "arm": d.settings, "note": ", ".join(applied)}
+            note = ", ".join(applied)
+            if d.checked_on:
+                note += f" (rows {guarantee(d.checked_on, self.decider.schema)})"
+            answer = {"sql": changed, "arm": d.settings, "note": note}
         # the features first: once the answer is published, its runtime may come back at once
         features = self.ledger.features
         if (sk, applied) not in features:
