@@ -363,7 +363,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     address = args.listen or args.socket or default_socket()
     check_address(address)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    if args.model or args.learn:
+    shipped = (
+        chooser == "measured" and not args.rules and get(args.workload or "joins").shipped_model
+    )
+    if args.model or args.learn or shipped:
         import torch
 
         # one thread for the model's forward passes: it is tiny, and OpenMP's idle threads

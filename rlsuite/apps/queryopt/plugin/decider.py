@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -28,6 +29,8 @@ from rlsuite.apps.queryopt.rewriter import Decision, FixedRules, Rewriter
 
 if TYPE_CHECKING:
     from rlsuite.apps.queryopt.engines.postgres import Database
+
+log = logging.getLogger(__name__)
 
 ARM_SETTINGS = ("join_collapse_limit", "from_collapse_limit", "geqo")
 """Settings besides ``enable_*`` that an answer's arm may carry (the extension refuses others)."""
@@ -339,10 +342,12 @@ class MeasuredDecider(Decider):
         rules: Sequence[str] = (),
         max_steps: int = 2,
         full_data: bool = True,
+        shipped_model: bool = True,
     ):
         """``full_data``: verify a rewrite of a statement too slow to finish with DuckDB on
         the same tables (when its postgres scanner is installed); off, only on the small
-        copy."""
+        copy. ``shipped_model``: without ``rules``, the workload's shipped model's choice is
+        one more candidate (as in ``qopt-bench rewrite``), when it loads."""
         from rlsuite.apps.queryopt.choosers import FULL_DATA, MeasuredChooser
         from rlsuite.apps.queryopt.engines.postgres import Database
         from rlsuite.apps.queryopt.workloads import get
@@ -351,6 +356,20 @@ class MeasuredDecider(Decider):
         db = Database(_no_recursion(dsn))
         check_schema = getattr(w, "check_schema", None)
         reference = _full_data(db, w.schema, budget_s) if full_data else None
+        model = None
+        if shipped_model and not rules and w.shipped_model:
+            from rlsuite.apps.queryopt.train import LearnedRewriter
+
+            try:
+                model = LearnedRewriter(
+                    w.shipped_model,
+                    _no_recursion(dsn),
+                    workload=w.name,
+                    workload_config=workload_config,
+                    timeout_ms=timeout_ms,
+                )
+            except Exception as e:  # noqa: BLE001 - only a candidate: left out, with the reason
+                log.warning("the shipped model is left out (%s: %s)", type(e).__name__, e)
         chooser = MeasuredChooser(
             db,
             w.schema,
@@ -358,6 +377,7 @@ class MeasuredDecider(Decider):
             timeout_ms=timeout_ms,
             check_schema=check_schema,
             budget_s=budget_s,
+            model=model,
             rules=rules,
             reference=reference,
             reference_label=FULL_DATA,
