@@ -11,183 +11,21 @@ baseline's on the same seeds. ``--resume`` keeps the scored cells (a learned cel
 again when the policy at its path changed).
 """
 
-import hashlib
-import json
 import os
-from dataclasses import dataclass
 
+from rlsuite.apps.traffic.resco_demand import BeyondSettings
 from rlsuite.bench import Benchmark
 
 
-@dataclass(frozen=True)
-class Settings:
-    part: str = "all"
-    """scales, routes or all"""
-    scales: str = "0.8,1.0,1.2"
-    """demand scales of --part scales"""
-    controllers: str = "fixed,greedy,maxpressure,actuated"
-    """baselines of --part scales"""
-    map: str = "cologne1"
-    """RESCO map of --part scales"""
-    policy: str = "benchmarks/policies/resco_cologne1_replay"
-    """the learned policy of --part scales (relative paths from the repository root)"""
-    sumo: str = "1.9.2"
-    """SUMO release of --part scales"""
-    grid_controllers: str = "fixed,greedy,maxpressure"
-    """baselines of --part routes"""
-    grid_policy: str = ""
-    """a policy (run dir or checkpoint) for the grid"""
-    grid_sumo: str = "1.28"
-    """SUMO release of --part routes"""
-    route_seeds: str = "1"
-    """randomTrips seeds of the unseen route files"""
-    route_dir: str = "runs/benchmarks/traffic_resco_beyond"
-    """where the generated route files go"""
-    seeds: int = 10
-    """held-out episodes per cell"""
-    seed: int = 1000
-    """first held-out SUMO seed"""
-    num_seconds: int = 0
-    """window length (0: the map's)"""
-    json: str = ""
-    """results file (its name is kept; default traffic_resco_beyond.json)"""
+def run(ctx) -> int:
+    import dataclasses
+    import json
 
-
-def sha(path: str) -> str:
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()[:16]
-
-
-def policy_meta(path: str) -> str:
-    """The ``rlsuite.json`` of a shipped policy, or of a run directory's latest checkpoint."""
-    from rlsuite.platform.checkpoints.layout import latest_checkpoint
-
-    meta = os.path.join(path, "rlsuite.json")
-    return (
-        meta
-        if os.path.exists(meta)
-        else os.path.join(latest_checkpoint(path) or path, "rlsuite.json")
-    )
-
-
-def key(c: dict) -> str:
-    return f"{c['part']}|{c['map']}|{c['routes']}|{c['scale']:g}|{c['controller']}|{c['sumo']}"
-
-
-def stale(c: dict, rows: dict) -> bool:
-    """A kept learned cell scored another policy than the one at its path now."""
-    old = rows.get(key(c))
-    return (
-        bool(c["policy"])
-        and old is not None
-        and old.get("policy_sha") != sha(policy_meta(c["policy"]))
-    )
-
-
-def cells(s: Settings) -> list[dict]:
-    """Every (part, map, routes, scale, controller) cell to run, in order."""
+    from rlsuite.apps.traffic.resco_demand import cells, checks, figure, key, run_cell, stale
     from rlsuite.bench import repo_root
 
-    out = []
-    if s.part in ("scales", "all"):
-        for x in s.scales.split(","):
-            for c in ["learned", *s.controllers.split(",")]:
-                pol = str(repo_root() / s.policy) if c == "learned" else ""
-                out.append(dict(part="scales", map=s.map, routes="resco", scale=float(x),
-                                controller=c, sumo=s.sumo, policy=pol))  # fmt: skip
-    if s.part in ("routes", "all"):
-        for rl in ["resco"] + [f"gen{x}" for x in s.route_seeds.split(",") if x]:
-            for c in (["learned"] if s.grid_policy else []) + s.grid_controllers.split(","):
-                out.append(dict(part="routes", map="grid4x4_resco", routes=rl, scale=1.0, controller=c,
-                                sumo=s.grid_sumo, policy=s.grid_policy if c == "learned" else ""))  # fmt: skip
-    return out
-
-
-def route_file(s: Settings, label: str, info: dict) -> str:
-    """RESCO's grid route file ("resco") or the generated one of ``gen<seed>`` (made once,
-    its vehicle count and hash kept in ``info``)."""
-    from rlsuite.apps.traffic import resco
-
-    net, path = resco.MAPS["grid4x4_resco"].files()
-    n = len(resco.scheduled_departures(path))
-    gen = ""
-    if label != "resco":
-        path = os.path.abspath(os.path.join(s.route_dir, f"grid4x4_{label}.rou.xml"))
-        if not os.path.exists(path):
-            os.makedirs(s.route_dir, exist_ok=True)
-            resco.generate_routes(net, path, n, int(label[3:]), 0, 3600)
-        gen = f"randomTrips.py --fringe-factor max --random-depart --seed {label[3:]} -b 0 -e 3600 -p 3600/{n}"
-    info[label] = {"file": path, "vehicles": len(resco.scheduled_departures(path)),
-                   "sha256_16": sha(path), "generator": gen}  # fmt: skip
-    return path
-
-
-def run_cell(s: Settings, c: dict, info: dict) -> dict:
-    from rlsuite.apps.traffic.controllers import SignalProgram
-    from rlsuite.apps.traffic.resco_scoring import run_seeds
-    from rlsuite.platform.checkpoints.loading import load_controller
-
-    seeds = list(range(s.seed, s.seed + s.seeds))
-    if c["policy"]:
-        cfg = json.load(open(policy_meta(c["policy"])))["env_config"]
-        cfg = {**{k: v for k, v in cfg.items() if k != "episode_log"}, "sumo_version": c["sumo"]}
-        ctrl = load_controller(c["policy"])
-    else:
-        cfg = {"network": c["map"], "sumo_version": c["sumo"], "program": c["controller"]}
-        ctrl = SignalProgram(c["controller"])
-    cfg |= {"demand_scale": c["scale"]} if c["scale"] != 1.0 else {}
-    cfg |= {"num_seconds": s.num_seconds} if s.num_seconds else {}
-    if c["part"] == "routes":
-        cfg["route_file"] = route_file(s, c["routes"], info)
-    row = run_seeds(ctrl, c["controller"], seeds, cfg, f"{c['map']} {c['routes']} x{c['scale']:g}")
-    row |= {"policy_sha": sha(policy_meta(c["policy"]))} if c["policy"] else {}
-    return {**c, "seeds": seeds, "env_config": cfg, **row}
-
-
-def checks(rows: dict) -> dict:
-    """Per map, scale, SUMO release and route file: the baselines best to worst, and the
-    learned policy within 10% of the best baseline."""
-    groups: dict = {}
-    for r in rows.values():
-        groups.setdefault((r["part"], r["map"], r["routes"], r["scale"], r["sumo"]), []).append(r)
-    out: dict = {}
-    for (part, map_, routes, scale, sumo), rs in sorted(groups.items()):
-        base = sorted(
-            (r for r in rs if r["controller"] != "learned" and r["delay"]),
-            key=lambda r: r["delay_mean"],
-        )
-        c: dict = {"order": [r["controller"] for r in base]}
-        learned = next((r for r in rs if r["controller"] == "learned"), None)
-        if learned and base:
-            c |= {"learned": learned["delay_mean"], "best": base[0]["controller"],
-                  "best_delay": base[0]["delay_mean"], "pass": learned["delay_mean"] <= 1.1 * base[0]["delay_mean"]}  # fmt: skip
-        out[f"{part} {map_} {routes} x{scale:g} SUMO {sumo}"] = c
-    return out
-
-
-def figure(rows: dict):
-    """Delay against the demand scale (each controller), and per grid route file (bars)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.2))
-    sc = [r for r in rows.values() if r["part"] == "scales"]
-    for c in dict.fromkeys(r["controller"] for r in sc):
-        rs = sorted((r for r in sc if r["controller"] == c), key=lambda r: r["scale"])
-        a1.errorbar([r["scale"] for r in rs], [r["delay_mean"] for r in rs], yerr=[r["delay_std"] for r in rs],
-                    marker="o", capsize=3, label=f"{c} ({rs[0]['map']}, SUMO {rs[0]['sumo']})")  # fmt: skip
-    a1.set(xlabel="demand scale", ylabel="delay (s/veh)", title="held-out seeds")
-    rt = [r for r in rows.values() if r["part"] == "routes"]
-    a2.bar([f"{r['controller']}\n{r['routes']}" for r in rt], [r["delay_mean"] for r in rt])
-    a2.set(ylabel="delay (s/veh)", title="grid4x4_resco: RESCO's and unseen routes")
-    if sc:
-        a1.legend(fontsize=7)
-    return fig
-
-
-def run(ctx) -> int:
     s = ctx.settings
+    s = dataclasses.replace(s, policy=str(repo_root() / s.policy))  # relative: from the repository
     stem = os.path.splitext(os.path.basename(s.json))[0] if s.json else "traffic_resco_beyond"
     old = json.loads(ctx.path(stem).read_text()) if ctx.path(stem).exists() else {}
     info, rows = old.get("route_files", {}), (old.get("rows", {}) if ctx.resume else {})
@@ -208,6 +46,6 @@ def run(ctx) -> int:
 
 
 BENCHMARK = Benchmark(
-    run=run, settings=Settings, resume=True,
+    run=run, settings=BeyondSettings, resume=True,
     quick=dict(part="scales", scales="1.0", controllers="fixed", seeds=1, num_seconds=300, sumo="1.28"),
 )  # fmt: skip

@@ -1,6 +1,6 @@
 """Demand beyond RESCO's route files on real SUMO: ``demand_scale`` (SUMO's ``--scale``) on the
 project's SUMO and on SUMO 1.9.2 over TraCI, its bad values, and the unseen grid route files
-(``resco.generate_routes``) and the resume rule of the ``traffic_resco_beyond`` benchmark."""
+(``resco.generate_routes``) and the resume rule of ``resco_demand``."""
 
 from __future__ import annotations
 
@@ -9,12 +9,8 @@ from pathlib import Path
 import pytest
 
 from rlsuite.apps.traffic import cli, resco, sumo_versions
+from rlsuite.apps.traffic import resco_demand as bench
 from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsEnv
-from tests.apps.traffic._benchmarks import load
-
-
-def _bench():
-    return load("traffic_resco_beyond")
 
 
 def _vehicles(scale: float, version: str = "") -> dict[str, float]:
@@ -107,7 +103,6 @@ def test_generated_grid_routes(tmp_path):
 def test_resume_rescores_a_policy_shipped_again_in_its_place(tmp_path):
     """``--resume`` keeps a learned cell only while the policy at its path is the one it
     scored: a policy exported again to the same directory is scored again."""
-    bench = _bench()
     pol = tmp_path / "policy"
     pol.mkdir()
     (pol / "rlsuite.json").write_text('{"env_config": {"network": "cologne1"}, "note": "a"}')
