@@ -277,7 +277,8 @@ def train_maps(s: RescoSettings, command: str) -> None:
         state = load_state(rd)
         if state is not None:
             state.setdefault("episodes", s.episodes)  # runs begun before it was kept
-        late = time.time() - t_start > max(0.0, s.minutes * 60 - 120)  # < 2 minutes left
+        used = time.time() - t_start  # under 2 minutes left; a call just begun always trains
+        late = used > 30 and used > s.minutes * 60 - 120
         if late and not (state or {}).get("done_training"):
             print(f"{name}: not started in this call (time); run again", flush=True)
             continue
