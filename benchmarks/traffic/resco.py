@@ -16,7 +16,6 @@ from rlsuite.bench import Benchmark, Row, Value, pub
 
 CONTROLLERS = "fixed,greedy,maxpressure,actuated"
 LABEL = {"fixed": "Fixed", "greedy": "Greedy", "maxpressure": "MaxPressure"}
-METRICS = ("delay", "trip_time", "waiting_time", "queue", "never_inserted", "trips")
 
 
 @dataclass(frozen=True)
@@ -39,28 +38,12 @@ class Settings:
     """keep the results file's rows for other cells"""
 
 
-def cell(name: str, ctrl: str, sumo: str, seeds: list[int]) -> dict:
-    """One controller on one map and release: each metric per seed, its mean and std."""
-    from rlsuite.apps.traffic.controllers import SignalProgram
-    from rlsuite.apps.traffic.envs.signals import scoring_config
-    from rlsuite.platform import evaluation
-
-    cfg = scoring_config({"network": name, "program": ctrl, "sumo_version": sumo})
-    ev = evaluation.evaluate(SignalProgram(ctrl), evaluation.scenarios("rlsuite/Signals-v0", seeds, cfg),
-                             num_workers=0)  # fmt: skip
-    row = {"map": name, "controller": ctrl, "sumo": sumo, "seeds": seeds}
-    for m in METRICS:
-        row |= {m: [float(e[m]) for e in ev.episodes], f"{m}_mean": ev.summary[m]["mean"],
-                f"{m}_std": ev.summary[m]["std"]}  # fmt: skip
-    return row
-
-
 def run(ctx) -> int:
     import subprocess
     import sys
 
     from rlsuite.apps.traffic import resco, sumo_versions
-    from rlsuite.apps.traffic.resco_scoring import protocol_check
+    from rlsuite.apps.traffic.resco_scoring import program_cell, protocol_check
 
     s = ctx.settings
     for v in s.sumo.split(",") if s.install_sumo else ():
@@ -77,7 +60,7 @@ def run(ctx) -> int:
             resco.get_map(m)
             for c in s.controllers.split(","):
                 n = s.check_seeds if c == "fixed" and sumo == "1.9.2" and m in resco.UNEDITED else 0
-                r = cell(m, c, sumo, list(range(s.seed, s.seed + max(s.seeds, n))))
+                r = program_cell(m, c, sumo, list(range(s.seed, s.seed + max(s.seeds, n))))
                 rows = [
                     x for x in rows if (x["map"], x["controller"], x["sumo"]) != (m, c, sumo)
                 ] + [r]

@@ -1,37 +1,14 @@
 """The two-lane ring (Kheterpal et al. 2018, "Flow: Deep RL for Control in SUMO"): baselines and
 a learned AV that accelerates and changes lanes, on the same seeded episodes.
 
-230 m, two lanes, 41 humans (SUMO's IDM with Flow's parameters and noise, SUMO's lane-change
-model) and one AV (rlsuite/Ring2Lane-v0, scenario ``ring_2lane``). Episodes start from a
-bunched start (40 m left empty), run 1000 human-driven warm-up steps (waves have formed in
-both lanes) and then 1500 controlled steps of 0.1 s; the metric is the mean speed of all
-42 vehicles over the controlled steps. Controllers:
-
-    human            the AV is one more SUMO human (IDM + lane changes): all-human
-    idm              the AV as a human car-follower (Python IDM + noise), keeping its lane
-    followerstopper  Stern et al.'s FollowerStopper on the acceleration, keeping its lane
-    pi               Stern et al.'s PI with saturation on the acceleration, keeping its lane
-    pi + held lane requests (probe)
-                     PI, and every 30 s it asks for the other lane for 15 s (a hand-written
-                     probe of what lane changes can add; not a baseline, not in training)
-    learned          the policy under --policy (acceleration and lane changes)
-
-Published (Kheterpal et al. 2018): all-human 2.83 m/s, learned 3.11 m/s (+10%).
-
-Pass criterion: learned mean speed >= 1.10 x all-human (``human``) measured here.
-
-The shipped policy was trained from scratch with (its last checkpoint; one run resumed twice,
-70 -> 110 -> 150 generations, 50 min; see its rlsuite.json note):
-    nice -n 10 .venv/bin/traffic-train train --scenario ring_2lane --env-set lane_action=target \\
-        --plan es --workers 2 --iterations 150 --plan-set lr=0.01 --plan-set sigma=0.03 \\
-        --plan-set 'hidden=[32,32]' --plan-set recurrent=gru --plan-set cell_size=16 \\
-        --plan-set common_env_seeds=true --run-dir runs/ring_2lane_es_gru_target
-Its lane action picks a lane (``lane_action=target``); evaluation reads that from the checkpoint.
-
-Sampling speed: ``rlsuite bench run traffic_sampling``.
-
-Writes ``traffic_ring_2lane.json`` and the space-time diagrams (one panel per lane) of the
-learned AV and of all-human on the first seed (``traffic_ring_2lane_learned.png``, ``_human.png``).
+230 m, two lanes, 41 humans (SUMO's IDM and lane changes, Flow's parameters) and one AV
+(``rlsuite/Ring2Lane-v0``), from a bunched start, 1000 human-driven warm-up steps, then 1500
+controlled steps of 0.1 s; the metric is all 42 vehicles' mean speed. Controllers: ``human``
+(the AV one more SUMO human: all-human), ``idm``, ``followerstopper`` and ``pi`` (keeping
+their lane), a probe (PI that asks for the other lane for 15 s every 30 s) and the policy
+under ``--policy`` (its training command is in its ``rlsuite.json``). Published: all-human
+2.83 m/s, learned 3.11 m/s (+10%). Pass: learned mean speed >= 1.10 x all-human measured
+here. Also writes the first seed's space-time diagrams of the learned AV and all-human.
 """
 
 import os

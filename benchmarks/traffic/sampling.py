@@ -42,38 +42,8 @@ class Settings:
     """results name"""
 
 
-def rollouts(workers: int, trajectories: int, horizon: int, rings: int) -> dict:
-    """Wall time to collect ``trajectories`` whole ring episodes (Flow's 750 warm-up steps
-    each) on ``workers`` runners of the sync plan, ``rings`` per runner in one simulation."""
-    import time
-
-    from rlsuite.platform import envs, optimizers
-
-    per = -(-trajectories // workers)
-    if per % rings:
-        raise ValueError(f"{trajectories} trajectories on {workers} worker(s) is {per} each, not a multiple of "
-                         f"--copies {rings} (all rings of a runner end their episodes together)")  # fmt: skip
-    envs.rllib_env("rlsuite/Ring-v0")
-    plan = optimizers.make_plan("sync", env="rlsuite/Ring-v0", env_config={"horizon": horizon},
-                                num_env_runners=workers, seed=0, num_envs_per_env_runner=rings,
-                                normalize_actions=False)  # fmt: skip
-    algo = optimizers.to_rllib(plan).build_algo()
-    try:
-        t = time.perf_counter()
-        lens = algo.env_runner_group.foreach_env_runner(
-            lambda r: [len(e) for e in r.sample(num_episodes=per, random_actions=False, force_reset=True)],
-            local_env_runner=False,
-        )  # fmt: skip
-        wall = time.perf_counter() - t
-    finally:
-        algo.stop()
-    lens = [n for part in lens for n in part]
-    return dict(workers=workers, rings_per_worker=rings, trajectories=len(lens), steps=int(sum(lens)),
-                wall_s=wall)  # fmt: skip
-
-
 def run(ctx) -> int:
-    from rlsuite.apps.traffic.benchmarking import env_rate, raw_rate, sampler_rate
+    from rlsuite.apps.traffic.benchmarking import env_rate, raw_rate, rollout_time, sampler_rate
     from rlsuite.platform import cluster
 
     s = ctx.settings
@@ -101,7 +71,8 @@ def run(ctx) -> int:
     if s.trajectories:
         workers = [int(w) for w in s.workers.split(",")]
         with cluster.local_cluster(num_cpus=max(workers)):
-            table = [rollouts(n, s.trajectories, s.horizon, s.copies) for n in workers]
+            table = [rollout_time("rlsuite/Ring-v0", {"horizon": s.horizon}, n, s.trajectories, s.copies)
+                     for n in workers]  # fmt: skip
         for r in table:
             r["speedup"] = table[0]["wall_s"] / r["wall_s"]
         ctx.table(

@@ -272,3 +272,35 @@ def env_rate(env_id: str, env_config: Mapping[str, Any], steps: int, copies: int
         return n / (time.perf_counter() - t)
     finally:
         env.close()
+
+
+def rollout_time(env_id: str, env_config: Mapping[str, Any], workers: int, trajectories: int,
+                 copies: int) -> dict:  # fmt: skip
+    """Wall time to collect ``trajectories`` whole episodes on ``workers`` env runners of the
+    sync plan (its PPO module acting), ``copies`` per runner in one simulation (its vector
+    entry point: all copies of a runner end their episodes together)."""
+    import time
+
+    from rlsuite.platform import envs, optimizers
+
+    per = -(-trajectories // workers)
+    if per % copies:
+        raise ValueError(f"{trajectories} trajectories on {workers} worker(s) is {per} each, not a "
+                         f"multiple of the {copies} copies per worker")  # fmt: skip
+    envs.rllib_env(env_id)
+    plan = optimizers.make_plan("sync", env=env_id, env_config=dict(env_config), seed=0,
+                                num_env_runners=workers, num_envs_per_env_runner=copies,
+                                normalize_actions=False)  # fmt: skip
+    algo = optimizers.to_rllib(plan).build_algo()
+    try:
+        t = time.perf_counter()
+        parts = algo.env_runner_group.foreach_env_runner(
+            lambda r: [len(e) for e in r.sample(num_episodes=per, random_actions=False, force_reset=True)],
+            local_env_runner=False,
+        )  # fmt: skip
+        wall = time.perf_counter() - t
+    finally:
+        algo.stop()
+    lens = [n for part in parts for n in part]
+    return dict(workers=workers, rings_per_worker=copies, trajectories=len(lens),
+                steps=int(sum(lens)), wall_s=wall)  # fmt: skip

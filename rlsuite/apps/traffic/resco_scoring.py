@@ -1,6 +1,8 @@
-"""Scoring a policy trained by :mod:`~rlsuite.apps.traffic.resco_training`: snapshots kept
-for checkpoint choice, the choice itself on validation seeds, and the held-out evaluation beside the
-baselines (the deterministic policy, for PPO also its sampled policy).
+"""Scoring signal control under RESCO's protocol: for a policy trained by
+:mod:`~rlsuite.apps.traffic.resco_training`, snapshots kept for checkpoint choice, the choice
+itself on validation seeds, and the held-out evaluation beside the baselines (the deterministic
+policy, for PPO also its sampled policy); the signal programs' cells (:func:`program_cell`)
+and the protocol check of fixed-time against RESCO's own episodes (:func:`protocol_check`).
 
 Each controller's seeds run in ``workers`` parallel processes (0: one seed at a time in this
 process), each episode in its own SUMO process (TraCI, not libsumo: see ``run_seeds``); a
@@ -338,3 +340,20 @@ def evaluate(
         state.pop("evaluation_partial", None)
         save()
     return out
+
+
+def program_cell(name: str, ctrl: str, sumo: str, seeds: list[int]) -> dict:
+    """A signal program (fixed, greedy, maxpressure, actuated) on a RESCO map and SUMO release,
+    each episode in its own SUMO process: RESCO's metrics per seed, their mean and std."""
+    from rlsuite.apps.traffic.controllers import SignalProgram
+    from rlsuite.apps.traffic.envs.signals import scoring_config
+    from rlsuite.platform import evaluation
+
+    cfg = scoring_config({"network": name, "program": ctrl, "sumo_version": sumo})
+    ev = evaluation.evaluate(SignalProgram(ctrl), evaluation.scenarios("rlsuite/Signals-v0", seeds, cfg),
+                             num_workers=0)  # fmt: skip
+    row = {"map": name, "controller": ctrl, "sumo": sumo, "seeds": seeds}
+    for m in ("delay", "trip_time", "waiting_time", "queue", "never_inserted", "trips"):
+        row |= {m: [float(e[m]) for e in ev.episodes], f"{m}_mean": ev.summary[m]["mean"],
+                f"{m}_std": ev.summary[m]["std"]}  # fmt: skip
+    return row
