@@ -23,6 +23,7 @@ PROTOCOL = (
     "per episode, delay = (timeLoss + departDelay) per trip incl. unfinished and never-inserted; "
     "state drq_norm, reward wait_norm, 200 m detection"
 )
+PASS = "held-out delay <= RESCO's best published learner, and below fixed-time and max-pressure"
 
 
 def run(ctx) -> int:
@@ -37,26 +38,25 @@ def run(ctx) -> int:
     )
     if not s.report:
         rt.train_maps(s, command("traffic_resco_learned", shlex.join(ctx.argv)))
-    rows = rt.collect(s)
-    stem = rt.results_stem(s)
-    ctx.save(stem, dict(protocol=PROTOCOL, pass_criterion="held-out delay <= RESCO's best "
-                        "published learner, and below fixed-time and max-pressure on the same "
-                        "held-out seeds", rows=rows))  # fmt: skip
-    if any(r["training_delay"] for r in rows):
-        ctx.save_plot(stem, rt.figure([r for r in rows if r["training_delay"]]))
+    rows, stem = rt.collect(s), rt.results_stem(s)
+    ctx.save(
+        stem,
+        dict(protocol=PROTOCOL, pass_criterion=f"{PASS} on the same held-out seeds", rows=rows),
+    )
+    if trained := [r for r in rows if r["training_delay"]]:
+        ctx.save_plot(stem, rt.figure(trained))
     for r in rows if s.ship else ():
         rt.ship(r, str(repo_root() / "benchmarks" / "policies"))
     mine = {os.path.abspath(rt.run_dir_of(s, m)) for m in s.maps.split(",")}
     checks = {}
-    for r in rows:
-        if s.report or os.path.abspath(r["run_dir"]) in mine:
-            done = (
-                "done"
-                if "heldout" in r
-                else ("trained" if r["done_training"] else "training: run again")
-            )
-            ctx.say(f"{r['map']} [{r['plan']}]: {r['episodes_trained']} episodes, {done}")
-            checks |= {f"{r['map']}: {k}": v for k, v in r.get("checks", {}).items()}
+    for r in [r for r in rows if s.report or os.path.abspath(r["run_dir"]) in mine]:
+        done = (
+            "done"
+            if "heldout" in r
+            else ("trained" if r["done_training"] else "training: run again")
+        )
+        ctx.say(f"{r['map']} [{r['plan']}]: {r['episodes_trained']} episodes, {done}")
+        checks |= {f"{r['map']}: {k}": v for k, v in r.get("checks", {}).items()}
     return ctx.verdict(checks)
 
 
