@@ -1,11 +1,119 @@
-"""Learning table: the platform's plans against RLlib's own tuned examples."""
+"""Learning table: the platform's plans against RLlib's own tuned examples.
+
+For each row (:mod:`rlsuite.platform.benchmarking.learning_tasks`: the example, the plan's
+values for it, the differences and the variants), on the same machine and seeds, RLlib's
+example as its file builds it (``rllib``) beside the plan (``ours`` and variants), each
+(task, impl, seed) cell in its own process, saved when it ends (``--resume`` skips finished
+cells; without it, the cells run are replaced and the others kept). Online rows stop as
+RLlib's example launcher stops them: at the threshold on ``env_runners/episode_return_mean``
+(RLlib 2.60: the mean of the training episodes that ended in the iteration, both sides with
+RLlib's window of 100), at the budget of env steps, or after 200 iterations. BC is offline:
+steps are learner updates and the stop metric the evaluation return. HalfCheetah is held to
+cleanrl's published 1442.64 after 1M steps, the mean return of the last 100 training
+episodes, and scored by a deterministic evaluation on 10 held-out seeds; cells cut by
+``--max-wall-s`` are compared at the fewest steps any cell reached (``at_common_steps``).
+
+Pass criterion of a row: every seed of ours reaches RLlib's threshold within RLlib's
+budget, and ours' median wall time to it is at most 0.6x RLlib's.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
 
 from rlsuite.bench import Benchmark, Row, Value, here, pub
 
-RUN = "rlsuite bench run platform_learning"
-OUT = "benchmarks/results/platform/platform_learning_halfcheetah"
-STEPS = ("env steps to {}, median of {} seeds", "median_steps_to_threshold", "{:,.0f}")
-WALL = ("wall seconds to {}, median of {} seeds", "median_wall_s_to_threshold", "{:.0f} s")
+
+@dataclass(frozen=True)
+class Settings:
+    tasks: str = ""
+    """rows to run, comma-separated (default all)"""
+    impls: str = ""
+    """impls to run, comma-separated: rllib, ours, ours_overlap, ours_32envs, ours_frag5,
+    ours_e8_overlap, ours_local (default: each row's all)"""
+    max_wall_s: float = 0.0
+    """stop a cell after this many seconds (saved as stopped_by=max_wall_s); 0: no cap"""
+    num_cpus: int = 0
+    """Ray's logical CPUs for every cell (0: each row's; RLlib's mujoco_ppo.py needs 5)"""
+    out: str = "platform_learning"
+    """results name (benchmarks/results/platform/OUT.json)"""
+    merge: tuple[str, ...] = ()
+    """add the cells of these results names (other runs) to OUT, and run nothing"""
+
+
+def _picked(text: str, known: list[str], what: str) -> list[str]:
+    given = [x for x in text.split(",") if x] or known
+    for x in given:
+        if x not in known:
+            near = difflib.get_close_matches(x, known, n=1)
+            raise ValueError(
+                f"unknown {what} {x!r}" + (f"; did you mean {near[0]!r}?" if near else "")
+            )
+    return given  # fmt: skip
+
+
+def _load(ctx, stem: str) -> dict:
+    path = ctx.path(stem)
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _finish(ctx, results: dict) -> None:
+    from rlsuite.platform.benchmarking import learning_report as report
+    from rlsuite.platform.benchmarking.learning_tasks import TASKS, describe
+
+    results["tasks"] = {k: describe(t) for k, t in TASKS.items()}
+    results["summary"] = report.summarise(results)
+    results["overlap_vs_default"] = report.overlap_vs_default(results["summary"], results["cells"])
+    results["at_common_steps"] = report.at_common_steps(results)
+    results["criterion"] = ("every seed of ours reaches RLlib's threshold within RLlib's budget, "
+                            f"and ours' median wall time to it is <= {report.WALL_TARGET}x RLlib's")  # fmt: skip
+    ctx.save(ctx.settings.out, results)
+    fig = report.plot(results)
+    if fig is not None:
+        ctx.save_plot(ctx.settings.out, fig)
+
+
+def run(ctx) -> int:
+    from rlsuite.platform.benchmarking import learning_cells as cells_
+    from rlsuite.platform.benchmarking.learning_report import table_rows
+    from rlsuite.platform.benchmarking.learning_tasks import TASKS
+
+    s = ctx.settings
+    tasks = _picked(s.tasks, list(TASKS), "task")
+    impls = _picked(s.impls, sorted({i for t in TASKS.values() for i in t.impls}), "impl")
+    results = _load(ctx, s.out)
+    cells = results.setdefault("cells", {})
+    for stem in s.merge:  # other runs' cells (e.g. a row run on a larger machine)
+        if not ctx.path(stem).exists():
+            raise ValueError(f"--merge: no results {ctx.path(stem)}")
+        cells.update(_load(ctx, stem).get("cells", {}))
+    failed = 0
+    for key in [] if s.merge else tasks:
+        task = TASKS[key]
+        for seed in ctx.seeds or ((0,) if ctx.quick else (0, 1, 2)):
+            for impl in [i for i in task.impls if i in impls]:
+                cid = f"{key}|{impl}|{seed}"
+                if ctx.resume and cid in cells:
+                    ctx.say(f"[dim]{cid}: done, skipped (--resume)[/dim]")
+                    continue
+                if task.prepare is not None and key not in results.get("data", {}):
+                    results.setdefault("data", {})[key] = task.prepare()  # records if missing
+                ctx.say(f"{cid}: running")
+                cell, err = cells_.run_in_process(key, impl, seed, s.max_wall_s, s.num_cpus)
+                if cell is None:
+                    ctx.say(f"[red]{cid} failed[/red]\n{err}")
+                    results.setdefault("failed", {})[cid] = err[-2000:]
+                    failed += 1
+                    continue
+                results.get("failed", {}).pop(cid, None)
+                cells[cid] = cell
+                ctx.say(f"{cid}: {cells_.said(cell)}")
+                _finish(ctx, results)
+    _finish(ctx, results)
+    ctx.table(table_rows(results), "platform plans against RLlib's tuned examples")
+    return 1 if failed else 0
 
 
 def _vs_rllib(task, reach, seeds, kind, key, impl, example, args, metric_note=""):
@@ -18,19 +126,23 @@ def _vs_rllib(task, reach, seeds, kind, key, impl, example, args, metric_note=""
                f"{RUN} {args}", fmt=fmt, lower_is_better=True)  # fmt: skip
 
 
+RUN = "rlsuite bench run platform_learning"
+OUT = "platform_learning_halfcheetah"
+STEPS = ("env steps to {}, median of {} seeds", "median_steps_to_threshold", "{:,.0f}")
+WALL = ("wall seconds to {}, median of {} seeds", "median_wall_s_to_threshold", "{:.0f} s")
 CARTPOLE = "`sync` PPO to 450, CartPole-v1"
 DQN = "`replay` DQN to 450, CartPole-v1 (RLlib example's settings)"
 PENDULUM = "`sync` PPO to -300, Pendulum-v1 (RLlib example's settings)"
 BC = "`imitation` BC to 350, CartPole-v1 (RLlib example's settings, recorded expert data)"
 PPO_EX, DQN_EX = "RLlib's `cartpole_ppo.py`, same seeds", "RLlib's `cartpole_dqn.py`, same seeds"
-PEN_EX, BC_EX = (
-    "RLlib's `pendulum_ppo.py`, same seeds",
-    "RLlib's `cartpole_bc.py` on the same data, same seeds",
-)
+PEN_EX = "RLlib's `pendulum_ppo.py`, same seeds"
+BC_EX = "RLlib's `cartpole_bc.py` on the same data, same seeds"
 RESULT_100 = "mean return of the last 100 training episodes at 1M steps, median of 3 seeds"
+HC = ("summary", "ppo-halfcheetah")
 
 # fmt: off
-BENCHMARK = Benchmark(script="platform_learning.py", quick=dict(tasks="sync-cartpole", impls="ours", seeds="0", max_wall_s=60), seeds=True, resume=True, rows=(
+BENCHMARK = Benchmark(run=run, settings=Settings, seeds=True, resume=True,
+                      quick=dict(tasks="sync-cartpole", impls="ours", max_wall_s=15.0), rows=(
     _vs_rllib(f"{CARTPOLE} (RLlib example's settings)", 450, 3, STEPS, "sync-cartpole", "ours", PPO_EX,
               "--tasks sync-cartpole --seeds 0,1,2 --resume"),
     _vs_rllib(f"{CARTPOLE}, 32 envs per runner", 450, 3, WALL, "sync-cartpole", "ours_32envs", PPO_EX,
@@ -53,26 +165,22 @@ BENCHMARK = Benchmark(script="platform_learning.py", quick=dict(tasks="sync-cart
     _vs_rllib(BC, 350, 3, ("wall seconds to evaluation {}, median of {} seeds", *WALL[1:]),
               "imitation-cartpole", "ours", BC_EX, "--tasks imitation-cartpole --seeds 0,1,2"),
     Row("platform", "`sync` PPO, HalfCheetah-v5, 1M env steps (cleanrl's settings, `observation_filter=meanstd`)",
-        RESULT_100, "platform_learning_halfcheetah.json",
-        Value(("summary", "ppo-halfcheetah", "ours", "median_final_return_last_100")),
+        RESULT_100, f"{OUT}.json", Value((*HC, "ours", "median_final_return_last_100")),
         pub("cleanrl `ppo_continuous_action.py`, HalfCheetah-v4, 3 seeds", 1442.64),
-        f"{RUN} --tasks ppo-halfcheetah --impls ours --seeds 0,1,2 --max-wall-s 2400 --out {OUT}.json",
+        f"{RUN} --tasks ppo-halfcheetah --impls ours --seeds 0,1,2 --max-wall-s 2400 --out {OUT}",
         fmt="{:,.0f}"),
     Row("platform", "`sync` PPO, HalfCheetah-v5, 1M env steps, against RLlib's own example",
-        RESULT_100, "platform_learning_halfcheetah.json",
-        Value(("summary", "ppo-halfcheetah", "ours", "median_final_return_last_100")),
-        here("RLlib's `mujoco_ppo.py`, same seeds, 5 logical CPUs on the 2 cores", "summary",
-             "ppo-halfcheetah", "rllib", "median_final_return_last_100"),
+        RESULT_100, f"{OUT}.json", Value((*HC, "ours", "median_final_return_last_100")),
+        here("RLlib's `mujoco_ppo.py`, same seeds, 5 logical CPUs on the 2 cores", *HC, "rllib",
+             "median_final_return_last_100"),
         f"{RUN} --tasks ppo-halfcheetah --impls rllib --seeds 0,1,2 --num-cpus 5 --max-wall-s 900 "
-        f"--out {OUT}_rllib_2cpu.json && {RUN} --out {OUT}.json --merge {OUT}_rllib_2cpu.json",
-        fmt="{:,.0f}"),
+        f"--out {OUT}_rllib_2cpu && {RUN} --out {OUT} --merge {OUT}_rllib_2cpu", fmt="{:,.0f}"),
     Row("platform", "`sync` PPO to 1442, HalfCheetah-v5 (cleanrl's settings, 8 envs, `overlap=true`)",
-        "wall seconds to 1442, median of 3 seeds", "platform_learning_halfcheetah.json",
-        Value(("summary", "ppo-halfcheetah", "ours_e8_overlap", "median_wall_s_to_threshold")),
-        here("RLlib's `mujoco_ppo.py`, 2 of 3 seeds reached, 5 logical CPUs on the 2 cores",
-             "summary", "ppo-halfcheetah", "rllib", "median_wall_s_to_threshold"),
+        "wall seconds to 1442, median of 3 seeds", f"{OUT}.json",
+        Value((*HC, "ours_e8_overlap", "median_wall_s_to_threshold")),
+        here("RLlib's `mujoco_ppo.py`, 2 of 3 seeds reached, 5 logical CPUs on the 2 cores", *HC,
+             "rllib", "median_wall_s_to_threshold"),
         f"{RUN} --tasks ppo-halfcheetah --impls ours_e8_overlap --seeds 0,1,2 --max-wall-s 900 "
-        f"--out {OUT}_e8.json && {RUN} --out {OUT}.json --merge {OUT}_e8.json",
-        fmt="{:.0f} s", lower_is_better=True),
+        f"--out {OUT}_e8 && {RUN} --out {OUT} --merge {OUT}_e8", fmt="{:.0f} s", lower_is_better=True),
 ))
 # fmt: on

@@ -125,8 +125,10 @@ class Context:
         return str(QUICK_ROOT / Path(default).name) if self.quick else default
 
     def path(self, stem: str, suffix: str = ".json") -> Path:
-        self.results.mkdir(parents=True, exist_ok=True)
-        return self.results / f"{stem}{suffix}"
+        """``<stem><suffix>`` in the results folder (``stem`` may name a subfolder: created)."""
+        path = self.results / f"{stem}{suffix}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
 
     def load(self, stem: str) -> dict[str, Any]:
         """The earlier JSON of ``stem`` under ``--resume`` (to keep its finished cells), else {}."""

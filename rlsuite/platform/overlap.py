@@ -19,8 +19,8 @@ the learner's current value function.
 The runners sample at a lower CPU priority than the driver (:data:`RUNNER_NICENESS`):
 with the sample in flight, the learner's update is what each iteration waits for, so
 where the runners and the learner share too few cores (2 runners and a learner on 2)
-the update gets its core first and the runners the rest (more steps/s on 2 cores: the
-``overlap-priority`` section of benchmarks/platform_sampling.py). With a core for each
+the update gets its core first and the runners the rest (more steps/s on 2 cores, as
+measured in benchmarks/history/platform.md). With a core for each
 process it changes nothing.
 
 Everything else is RLlib's: the env runners, ``LearnerGroup.update`` with PPO's

@@ -1,15 +1,11 @@
-"""The learning table's report (benchmarks/platform_learning_report.py), pure logic on
+"""The learning table's report (rlsuite.platform.benchmarking.learning_report), pure logic on
 hand-made curves: the mean of the last n episodes from per-iteration means, and the
 comparison of the two sides at the fewest steps any cell reached (cells cut by a wall-time
 cap, or run on another machine)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import platform_learning_report as report  # noqa: E402
+from rlsuite.platform.benchmarking import learning_report as report
 
 
 def test_last_episodes_mean_weights_each_iteration_by_its_episodes_and_skips_empty_ones():
