@@ -1,9 +1,11 @@
-"""What the traffic training benchmarks share: their settings, training for a wall-clock budget,
-evaluating controllers on the same episodes, and saving the result with its two-panel PNG."""
+"""What the traffic benchmarks share: the training benchmarks' settings, training for a
+wall-clock budget, evaluating controllers on the same episodes and saving the result with its
+two-panel PNG; and the sampling measurements (a raw libsumo loop, the env in this process, one
+RLlib env runner, the time to collect whole episodes) that the sampling benchmarks set side by
+side."""
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,30 +15,6 @@ from rlsuite.bench import results_dir
 
 RESULTS = results_dir("traffic")
 MACHINE = "2-core CPU, no GPU, shared"
-
-
-def training_parser(
-    name: str,
-    doc: str,
-    minutes: float = 10.0,
-    chunk: int = 5,
-    chunk_help: str = "iterations between progress reports",
-) -> argparse.ArgumentParser:
-    """The flags every training benchmark takes: --minutes, --workers, --chunk and --run-dir
-    (default ``runs/benchmarks/<name>``); the benchmark adds its own."""
-    p = argparse.ArgumentParser(
-        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--minutes", type=float, default=minutes, help="training wall-clock budget")
-    p.add_argument("--workers", type=int, default=2, help="env runners")
-    p.add_argument("--chunk", type=int, default=chunk, help=chunk_help)
-    p.add_argument("--run-dir", default=os.path.join("runs", "benchmarks", name))
-    return p
-
-
-def add_demonstrations_flag(p: argparse.ArgumentParser, help: str) -> None:
-    """``--demonstrations EPISODES`` (default 0): recorded PI episodes to warm-start from."""
-    p.add_argument("--demonstrations", type=int, default=0, metavar="EPISODES", help=help)
 
 
 def evaluate_controllers(
