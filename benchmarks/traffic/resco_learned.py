@@ -50,27 +50,15 @@ def run(ctx) -> int:
     mine = {os.path.abspath(rt.run_dir_of(s, m)) for m in s.maps.split(",")}
     checks = {}
     for r in [r for r in rows if s.report or os.path.abspath(r["run_dir"]) in mine]:
-        done = (
-            "done"
-            if "heldout" in r
-            else ("trained" if r["done_training"] else "training: run again")
-        )
+        done = "done" if "heldout" in r else ("trained" if r["done_training"] else "training: run again")  # fmt: skip
         ctx.say(f"{r['map']} [{r['plan']}]: {r['episodes_trained']} episodes, {done}")
         checks |= {f"{r['map']}: {k}": v for k, v in r.get("checks", {}).items()}
     return ctx.verdict(checks)
 
 
-def _resco_valsel(
-    what: str,
-    map_: str,
-    json_file: str,
-    learner: str,
-    published: float,
-    args: str,
-    shipped: str,
-    note: str = "",
-) -> Row:
-    """A RESCO learned-control row (``traffic_resco_learned.py``): the validation-chosen
+def _resco_valsel(what: str, map_: str, json_file: str, learner: str, published: float, args: str,
+                  shipped: str, note: str = "") -> Row:  # fmt: skip
+    """A RESCO learned-control row: the validation-chosen
     checkpoint's held-out delay against a RESCO learner's best training episode."""
     return Row(
         "traffic", f"signals, RESCO {what}",
