@@ -18,7 +18,7 @@ Example::
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Self
 
@@ -183,3 +183,12 @@ def check(ok: bool, msg: str) -> None:
     """Raise ``ValueError(msg)`` unless ``ok``."""
     if not ok:
         raise ValueError(msg)
+
+
+def check_at_least_one(
+    config: Any, names: Iterable[str], label: Callable[[str], str] = str
+) -> None:
+    """Raise ``ValueError`` naming the first field of ``names`` whose value in ``config``
+    is below 1 (``label``: the field's name as the message gives it)."""
+    for k in names:
+        check(int(getattr(config, k)) >= 1, f"{label(k)} must be >= 1, got {getattr(config, k)}")

@@ -32,7 +32,6 @@ def synthesis_rows(
 
     from rlsuite.apps.hierarchy.procedures.fit import fit
     from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
-    from rlsuite.apps.hierarchy.procedures.traces import stacks_after_actions
     from rlsuite.apps.hierarchy.procedures.weak import WeakLattice
     from rlsuite.apps.hierarchy.synthesis.baselines import FlatLSTM
     from rlsuite.apps.hierarchy.synthesis.experiment import (
@@ -87,13 +86,7 @@ def synthesis_rows(
     t0 = time.process_time()
     fit(model, weak=weak, epochs=300, lr=1e-2, target_loss=0.05, time_limit_s=60)
     cpu = time.process_time() - t0
-    lattice = WeakLattice(SPEC)
-    ok = total = 0
-    for tr in held_out:
-        post = [s for s, _ in lattice.posterior_stacks(model, tr.weak())]
-        ref = stacks_after_actions(tr, SPEC)
-        ok += sum(a == b for a, b in zip(post, ref))
-        total += len(ref)
+    ok, total = WeakLattice(SPEC).stacks_recovered(model, held_out)
     con.print(f"weak EM ({cpu:.0f} CPU-s): {ok}/{total} held-out call stacks match the teacher's")
     rows.append(
         dict(

@@ -56,6 +56,19 @@ FORMAT = 1
 """Version of :data:`META`'s format."""
 
 
+def state_file(path: str, name: str, a_plan: str, writer: str = "training.train") -> str:
+    """The backend state file ``name`` of checkpoint ``path``; a missing one raises
+    ``FileNotFoundError`` saying it is not ``a_plan`` (``"an es"``) checkpoint and what
+    writes one."""
+    f = os.path.join(path, name)
+    if not os.path.exists(f):
+        raise FileNotFoundError(
+            f"{path} is not {a_plan} checkpoint (no {name}); pass a directory written by "
+            f"{writer} with {a_plan} plan"
+        )
+    return f
+
+
 def checkpoint_name(iteration: int) -> str:
     """The folder name of a run's checkpoint at ``iteration``."""
     return f"iter_{iteration:06d}"

@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlsuite.platform.checkpoints.layout import ES_ARRAYS, ES_PARAMS, ES_STATE, SPACES
+from rlsuite.platform.checkpoints.layout import ES_ARRAYS, ES_PARAMS, ES_STATE, SPACES, state_file
 from rlsuite.platform.es.policy import OBS_CLIP, ESPolicy, RunningStat
 
 STATE_FORMAT = 1
@@ -23,12 +23,7 @@ STATE_FORMAT = 1
 
 def read_state(path: str) -> dict[str, Any]:
     """The ES state file of checkpoint ``path``, checked to be of this version's format."""
-    f = os.path.join(path, ES_STATE)
-    if not os.path.exists(f):
-        raise FileNotFoundError(
-            f"{path} is not an es checkpoint (no {ES_STATE}); pass a directory written by "
-            "ESTrainer.save_checkpoint or training.train with an es plan"
-        )
+    f = state_file(path, ES_STATE, "an es", "ESTrainer.save_checkpoint or training.train")
     with open(f) as fh:
         state = json.load(fh)
     if state.get("format") != STATE_FORMAT:
@@ -101,13 +96,7 @@ class ESController:
             )
         if self.filter_obs:
             x = np.clip((x - self.obs_mean) / self.obs_std, -OBS_CLIP, OBS_CLIP)
-        if not self.policy.recurrent:
-            return self.policy.action(self.policy.forward(x))
-        h = self._state.get(agent)
-        out, self._state[agent] = self.policy.step(
-            x, self.policy.initial_state() if h is None else h
-        )
-        return self.policy.action(out)
+        return self.policy.act(x, self._state, agent)
 
     def act(self, observation: Any) -> Any:
         """The action for ``observation``; a dict of per-agent observations gets a dict of

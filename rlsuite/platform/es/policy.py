@@ -211,6 +211,15 @@ class ESPolicy:
                 xs = act(xs)
         return xs, hs
 
+    def act(self, x: np.ndarray, states: dict[Any, Any], key: Any = None) -> Any:
+        """The action for one normalised flat observation; a recurrent policy carries its
+        state in ``states[key]`` (the initial state where there is none yet)."""
+        if not self.recurrent:
+            return self.action(self.forward(x))
+        h = states.get(key)
+        out, states[key] = self.step(x, self.initial_state() if h is None else h)
+        return self.action(out)
+
     def action(self, out: np.ndarray) -> Any:
         """Map the network output to an action of the env's space."""
         if self.kind == "discrete":

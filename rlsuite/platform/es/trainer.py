@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from rlsuite.platform import backend_ray
 from rlsuite.platform import envs as env_registry
 from rlsuite.platform.checkpoints.layout import (
     ES_ARRAYS,
@@ -101,17 +102,13 @@ class ESTrainer:
     def __init__(self, plan: ESPlan):
         import ray
 
-        from rlsuite.platform import cluster
-
         if not isinstance(plan, ESPlan):
             raise TypeError(
                 f"ESTrainer needs an ESPlan (make_plan('es', ...)), got {type(plan).__name__}"
             )
         plan.validate()
         self.plan = plan
-        self._started_ray = not ray.is_initialized()
-        if self._started_ray:
-            cluster.init()
+        self._started_ray = backend_ray.start()
         self.multi_agent = env_registry.spec(plan.env).multi_agent
         self._noise_ref = ray.put(
             np.random.default_rng(NOISE_SEED).standard_normal(
@@ -456,22 +453,7 @@ class ESTrainer:
 
     def stop(self) -> None:
         """Stop the workers (and Ray, if this trainer started it)."""
-        import ray
-
-        # Close the envs first (a TraCI env owns a SUMO child process), then end the actors.
-        closing = []
-        for w in self._workers:
-            try:
-                closing.append(w.close.remote())
-            except Exception:  # noqa: BLE001 - already dead
-                pass
-        if closing:
-            ray.wait(closing, num_returns=len(closing), timeout=10)
-        for w in self._workers:
-            try:
-                ray.kill(w, no_restart=True)
-            except Exception:  # noqa: BLE001 - already dead
-                pass
+        backend_ray.end_actors(self._workers)
         self._workers = []
         if self._started_ray:
             from rlsuite.platform import cluster

@@ -134,13 +134,7 @@ class Worker:
             stat.push(x)
         if self.filter_obs:
             x = np.clip((x - mean) / std, -OBS_CLIP, OBS_CLIP)
-        if not self.policy.recurrent:
-            return self.policy.action(self.policy.forward(x))
-        h = self._state.get(agent)
-        out, self._state[agent] = self.policy.step(
-            x, self.policy.initial_state() if h is None else h
-        )
-        return self.policy.action(out)
+        return self.policy.act(x, self._state, agent)
 
     def _act_many(
         self, obs: dict[Any, Any], mean: np.ndarray, std: np.ndarray, stat: RunningStat | None

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlsuite.platform.checkpoints.layout import QTOPT_STATE, SPACES
+from rlsuite.platform.checkpoints.layout import QTOPT_STATE, SPACES, state_file
 from rlsuite.platform.qtopt.cem import cem_argmax
 from rlsuite.platform.qtopt.qnet import QNet, build_net, from_unit
 
@@ -46,13 +46,7 @@ class QTOptController:
 
 def read_state(path: str) -> dict[str, Any]:
     """The QT-Opt state file of checkpoint ``path``."""
-    f = os.path.join(path, QTOPT_STATE)
-    if not os.path.exists(f):
-        raise FileNotFoundError(
-            f"{path} is not a qt_opt checkpoint (no {QTOPT_STATE}); pass a directory written "
-            "by training.train with a qt_opt plan"
-        )
-    return torch.load(f, weights_only=False)
+    return torch.load(state_file(path, QTOPT_STATE, "a qt_opt"), weights_only=False)
 
 
 def load_controller(path: str) -> QTOptController:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlsuite.platform import demo_sources
+from rlsuite.platform import backend_ray, demo_sources
 from rlsuite.platform import envs as env_registry
 from rlsuite.platform.checkpoints.layout import META, QTOPT_STATE, SPACES, write_meta
 from rlsuite.platform.qtopt.actors import BellmanUpdater, Runner
@@ -75,18 +75,12 @@ class QTOptTrainer:
     :meth:`save`, :meth:`restore`, :meth:`load_controller`, :meth:`stop`)."""
 
     def __init__(self, plan: QTOptPlan):
-        import ray
-
-        from rlsuite.platform import cluster
-
         if not isinstance(plan, QTOptPlan):
             raise TypeError(f"QTOptTrainer needs a QTOptPlan, got {type(plan).__name__}")
         plan.validate()
         self.plan = p = plan
         torch.set_num_threads(int(os.environ.get("RLSUITE_TORCH_THREADS", "1")))
-        self._started_ray = not ray.is_initialized()
-        if self._started_ray:
-            cluster.init()
+        self._started_ray = backend_ray.start()
         self.obs_space, self.act_space = env_registry.spaces(p.env, p.env_config)[None]
         self.arch = {
             "obs_dim": int(np.prod(self.obs_space.shape)),
@@ -368,22 +362,10 @@ class QTOptTrainer:
 
     def stop(self) -> None:
         """Stop the runners and updaters (and Ray, if this trainer started it)."""
-        import ray
-
         if self._local is not None:
             self._local.close()
             self._local = None
-        if self._runners:
-            ray.wait(
-                [r.close.remote() for r in self._runners],
-                num_returns=len(self._runners),
-                timeout=10,
-            )
-        for a in self._runners + self._updaters:
-            try:
-                ray.kill(a, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
+        backend_ray.end_actors(self._runners, self._updaters)
         self._runners, self._updaters, self._pending = [], [], {}
         if self._started_ray:
             from rlsuite.platform import cluster

@@ -19,7 +19,7 @@ from torch.nn import functional as F
 
 from rlsuite.apps.hierarchy.procedures.model import ProcedureModel
 from rlsuite.apps.hierarchy.procedures.spec import HierarchySpec
-from rlsuite.apps.hierarchy.procedures.traces import Trace
+from rlsuite.apps.hierarchy.procedures.traces import Trace, stacks_after_actions
 
 NEG = -1e9
 """Log-probability used for impossible events (finite, so gradients stay finite)."""
@@ -309,3 +309,14 @@ class WeakLattice:
             si = int(g[0].argmax())
             out.append((self.state_names(si), float(g[0, si])))
         return out
+
+    def stacks_recovered(self, model: ProcedureModel, traces: Sequence[Trace]) -> tuple[int, int]:
+        """How many of the call stacks after each action of strong ``traces``, read as
+        weak ones, the posterior's most probable stack gets right, and out of how many."""
+        ok = total = 0
+        for tr in traces:
+            post = [s for s, _ in self.posterior_stacks(model, tr.weak())]
+            ref = stacks_after_actions(tr, self.spec)
+            ok += sum(a == b for a, b in zip(post, ref))
+            total += len(ref)
+        return ok, total

@@ -8,9 +8,9 @@ runs alone: ``python -m rlsuite.apps.hierarchy.robot.cli robot --demos 5``.
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import sys
-import textwrap
 from dataclasses import asdict
 from typing import Any
 
@@ -58,27 +58,7 @@ def register(subparsers: Any) -> None:
 
     task_help = "; ".join(f"{t}: {get(t).description}" for t in TASKS)
 
-    p = cli.add_command(
-        subparsers,
-        "robot-demos",
-        cmd_demos,
-        help="record scripted-expert demonstrations of a pybullet Panda task",
-        description=textwrap.dedent("""\
-            Record N successful demonstrations of the scripted hierarchical expert
-            (PICK_AND_PLACE -> PICK(cube) -> [MOVE_TO, OPEN, MOVE_TO, CLOSE, MOVE_TO],
-            PLACE(target) -> [MOVE_TO, MOVE_TO, OPEN, MOVE_TO]; the long tasks' roots
-            SORT, TOWER and CLEAR_THEN_PLACE make 6 or 4 such PICK / PLACE calls) on a
-            Franka Panda in pybullet, in parallel Ray tasks. Each demonstration keeps observations,
-            actions and the call stack with arguments (strong supervision); --weak
-            drops the stacks (observations and actions only).
-
-            EXAMPLES
-              hier-train robot-demos --n 50
-              hier-train robot-demos --n 20 --task stack --out runs/stack.npz --weak
-              hier-train robot-demos --n 100 --task sort --out runs/sort.npz
-              hier-train robot-demos --n 50 --task sort --noise 0.2 --retry 0.3 --second-expert 0.5
-            """),
-    )
+    p = _command(subparsers, "robot-demos", cmd_demos)
     cli.add_flags(
         p,
         ("--n", cli.positive_int, cli.REQUIRED, "demonstrations to record"),
@@ -90,29 +70,7 @@ def register(subparsers: Any) -> None:
     cli.add_flags(p, ("--seed", cli.nonneg_int, None, "first episode seed (default 100000; evaluation uses 0, 1, ...)"))  # fmt: skip
     _common(p)
 
-    q = cli.add_command(
-        subparsers,
-        "robot",
-        cmd_robot,
-        help="learn a Panda task from demonstrations: hierarchical vs flat cloning",
-        description=textwrap.dedent("""\
-            Train hierarchical procedures (strong: from recorded call stacks; weak:
-            stacks filled in by EM) and the flat behaviour-cloning baseline on the
-            same demonstrations, then evaluate each on seeded episodes through the
-            platform's parallel evaluation. With several counts (--demos 5,10,20,50)
-            it sweeps them and draws success against number of demonstrations.
-
-            OUTPUT
-              a results table; --json PATH writes the numbers; --png PATH the plot
-              (default: next to the JSON); --save DIR keeps the trained models.
-
-            EXAMPLES
-              hier-train robot --demos 20 --supervision strong --json runs/robot.json
-              hier-train robot --demos 5,10,20,50 --supervision both --episodes 100
-              hier-train robot --task sort --demos 5,20,100 --supervision both
-              hier-train robot --task sort --demos 50 --supervision both --noise 0.2
-            """),
-    )
+    q = _command(subparsers, "robot", cmd_robot)
     # fmt: off
     cli.add_flags(
         q,
@@ -135,25 +93,7 @@ def register(subparsers: Any) -> None:
     _imperfection_flags(q)
     _common(q)
 
-    r = cli.add_command(
-        subparsers,
-        "robot-reuse",
-        cmd_reuse,
-        help="skill reuse: learn a second task with the procedures learned on pick-and-place",
-        description=textwrap.dedent("""\
-            Learn a second task (--task: stack, or a long one: sort, tower,
-            clear_then_place) with the PICK/PLACE procedures learned on pick-and-place:
-            REUSE them as they are (a task with a root of its own learns only that
-            root), RETRAIN them (stack: on both tasks' demonstrations; the others: on
-            the new task's, from pick-and-place's weights), RECREATE a separate PLACE
-            for the new task, or learn from SCRATCH; success against the new task's
-            demonstrations, and the demonstrations each mode needs to reach 90%.
-
-            EXAMPLES
-              hier-train robot-reuse --counts 1,2,5,10 --json runs/reuse.json
-              hier-train robot-reuse --task sort --counts 1,2,5 --json runs/reuse-sort.json
-            """),
-    )
+    r = _command(subparsers, "robot-reuse", cmd_reuse)
     # fmt: off
     cli.add_flags(
         r,
@@ -169,6 +109,13 @@ def register(subparsers: Any) -> None:
     _common(r)
 
 
+def _command(subparsers: Any, name: str, func: Any) -> argparse.ArgumentParser:
+    """Subcommand ``name`` running ``func``: its docstring's first line is the one-line
+    help (``Record demonstrations.`` -> ``record demonstrations``), the rest ``--help``."""
+    summary, _, body = inspect.cleandoc(func.__doc__).partition("\n\n")
+    return cli.add_command(subparsers, name, func, summary[0].lower() + summary[1:-1], body + "\n")
+
+
 def _cluster(args):
     from rlsuite.platform import cluster
 
@@ -177,6 +124,22 @@ def _cluster(args):
 
 
 def cmd_demos(args) -> int:
+    """Record scripted-expert demonstrations of a pybullet Panda task.
+
+    Record N successful demonstrations of the scripted hierarchical expert
+    (PICK_AND_PLACE -> PICK(cube) -> [MOVE_TO, OPEN, MOVE_TO, CLOSE, MOVE_TO],
+    PLACE(target) -> [MOVE_TO, MOVE_TO, OPEN, MOVE_TO]; the long tasks' roots
+    SORT, TOWER and CLEAR_THEN_PLACE make 6 or 4 such PICK / PLACE calls) on a
+    Franka Panda in pybullet, in parallel Ray tasks. Each demonstration keeps observations,
+    actions and the call stack with arguments (strong supervision); --weak
+    drops the stacks (observations and actions only).
+
+    EXAMPLES
+      hier-train robot-demos --n 50
+      hier-train robot-demos --n 20 --task stack --out runs/stack.npz --weak
+      hier-train robot-demos --n 100 --task sort --out runs/sort.npz
+      hier-train robot-demos --n 50 --task sort --noise 0.2 --retry 0.3 --second-expert 0.5
+    """
     from rich.console import Console
 
     from rlsuite.apps.hierarchy.robot import recording as D
@@ -202,6 +165,24 @@ def cmd_demos(args) -> int:
 
 
 def cmd_robot(args) -> int:
+    """Learn a Panda task from demonstrations: hierarchical vs flat cloning.
+
+    Train hierarchical procedures (strong: from recorded call stacks; weak:
+    stacks filled in by EM) and the flat behaviour-cloning baseline on the
+    same demonstrations, then evaluate each on seeded episodes through the
+    platform's parallel evaluation. With several counts (--demos 5,10,20,50)
+    it sweeps them and draws success against number of demonstrations.
+
+    OUTPUT
+      a results table; --json PATH writes the numbers; --png PATH the plot
+      (default: next to the JSON); --save DIR keeps the trained models.
+
+    EXAMPLES
+      hier-train robot --demos 20 --supervision strong --json runs/robot.json
+      hier-train robot --demos 5,10,20,50 --supervision both --episodes 100
+      hier-train robot --task sort --demos 5,20,100 --supervision both
+      hier-train robot --task sort --demos 50 --supervision both --noise 0.2
+    """
     from rlsuite.apps.hierarchy.robot import experiment as X
 
     sup = ("strong", "weak") if args.supervision == "both" else (args.supervision,)
@@ -229,6 +210,20 @@ def cmd_robot(args) -> int:
 
 
 def cmd_reuse(args) -> int:
+    """Skill reuse: learn a second task with the procedures learned on pick-and-place.
+
+    Learn a second task (--task: stack, or a long one: sort, tower,
+    clear_then_place) with the PICK/PLACE procedures learned on pick-and-place:
+    REUSE them as they are (a task with a root of its own learns only that
+    root), RETRAIN them (stack: on both tasks' demonstrations; the others: on
+    the new task's, from pick-and-place's weights), RECREATE a separate PLACE
+    for the new task, or learn from SCRATCH; success against the new task's
+    demonstrations, and the demonstrations each mode needs to reach 90%.
+
+    EXAMPLES
+      hier-train robot-reuse --counts 1,2,5,10 --json runs/reuse.json
+      hier-train robot-reuse --task sort --counts 1,2,5 --json runs/reuse-sort.json
+    """
     from rlsuite.apps.hierarchy.robot import experiment as X
 
     cfg = X.ReuseConfig(
