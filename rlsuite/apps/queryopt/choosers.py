@@ -70,6 +70,9 @@ FASTER_MARGIN_S = 0.010
 """... and at least 10 ms faster (one run of a millisecond query is mostly noise)."""
 ARMS = ("arm_no_nestloop", "arm_no_hashjoin", "arm_no_mergejoin")
 """The planner arms each query-shape rule is paired with."""
+DECORRELATING = ("unnest_subqueries", "decorrelate_scalar", "not_in_exact")
+"""The rules whose refusals a decision that keeps the original reports (a user asks why a
+subquery was not decorrelated: a volatile function in it, a LIMIT, ...)."""
 
 
 FULL_DATA = "the full data, by DuckDB (postgres scanner)"
@@ -106,6 +109,17 @@ def full_data_reference(eng: Engine, schema: str, timeout_s: float) -> FullDataR
     from rlsuite.apps.queryopt.duckref import available
 
     return FullDataReference(eng.dsn, schema, timeout_s) if available() else None
+
+
+def refusals(q0: R.Query) -> dict[str, str]:
+    """Why each of :data:`DECORRELATING` does not apply to ``q0``, where it found something
+    to decorrelate (not "the query has no ..."): the reasons a kept original reports."""
+    rules = tuple(r for r in R.ALL_RULES if r.name in DECORRELATING)
+    return {
+        n: why
+        for n, why in R.applicable(q0, rules).items()
+        if isinstance(why, str) and not why.startswith("the query has no")
+    }
 
 
 def check_chooser(name: str) -> str:
@@ -266,6 +280,7 @@ class MeasuredChooser:
         except R.UnsupportedQuery as e:
             keep.reasons["*"] = str(e)
             return keep
+        keep.reasons.update(refusals(q0))
         if not cands:
             keep.reasons["*"] = "no rewrite applies that PostgreSQL can plan; kept the original"
             return keep

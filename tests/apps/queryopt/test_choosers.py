@@ -161,3 +161,18 @@ def test_rewrite_cli_measures_by_default_and_keeps_cost_greedy_by_name(crafted, 
     assert "rewrites: none" in out and "budget of 0.005 s ran out" in out
     assert cli.main([*argv, "--chooser", "model"]) == 2
     assert "--chooser model needs --model PATH" in capsys.readouterr().out
+
+
+def test_a_volatile_correlated_subquery_is_not_rewritten_and_the_output_says_why(
+    crafted, dsn, capsys
+):
+    # (a planner arm alone is a candidate too; random() gives it other rows, never verified)
+    sql = (
+        "SELECT o.id FROM o WHERE o.v > "
+        "(SELECT avg(i.v) FROM i WHERE i.k = o.k AND i.v < 1000 * random())"
+    )
+    assert cli.main(["rewrite", sql, "--schema", BIG, "--dsn", dsn, "--budget-s", "5"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "rewrites: none" in out, out
+    for rule in ("unnest_subqueries", "decorrelate_scalar"):
+        assert f"{rule}: " in out and "calls RANDOM(), which may give another value" in out, out

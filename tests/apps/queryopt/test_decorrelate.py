@@ -120,6 +120,25 @@ def test_not_in_refusals_say_why(sql, why):
         R.apply("not_in_exact", R.Query.parse(sql, CAT))
 
 
+VOLATILE = [
+    ("unnest_subqueries", "SELECT o.id FROM o WHERE o.v > (SELECT avg(i.v) FROM i WHERE i.k = o.k AND i.v < 10 * random())", "RANDOM()"),
+    ("unnest_subqueries", "SELECT o.id FROM o WHERE EXISTS (SELECT 1 FROM i WHERE i.k = o.k AND i.j < nextval('s'))", "NEXTVAL"),
+    ("unnest_subqueries", "SELECT o.id, (SELECT max(i.v) FROM i WHERE i.k = o.k AND i.j < extract(day FROM now())) FROM o", "CURRENT_TIMESTAMP"),
+    ("decorrelate_exists_inequality", "SELECT o.id FROM o WHERE NOT EXISTS (SELECT 1 FROM i WHERE i.k = o.k AND i.v <> o.v AND i.j > random())", "RANDOM()"),
+    ("not_in_to_not_exists", "SELECT o.id FROM o WHERE o.v NOT IN (SELECT i.v FROM i WHERE i.j > random())", "RANDOM()"),
+    ("not_in_exact", "SELECT o.id FROM o WHERE o.v NOT IN (SELECT i.v FROM i WHERE i.k = o.k AND i.j < nextval('s'))", "NEXTVAL"),
+    ("decorrelate_scalar", "SELECT o.id FROM o WHERE o.v > (SELECT avg(i.v) FROM i WHERE i.k = o.k AND i.j > random())", "RANDOM()"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("rule", "sql", "call"), VOLATILE)
+def test_every_subquery_rule_refuses_a_volatile_subquery_saying_why(rule, sql, call):
+    # evaluated once per outer row in the original, once per group (or once) in a rewrite
+    with pytest.raises(R.NotApplicable, match="may give another value per evaluation") as e:
+        R.apply(rule, R.Query.parse(sql, CAT))
+    assert call in str(e.value)
+
+
 SMALL = TpcdsWorkload(scale=0.01)
 TPCDS = {
     # correlated through a join inside the subquery, with a date filter there

@@ -211,6 +211,21 @@ def volatile_call(e: exp.Expression) -> str | None:
     return None
 
 
+TIME_FUNCS = (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime)
+"""``now()``, ``current_date``, ...: one value per statement in PostgreSQL, but not in every
+engine, and not across the statements a rewrite's check compares."""
+
+
+def varying_call(e: exp.Expression) -> str | None:
+    """:func:`volatile_call`, or else a time function (:data:`TIME_FUNCS`) in ``e``, as SQL;
+    None when there is neither. A decorrelation refuses a subquery with one."""
+    v = volatile_call(e)
+    if v is None:
+        t = next(e.find_all(*TIME_FUNCS), None)
+        v = t.sql(dialect=DIALECT) if t is not None else None
+    return v
+
+
 def explicit_cross_joins(sel: exp.Select) -> None:
     """``FROM a, b`` as ``FROM a CROSS JOIN b``, before a LEFT JOIN is appended.
 

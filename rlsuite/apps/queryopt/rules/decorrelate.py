@@ -47,10 +47,9 @@ from rlsuite.apps.queryopt.rules.base import (
     left_join_derived,
     not_in_subqueries,
     sources,
-    volatile_call,
+    varying_call,
 )
 
-_TIME = (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime)
 _NOT_STRICT = (exp.Count, exp.Coalesce, exp.Case, exp.If, exp.Nullif, exp.Is, exp.Not, exp.Or)
 """Nodes whose value on NULL input need not be NULL: with one in the aggregate expression,
 the value of an outer row with no group is spelled out (``CASE``)."""
@@ -61,10 +60,7 @@ def _sql(e: exp.Expression) -> str:
 
 
 def _volatile(sel: exp.Expression, what: str) -> None:
-    v = volatile_call(sel)
-    if v is None:
-        t = next(sel.find_all(*_TIME), None)
-        v = _sql(t) if t is not None else None
+    v = varying_call(sel)
     if v is not None:
         raise NotApplicable(
             f"{what}: the subquery calls {v}, which may give another value per evaluation; "

@@ -38,6 +38,7 @@ from rlsuite.apps.queryopt.rules.base import (
     left_join_derived,
     not_in_subqueries,
     sources,
+    varying_call,
 )
 
 
@@ -59,13 +60,20 @@ def _check_correlation(e: exp.Expression) -> None:
     """Refuse correlations sqlglot's unnesting does not preserve (seen: TPC-H Q21's ``<>``).
 
     Only conjunctive equalities between a subquery's own column and an outer column are
-    decorrelated safely; anything else (``<>``, ``<``, OR, a function of both) is refused.
+    decorrelated safely; anything else (``<>``, ``<``, OR, a function of both) is refused,
+    and so is a correlated subquery that calls a volatile or time function (``random()``,
+    ``nextval``, ``now()``).
     """
     from sqlglot.optimizer.scope import traverse_scope
 
     for scope in traverse_scope(e):
         if scope.is_root or not scope.external_columns:
             continue
+        if (v := varying_call(scope.expression)) is not None:
+            raise NotApplicable(
+                f"a correlated subquery calls {v}, which may give another value per "
+                "evaluation; unnesting evaluates it another number of times"
+            )
         where = (
             scope.expression.args.get("where") if isinstance(scope.expression, exp.Select) else None
         )
@@ -113,6 +121,11 @@ def _plain_subquery(sub: exp.Expression, what: str) -> exp.Select:
             raise NotApplicable(f"{what}: the subquery has {k.rstrip('_').upper()}")
     if any(True for _ in sub.find_all(exp.Window)) or has_subquery(sub):
         raise NotApplicable(f"{what}: the subquery has window functions or subqueries")
+    if (v := varying_call(sub)) is not None:
+        raise NotApplicable(
+            f"{what}: the subquery calls {v}, which may give another value per evaluation; "
+            "the rewrite evaluates it another number of times"
+        )
     return sub
 
 
