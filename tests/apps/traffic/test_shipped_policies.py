@@ -32,6 +32,14 @@ def test_policies_are_shipped():
     assert SHIPPED, f"no policy under {POLICIES}"
 
 
+def assert_on_its_own_map(meta: dict, out: dict) -> None:
+    """The evaluation ran with the options the policy was trained with that shape what it
+    observes or how it acts, the road or map among them (the config's ``POLICY_FIELDS``)."""
+    fields = getattr(scenarios.config_class(meta["env"]), "POLICY_FIELDS", ())
+    trained = {k: v for k, v in meta["env_config"].items() if k in fields}
+    assert {k: out["env_config"].get(k) for k in trained} == trained
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_policy_drives_its_scenario(name, tmp_path):
     path = os.path.join(POLICIES, name)
@@ -49,12 +57,15 @@ def test_shipped_policy_drives_its_scenario(name, tmp_path):
         assert rc == 0
         out = json.loads(js.read_text())
         assert out["summary"]["length"]["mean"] == 10 and out["summary"]["trips"]["mean"] > 0
+        assert out["env_config"]["network"] == network
+        assert_on_its_own_map(meta, out)
         return
     rc = cli.main(["evaluate", "--scenario", scen.name, "--controller", path, "--episodes", "1",
                    "--horizon", "100", "--warmup", "50", "--workers", "0", "--no-png",
                    "--json", str(js)])  # fmt: skip
     assert rc == 0
     out = json.loads(js.read_text())
+    assert_on_its_own_map(meta, out)
     assert out["summary"]["length"]["mean"] == 100
     assert out["summary"]["mean_speed"]["mean"] > 0 and out["summary"]["collisions"]["mean"] == 0
 
