@@ -8,7 +8,9 @@ A source is a string, the value of a plan's ``demonstrations`` (or QT-Opt's
 * ``CONTROLLER:N``: any controller, recorded here on ``N`` seeded episodes.
   ``CONTROLLER`` is ``random`` (uniform random actions), the path of an rlsuite
   checkpoint, or an import path ``package.module:Factory`` whose zero-argument call
-  gives an object with ``act(obs)`` (a hand-written controller's class).
+  gives an object with ``act(obs)`` (a hand-written controller's class). A controller
+  with ``attach(env)`` is handed the env before its first episode (one that reads the
+  simulation, as a signal program does: ``rlsuite.apps.traffic.demonstrators``).
 
 Example::
 
@@ -131,8 +133,29 @@ def materialize(
         return src.path
     path = os.path.join(out_dir, "demonstrations.parquet")
     ctrl = controller(src.controller, env, env_config, seed, load_checkpoint)
-    record(ctrl, env, src.episodes, path, env_config=env_config, seed=seed)
+    record(ctrl, env, src.episodes, path, env_config=env_config, seed=seed, name=src.controller)
     return path
+
+
+def _first_act(ctrl: Any, e: Any, obs: Any, name: str, env: str) -> Any:
+    """The demonstrator's first action, refused in one sentence naming the demonstrator and
+    the env when it cannot act on the env's observations or answers outside its actions."""
+    misfit = f"demonstrator {name!r} does not fit env {env!r}"
+    try:
+        a = ctrl.act(obs)
+    except (ValueError, TypeError, IndexError, KeyError) as err:
+        raise ValueError(f"{misfit}: it cannot act on its observations ({err})") from None
+    space = e.action_space
+    try:
+        if hasattr(space, "n"):
+            ok = np.ndim(a) == 0 and float(a) == int(a) and 0 <= int(a) < space.n
+        else:
+            ok = np.size(np.asarray(a, np.float64)) == int(np.prod(space.shape))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{misfit}: it answered {a!r}, and the env acts in {space}")
+    return a
 
 
 def record(
@@ -142,9 +165,12 @@ def record(
     path: str,
     env_config: Mapping[str, Any] | None = None,
     seed: int = 0,
+    name: str = "",
 ) -> dict[str, float]:
-    """Run controller ``ctrl`` (``act``, optional ``reset``) for ``episodes`` episodes
-    seeded ``seed, seed + 1, ...`` and write its transitions as parquet at ``path``.
+    """Run controller ``ctrl`` (``act``, optional ``reset`` and ``attach``) for
+    ``episodes`` episodes seeded ``seed, seed + 1, ...`` and write its transitions as
+    parquet at ``path``. A controller that does not fit the env (``name`` in the error)
+    is refused at its first action.
 
     Returns ``{"episodes", "transitions", "return_mean"}``.
     """
@@ -166,14 +192,17 @@ def record(
         )
     }
     returns = []
+    name = name or getattr(ctrl, "name", "") or type(ctrl).__name__
     try:
+        if hasattr(ctrl, "attach"):
+            ctrl.attach(e)
         for ep in range(episodes):
             if hasattr(ctrl, "reset"):
                 ctrl.reset(seed + ep)
             obs, _ = e.reset(seed=seed + ep)
             total, t = 0.0, 0
             while True:
-                a = ctrl.act(obs)
+                a = _first_act(ctrl, e, obs, name, env) if not cols["t"] else ctrl.act(obs)
                 nobs, r, term, trunc, _ = e.step(a)
                 cols["eps_id"].append(f"{seed}-{ep}")
                 cols["t"].append(t)

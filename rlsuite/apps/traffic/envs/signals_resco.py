@@ -436,7 +436,16 @@ class RescoSignalsEnv(ParallelEnv):
             return float(-f[:, 1].sum())
         return float(-f[:, 2].sum())
 
-    def _baseline_action(self, x: _Light) -> int:
+    def program_actions(self, program: str) -> dict[str, int]:
+        """The green phase each light would get now from ``program`` (``greedy`` or
+        ``maxpressure``), whoever runs the lights: what that program's :meth:`step` would
+        choose from this state, so a demonstrator can answer with it while a learning
+        policy's env is stepped (:mod:`rlsuite.apps.traffic.demonstrators`)."""
+        if program not in ("greedy", "maxpressure"):
+            raise ValueError(f"program_actions runs greedy or maxpressure, not {program!r}")
+        return {x.id: self._baseline_action(x, program) for x in self.lights}
+
+    def _baseline_action(self, x: _Light, program: str) -> int:
         """RESCO's greedy (max-wave) and max-pressure over this light's green phases.
 
         RESCO scores a phase by a pair of movements (its hand-written ``phase_pairs``); here
@@ -447,7 +456,7 @@ class RescoSignalsEnv(ParallelEnv):
         its queued vehicles in minus those queued on its outgoing lanes where another
         controlled light detects them (RESCO subtracts only downstream lights' queues)."""
         f = self._lane[x.id]
-        if self.cfg.program == "greedy":
+        if program == "greedy":
             mov = [f[i_in, 4].sum() for i_in, _ in x.movements]
         else:
             q_out = np.array([self._queue_at(lane) for lane in x.outs])
@@ -476,7 +485,7 @@ class RescoSignalsEnv(ParallelEnv):
         if prog in ("rl", "greedy", "maxpressure"):
             for x in self.lights:
                 cur = self._phase(x)
-                a = int(actions[x.id]) if prog == "rl" else self._baseline_action(x)
+                a = int(actions[x.id]) if prog == "rl" else self._baseline_action(x, prog)
                 a = a if 0 <= a < len(x.greens) else cur  # padded actions keep the phase
                 nxt[x.id] = a
                 if a != cur and (cur, a) in x.yellow:
