@@ -24,7 +24,8 @@ from rlsuite.bench import Benchmark, Row, Value, here, pub
 TRAIN = "train --plan sync --env CartPole-v1 --iterations 3 --no-progress"
 PARTS = {
     "learner": (
-        ("bench", "platform_sampling --sections gpu-learner --envs CartPole-v1 --out device/platform_gpu_learner_device"),
+        ("bench", "platform_sampling --sections gpu-learner --envs CartPole-v1 "
+                  "--out device/platform_gpu_learner_device"),
         # "auto" end to end on the large net (it should say "learner: cuda"), then two
         # data-parallel learners sharing the one GPU
         ("auto_large_net", f"{TRAIN} --set hidden=[256,256] --set train_batch_size=16000 "
@@ -34,7 +35,8 @@ PARTS = {
     ),
     "sampling": (("bench", "platform_sampling --sections scaling,ceiling --runners 1,2,4,8,15 "
                            "--envs Pendulum-v1,CartPole-v1 --out device/platform_scaling_device"),),
-    "es": (("bench", "platform_es --part scaling --workers 1,2,4,8,15 --out device/platform_es_device"),),
+    "es": (("bench", "platform_es --part scaling --workers 1,2,4,8,15 "
+                     "--out device/platform_es_device"),),
 }  # fmt: skip
 
 

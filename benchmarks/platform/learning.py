@@ -51,7 +51,7 @@ def _picked(text: str, known: list[str], what: str) -> list[str]:
             raise ValueError(
                 f"unknown {what} {x!r}" + (f"; did you mean {near[0]!r}?" if near else "")
             )
-    return given  # fmt: skip
+    return given
 
 
 def _load(ctx, stem: str) -> dict:
@@ -67,8 +67,10 @@ def _finish(ctx, results: dict) -> None:
     results["summary"] = report.summarise(results)
     results["overlap_vs_default"] = report.overlap_vs_default(results["summary"], results["cells"])
     results["at_common_steps"] = report.at_common_steps(results)
-    results["criterion"] = ("every seed of ours reaches RLlib's threshold within RLlib's budget, "
-                            f"and ours' median wall time to it is <= {report.WALL_TARGET}x RLlib's")  # fmt: skip
+    results["criterion"] = (
+        "every seed of ours reaches RLlib's threshold within RLlib's budget, and ours' median "
+        f"wall time to it is <= {report.WALL_TARGET}x RLlib's"
+    )
     ctx.save(ctx.settings.out, results)
     fig = report.plot(results)
     if fig is not None:

@@ -59,9 +59,15 @@ def run(ctx) -> int:
     ctx.save(s.out, results)
     if (fig := es_rows.plot(results)) is not None:
         ctx.save_plot(s.out, fig)
-    ctx.table([{"task": k, "impl": i, "threshold": n, "reached": f"{r['reached']}/{len(r['seeds'])}",
-                "median env steps": r["median_env_steps"], "Salimans' steps": r["salimans_steps"]}
-               for k, row in results["summary"].items() for i, rs in row.items() for n, r in rs.items()])  # fmt: skip
+    table = []
+    for key, row in results["summary"].items():
+        for impl, thresholds in row.items():
+            for name, r in thresholds.items():
+                table.append({"task": key, "impl": impl, "threshold": name,
+                              "reached": f"{r['reached']}/{len(r['seeds'])}",
+                              "median env steps": r["median_env_steps"],
+                              "Salimans' steps": r["salimans_steps"]})  # fmt: skip
+    ctx.table(table)
     return 0
 
 

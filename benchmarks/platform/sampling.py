@@ -24,9 +24,11 @@ class Settings:
     envs: str = "CartPole-v1,Pendulum-v1"
     """envs, comma-separated"""
     sections: str = "baseline,scaling"
-    """comma-separated: baseline, scaling, ceiling, sync-iterations, overlap-learning, gpu-learner"""
+    """comma-separated: baseline, scaling, ceiling, sync-iterations, overlap-learning,
+    gpu-learner"""
     runners: str = "1,2"
-    """runner (process) counts of scaling and ceiling, e.g. 1,2,4,8,15 (more than Ray's CPUs: skipped)"""
+    """runner (process) counts of scaling and ceiling, e.g. 1,2,4,8,15 (counts above the
+    CPUs this process can use are skipped)"""
     steps: int = 20_000
     """env steps per runner per sampling measurement"""
     iterations: int = 10
@@ -80,9 +82,14 @@ def run(ctx) -> int:
     finally:
         cluster.shutdown()
     ctx.save(s.out, out)
-    ctx.table([{"env": e, "section": k, "runners": n, "steps/s": r["steps_per_s"], "vs 1": r.get("efficiency_vs_1", "")}
-               for e, rec in out["envs"].items() for k in ("scaling", "ceiling") if k in rec
-               for n, r in next(iter(rec[k].values())).items()], "scale-out")  # fmt: skip
+    table = []
+    for env_id, rec in out["envs"].items():
+        for section, key in (("scaling", "runners"), ("ceiling", "processes")):
+            for n, r in rec.get(section, {}).get(key, {}).items():
+                vs_1 = r.get("efficiency_vs_1", "")
+                table.append({"env": env_id, "section": section, "processes": n,
+                              "steps/s": r["steps_per_s"], "vs 1": vs_1})  # fmt: skip
+    ctx.table(table, "scale-out")
     return 0
 
 

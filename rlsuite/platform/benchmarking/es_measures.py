@@ -20,8 +20,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+# fmt: off
 SCALING_PLAN = dict(env="Pendulum-v1", population_size=64, hidden=(64, 64), sigma=0.05, lr=0.02,
-                    eval_episodes=0, seed=0)  # fmt: skip
+                    eval_episodes=0, seed=0)
 SOLVE_PLANS = (  # tried in order until one solves, each with an equal share of the budget
     dict(population_size=64, hidden=(32, 32), sigma=0.1, lr=0.03),
     dict(population_size=128, hidden=(16, 16), sigma=0.05, lr=0.02),
@@ -29,7 +30,8 @@ SOLVE_PLANS = (  # tried in order until one solves, each with an equal share of 
 SOLVE_COMMON = dict(env="Pendulum-v1", eval_episodes=4, seed=0, num_workers=2)
 PPO_PLAN = dict(env="Pendulum-v1", num_env_runners=1, num_envs_per_env_runner=10, lr=3e-4,
                 lambda_=0.1, vf_clip_param=10.0, num_epochs=6, minibatch_size=128,
-                train_batch_size=4000, hidden=(256, 256), activation="relu", seed=0)  # fmt: skip
+                train_batch_size=4000, hidden=(256, 256), activation="relu", seed=0)
+# fmt: on
 SOLVE_AT, RLLIB_TARGET = -200.0, -300.0
 
 
@@ -44,20 +46,35 @@ def _measure(plan: Any, generations: int) -> dict[str, Any]:
         trainer.stop()
     wall = sum(r["time_s"] for r in rows)
     steps = sum(r["env_steps_this_iter"] for r in rows)
-    return {"num_workers": plan.num_workers, "population_size": plan.population_size,
-            "s_per_generation": wall / len(rows), "env_steps_per_s": steps / wall,
-            "env_steps_per_generation": steps / len(rows)}  # fmt: skip
+    return {
+        "num_workers": plan.num_workers,
+        "population_size": plan.population_size,
+        "s_per_generation": wall / len(rows),
+        "env_steps_per_s": steps / wall,
+        "env_steps_per_generation": steps / len(rows),
+    }
 
 
-def scaling(generations: int, workers: list[int], num_cpus: int, pairs_per_worker: int,
-            say: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+def scaling(
+    generations: int,
+    workers: list[int],
+    num_cpus: int,
+    pairs_per_worker: int,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """Strong and weak scaling for each worker count Ray's CPUs allow (1 CPU per worker)."""
     from rlsuite.platform import cluster
     from rlsuite.platform.es import ESPlan
 
-    out: dict[str, Any] = {"plan": ESPlan(**SCALING_PLAN).to_dict(), "generations": generations,
-                           "num_cpus": num_cpus, "pairs_per_worker_weak": pairs_per_worker,
-                           "runs": {}, "weak": {}, "skipped": {}}  # fmt: skip
+    out: dict[str, Any] = {
+        "plan": ESPlan(**SCALING_PLAN).to_dict(),
+        "generations": generations,
+        "num_cpus": num_cpus,
+        "pairs_per_worker_weak": pairs_per_worker,
+        "runs": {},
+        "weak": {},
+        "skipped": {},
+    }
     with cluster.local_cluster(num_cpus=num_cpus):
         for n in workers:
             if n > num_cpus:
@@ -66,8 +83,10 @@ def scaling(generations: int, workers: list[int], num_cpus: int, pairs_per_worke
             for key, pop in (("runs", 64), ("weak", 2 * pairs_per_worker * n)):
                 plan = ESPlan(**{**SCALING_PLAN, "population_size": pop}, num_workers=n)
                 r = out[key][str(n)] = _measure(plan, generations)
-                say(f"{n} worker(s), population {pop}: {r['s_per_generation']:.3f} s/generation, "
-                    f"{r['env_steps_per_s']:,.0f} env steps/s")  # fmt: skip
+                say(
+                    f"{n} worker(s), population {pop}: {r['s_per_generation']:.3f} s/generation, "
+                    f"{r['env_steps_per_s']:,.0f} env steps/s"
+                )
     for runs in (out["runs"], out["weak"]):
         for n, r in runs.items():
             if "1" in runs:
@@ -82,14 +101,18 @@ def scaling(generations: int, workers: list[int], num_cpus: int, pairs_per_worke
 
 
 def _first(rows: list[dict], key: str, threshold: float) -> dict | None:
-    return next((r for r in rows if not math.isnan(r.get(key, math.nan)) and r[key] >= threshold), None)  # fmt: skip
+    return next(
+        (r for r in rows if not math.isnan(r.get(key, math.nan)) and r[key] >= threshold), None
+    )
 
 
 def _confirm(controller: Any, episodes: int = 20) -> float:
     from rlsuite.platform.evaluation import evaluate, scenarios
 
     seeds = range(10_000, 10_000 + episodes)
-    return evaluate(controller, scenarios("Pendulum-v1", seeds), num_workers=0).summary["return"]["mean"]  # fmt: skip
+    return evaluate(controller, scenarios("Pendulum-v1", seeds), num_workers=0).summary["return"][
+        "mean"
+    ]
 
 
 def _es_solve(plan: Any, budget_s: float, say: Callable[[str], None]) -> dict[str, Any]:
@@ -105,7 +128,8 @@ def _es_solve(plan: Any, budget_s: float, say: Callable[[str], None]) -> dict[st
             rows.append(m)
             if m["generation"] % 10 == 0:
                 say(
-                    f"es {plan.hidden}: generation {m['generation']}, eval {m['eval_return_mean']:.0f}"
+                    f"es {plan.hidden}: generation {m['generation']}, "
+                    f"eval {m['eval_return_mean']:.0f}"
                 )
             if m["eval_return_mean"] >= SOLVE_AT:
                 m["confirm_return_mean"] = _confirm(trainer.controller())
@@ -119,16 +143,21 @@ def _es_solve(plan: Any, budget_s: float, say: Callable[[str], None]) -> dict[st
         "plan": plan.to_dict(),
         "confirm_return_mean": confirmed["confirm_return_mean"] if confirmed else None,
         "best_eval_return": max((r["eval_return_mean"] for r in rows), default=math.nan),
-    }  # fmt: skip
+    }
 
 
-def _solved(rows: list[dict], keys: tuple[str, ...], hit: dict | None, metric: str,
-            budget_s: float) -> dict[str, Any]:  # fmt: skip
+def _solved(
+    rows: list[dict], keys: tuple[str, ...], hit: dict | None, metric: str, budget_s: float
+) -> dict[str, Any]:
     rllib = _first(rows, metric, RLLIB_TARGET) or {}
-    return {"curve": [{k: r.get(k) for k in keys} for r in rows], "solved": hit is not None,
-            "time_to_solve_s": hit["wall_s"] if hit else None,
-            "env_steps_to_solve": hit["env_steps"] if hit else None,
-            "time_to_rllib_target_s": rllib.get("wall_s"), "budget_s": budget_s}  # fmt: skip
+    return {
+        "curve": [{k: r.get(k) for k in keys} for r in rows],
+        "solved": hit is not None,
+        "time_to_solve_s": hit["wall_s"] if hit else None,
+        "env_steps_to_solve": hit["env_steps"] if hit else None,
+        "time_to_rllib_target_s": rllib.get("wall_s"),
+        "budget_s": budget_s,
+    }
 
 
 class _Budget(Exception):
@@ -150,8 +179,15 @@ def _ppo(budget_s: float) -> dict[str, Any]:
             raise _Budget
 
     try:
-        train(plan, iterations=10_000, run_dir=run_dir, progress=True, checkpoint_every=10,
-              stop_return=SOLVE_AT, callback=stop_on_budget)  # fmt: skip
+        train(
+            plan,
+            iterations=10_000,
+            run_dir=run_dir,
+            progress=True,
+            checkpoint_every=10,
+            stop_return=SOLVE_AT,
+            callback=stop_on_budget,
+        )
     except _Budget:
         pass
     rows = list(read_jsonl(os.path.join(run_dir, JSONL)))

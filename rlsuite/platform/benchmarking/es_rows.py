@@ -53,23 +53,30 @@ class Task:
 
 TASKS: dict[str, Task] = {
     "es-swimmer": Task("Swimmer-v5", (("75% of TRPO", 99.7, 1_230_000),), eval_every=20_000),
-    "es-halfcheetah": Task("HalfCheetah-v5", (("50% of TRPO", 793.6, 830_000),
-                                              ("75% of TRPO", 1589.8, 1_420_000)), eval_every=40_000),
+    "es-halfcheetah": Task(
+        "HalfCheetah-v5",
+        (("50% of TRPO", 793.6, 830_000), ("75% of TRPO", 1589.8, 1_420_000)),
+        eval_every=40_000,
+    ),
 }  # fmt: skip
 
 # fmt: off
-_ARS = dict(hidden=(), action_head="clip", fitness_shaping="return_std", optimizer="sgd", momentum=0.0,
-            l2_coeff=0.0, eval_episodes=0, num_workers=2, noise_table_size=2_000_000, lr=0.02)
+_ARS = dict(hidden=(), action_head="clip", fitness_shaping="return_std", optimizer="sgd",
+            momentum=0.0, l2_coeff=0.0, eval_episodes=0, num_workers=2, noise_table_size=2_000_000,
+            lr=0.02)
 _ES = dict(hidden=(64, 64), population_size=40, sigma=0.02, lr=0.01, l2_coeff=0.005,
            observation_filter="meanstd", eval_episodes=0, num_workers=2)
 IMPLS: dict[str, dict[str, dict[str, Any]]] = {
     # RL Zoo hyperparams/ars.yml: Swimmer-v3 delta_std 0.01, n_delta 1, n_top 1, no
     # normalisation; HalfCheetah-v3 delta_std 0.03, n_delta 32, n_top 4, norm_obs
     "ars_zoo": {
-        "es-swimmer": dict(_ARS, sigma=0.01, population_size=2, top_pairs=1, observation_filter="none"),
-        "es-halfcheetah": dict(_ARS, sigma=0.03, population_size=64, top_pairs=4, observation_filter="meanstd"),
+        "es-swimmer": dict(_ARS, sigma=0.01, population_size=2, top_pairs=1,
+                           observation_filter="none"),
+        "es-halfcheetah": dict(_ARS, sigma=0.03, population_size=64, top_pairs=4,
+                               observation_filter="meanstd"),
     },
-    "ars_n8": {"es-swimmer": dict(_ARS, sigma=0.03, population_size=16, top_pairs=4, observation_filter="meanstd")},
+    "ars_n8": {"es-swimmer": dict(_ARS, sigma=0.03, population_size=16, top_pairs=4,
+                                  observation_filter="meanstd")},
     "es_mlp": {"es-swimmer": dict(_ES), "es-halfcheetah": dict(_ES)},
 }
 # fmt: on

@@ -36,8 +36,9 @@ def our_plan(task: Task, impl: str, seed: int) -> Any:
     return make_plan(task.plan, **{**task.ours, **task.variants.get(impl, {}), "seed": seed})
 
 
-def run_cell(key: str, impl: str, seed: int, max_wall_s: float | None = None,
-             num_cpus: int | None = None) -> dict[str, Any]:  # fmt: skip
+def run_cell(
+    key: str, impl: str, seed: int, max_wall_s: float | None = None, num_cpus: int | None = None
+) -> dict[str, Any]:
     """Train one (task, impl, seed) to the threshold (rows with ``run_to_budget``: past it),
     the budget, the row's iteration limit or ``max_wall_s``; Ray gets ``num_cpus`` logical
     CPUs (default: the row's)."""
@@ -66,8 +67,11 @@ def run_cell(key: str, impl: str, seed: int, max_wall_s: float | None = None,
     try:
         for it in range(1, task.max_iterations + 1):
             r = algo.train()
-            steps = (it * task.updates_per_iteration if task.updates_per_iteration is not None
-                     else int(_get(r, ("env_runners", "num_env_steps_sampled_lifetime"), 0)))  # fmt: skip
+            steps = (
+                it * task.updates_per_iteration
+                if task.updates_per_iteration is not None
+                else int(_get(r, ("env_runners", "num_env_steps_sampled_lifetime"), 0))
+            )
             ret = float(_get(r, task.metric, math.nan))
             wall = time.perf_counter() - t0
             curve.append(
@@ -95,17 +99,26 @@ def run_cell(key: str, impl: str, seed: int, max_wall_s: float | None = None,
         algo.stop()
         ray.shutdown()
     return {
-        "task": key, "impl": impl, "seed": seed, "reached": reached,
-        "best_return": best if best > -math.inf else None, "stopped_by": stop,
+        "task": key,
+        "impl": impl,
+        "seed": seed,
+        "reached": reached,
+        "best_return": best if best > -math.inf else None,
+        "stopped_by": stop,
         "max_wall_s": max_wall_s,  # the cap on computing seconds (None: none)
-        "steps": curve[-1][0] if curve else 0, "step_unit": task.step_unit,
-        "wall_s": round(time.perf_counter() - t0, 2), "ray_num_cpus": num_cpus,
+        "steps": curve[-1][0] if curve else 0,
+        "step_unit": task.step_unit,
+        "wall_s": round(time.perf_counter() - t0, 2),
+        "ray_num_cpus": num_cpus,
         "machine_cpus": os.cpu_count(),
         # the 1-min load average at the end: > 2 means other processes shared the 2 cores
-        "loadavg_1min_at_end": round(os.getloadavg()[0], 2), "build_s": round(build_s, 2),
-        "iterations": len(curve), "curve_columns": ["steps", "wall_s", "return", "episodes_ended"],
-        "curve": curve, **described,
-    }  # fmt: skip
+        "loadavg_1min_at_end": round(os.getloadavg()[0], 2),
+        "build_s": round(build_s, 2),
+        "iterations": len(curve),
+        "curve_columns": ["steps", "wall_s", "return", "episodes_ended"],
+        "curve": curve,
+        **described,
+    }
 
 
 def _held_out(task: Task, plan: Any, algo: Any, iteration: int, steps: int) -> dict[str, Any]:
@@ -145,8 +158,9 @@ def _get(result: dict[str, Any], path: tuple[str, ...], default: Any) -> Any:
     return result
 
 
-def run_in_process(key: str, impl: str, seed: int, max_wall_s: float | None,
-                   num_cpus: int | None) -> tuple[dict[str, Any] | None, str]:  # fmt: skip
+def run_in_process(
+    key: str, impl: str, seed: int, max_wall_s: float | None, num_cpus: int | None
+) -> tuple[dict[str, Any] | None, str]:
     """:func:`run_cell` in a fresh process (each cell its own Ray): the cell, or None and the
     end of its error output."""
     args = [key, impl, str(seed), str(max_wall_s or 0), str(num_cpus or 0)]

@@ -100,7 +100,7 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                 )
         if row:
             out[key] = row
-    return out  # fmt: skip
+    return out
 
 
 def _impl_summary(task: Any, cs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -116,14 +116,16 @@ def _impl_summary(task: Any, cs: list[dict[str, Any]]) -> dict[str, Any]:
         "median_wall_s_to_threshold": _median([c["reached"]["wall_s"] for c in hit]),
         # robust to another process's burst on the shared machine: the median iteration
         "median_iteration_s": _median([_iteration_s(c) for c in cs]),
-        "best_return_not_reached": {str(c["seed"]): c["best_return"] for c in cs if not c["reached"]},
-    }  # fmt: skip
+        "best_return_not_reached": {
+            str(c["seed"]): c["best_return"] for c in cs if not c["reached"]
+        },
+    }
     if task.final_episodes:
         k = f"final_return_last_{task.final_episodes}"
         s[f"median_{k}"] = _median(
             [c[k]["mean"] for c in cs if c.get(k, {}).get("mean") is not None]
         )
-        s["final_steps"] = {str(c["seed"]): c["steps"] for c in cs}  # fmt: skip
+        s["final_steps"] = {str(c["seed"]): c["steps"] for c in cs}
     if task.eval_episodes:
         evals = [c["eval_deterministic"]["mean"] for c in cs if "eval_deterministic" in c]
         s["median_eval_deterministic"] = _median(evals)
@@ -152,8 +154,12 @@ def overlap_vs_default(summary: dict[str, Any], cells: dict[str, Any]) -> dict[s
             if a is None or b is None
             else (b <= a and o.get("reached", 0) >= s.get("reached", 0))
         )
-        out[key] = {"steps_to_threshold_per_seed": per_seed, "median_default": a,
-                    "median_overlap": b, "overlap_no_more_steps": fewer}  # fmt: skip
+        out[key] = {
+            "steps_to_threshold_per_seed": per_seed,
+            "median_default": a,
+            "median_overlap": b,
+            "overlap_no_more_steps": fewer,
+        }
     return out
 
 
@@ -165,15 +171,21 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         task = TASKS[key]
         for impl, s in row.items():
             final = s.get(f"median_final_return_last_{task.final_episodes}")
-            rows.append({
-                "task": f"{task.plan} {task.env} >= {task.threshold:g}", "impl": impl,
-                "reached": f"{s['reached']}/{len(s['seeds'])}",
-                f"{task.step_unit} to thr.": s["median_steps_to_threshold"],
-                "wall s to thr.": s["median_wall_s_to_threshold"],
-                **{f"{r} ratio": s.get(f"{r}_ratio_vs_rllib") for r in ("steps", "wall_s", "iteration_s")},
-                "best (not reached)": s["best_return_not_reached"] or "",
-                "final": "" if final is None else final,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "task": f"{task.plan} {task.env} >= {task.threshold:g}",
+                    "impl": impl,
+                    "reached": f"{s['reached']}/{len(s['seeds'])}",
+                    f"{task.step_unit} to thr.": s["median_steps_to_threshold"],
+                    "wall s to thr.": s["median_wall_s_to_threshold"],
+                    **{
+                        f"{r} ratio": s.get(f"{r}_ratio_vs_rllib")
+                        for r in ("steps", "wall_s", "iteration_s")
+                    },
+                    "best (not reached)": s["best_return_not_reached"] or "",
+                    "final": "" if final is None else final,
+                }
+            )
     return rows
 
 
@@ -188,8 +200,13 @@ def plot(results: dict[str, Any]) -> Any:
     if not keys:
         return None
     fig, axes = plt.subplots(1, len(keys), figsize=(6 * len(keys), 4), squeeze=False)
-    colours = {"rllib": "tab:blue", "ours": "tab:orange", "ours_overlap": "tab:green",
-               "ours_32envs": "tab:red", "ours_local": "tab:purple"}  # fmt: skip
+    colours = {
+        "rllib": "tab:blue",
+        "ours": "tab:orange",
+        "ours_overlap": "tab:green",
+        "ours_32envs": "tab:red",
+        "ours_local": "tab:purple",
+    }
     for ax, key in zip(axes[0], keys, strict=True):
         task, seen = TASKS[key], set()
         for c in sorted(results["cells"].values(), key=lambda c: (c["impl"], c["seed"])):
@@ -199,8 +216,13 @@ def plot(results: dict[str, Any]) -> Any:
             pts = [p for p in c["curve"] if not math.isnan(p[2])]
             label = c["impl"] if c["impl"] not in seen else None
             seen.add(c["impl"])
-            ax.plot([p[0] for p in pts], [p[2] for p in pts], color=colours.get(c["impl"], "grey"),
-                    alpha=0.8, label=label)  # fmt: skip
+            ax.plot(
+                [p[0] for p in pts],
+                [p[2] for p in pts],
+                color=colours.get(c["impl"], "grey"),
+                alpha=0.8,
+                label=label,
+            )
         ax.axhline(task.threshold, color="k", ls="--", lw=0.8)
         ax.axvline(task.budget_steps, color="k", ls=":", lw=0.8)
         online = task.updates_per_iteration is None

@@ -56,7 +56,7 @@ def record_cartpole_expert(path: str = BC_DATA) -> dict[str, Any]:
     episodes = sum(len(set(t.column("eps_id").to_pylist())) for t in tables)
     return {
         "path": "results/tmp/cartpole_pd_expert",
-        "expert": "CartPolePD (hand-written rule in rlsuite.platform.benchmarking), not RLlib's data",
+        "expert": "CartPolePD (a hand-written rule, learning_tasks.py), not RLlib's data",
         "files": len(files),
         "transitions": sum(t.num_rows for t in tables),
         "episodes": episodes,
@@ -128,10 +128,12 @@ TASKS: dict[str, Task] = {
                   num_epochs=6, vf_loss_coeff=0.01, hidden=(32,), activation="tanh",
                   train_batch_size=4000, minibatch_size=128, lambda_=1.0, clip_param=0.3,
                   kl_coeff=0.2, vf_clip_param=10.0, grad_clip=None, entropy_coeff=0.0, gamma=0.99),
-        differences=("fcnet_activation='linear': the plan allows tanh or relu; ours uses tanh", _SEP),
+        differences=("fcnet_activation='linear': the plan allows tanh or relu; ours uses tanh",
+                     _SEP),
         # ours_32envs: the platform's default 32 envs per runner, where its sampling speed
         # comes from (the example samples one)
-        variants={"ours_overlap": {"overlap": True}, "ours_32envs": {"num_envs_per_env_runner": 32}},
+        variants={"ours_overlap": {"overlap": True},
+                  "ours_32envs": {"num_envs_per_env_runner": 32}},
     ),
     "replay-cartpole": Task(
         plan="replay", env="CartPole-v1", threshold=450.0, budget_steps=200_000,

@@ -40,7 +40,7 @@ def plain_policy_loop(env_id: str, steps: int) -> float:
             )
             if term or trunc:
                 obs, _ = env.reset()
-    return steps / (time.perf_counter() - t)  # fmt: skip
+    return steps / (time.perf_counter() - t)
 
 
 class MLP(nn.Module):
@@ -59,8 +59,14 @@ class MLP(nn.Module):
         return nn.Sequential(*layers, nn.Linear(n_in, n_out))
 
 
-def handwritten_ppo(env_id: str, num_envs: int = 8, batch: int = 4000, minibatch: int = 500,
-                    epochs: int = 10, iterations: int = 6) -> dict[str, float]:  # fmt: skip
+def handwritten_ppo(
+    env_id: str,
+    num_envs: int = 8,
+    batch: int = 4000,
+    minibatch: int = 500,
+    epochs: int = 10,
+    iterations: int = 6,
+) -> dict[str, float]:
     """A single-process torch PPO (discrete actions): rollouts then epochs of SGD; its
     rollout and whole-iteration steps/s (what the sync plan is compared with)."""
     torch.manual_seed(0)
@@ -156,10 +162,14 @@ def breakdown(rows: list[dict], driver_wall: float) -> dict[str, Any]:
     mean / max runner wall) and ``dispatch_loss`` (1 - max runner wall / the driver's)."""
     walls = [r["wall_s"] for r in rows]
     steps, cpu = sum(r["steps"] for r in rows), sum(r["cpu_s"] for r in rows)
-    return {"runners_timed": len(rows), "runner_own_steps_per_s": [r["steps"] / r["wall_s"] for r in rows],
-            "runner_cpu_us_per_step": 1e6 * cpu / steps, "runner_cpu_per_wall": cpu / sum(walls),
-            "straggler_loss": 1 - (sum(walls) / len(walls)) / max(walls),
-            "dispatch_loss": max(0.0, 1 - max(walls) / driver_wall)}  # fmt: skip
+    return {
+        "runners_timed": len(rows),
+        "runner_own_steps_per_s": [r["steps"] / r["wall_s"] for r in rows],
+        "runner_cpu_us_per_step": 1e6 * cpu / steps,
+        "runner_cpu_per_wall": cpu / sum(walls),
+        "straggler_loss": 1 - (sum(walls) / len(walls)) / max(walls),
+        "dispatch_loss": max(0.0, 1 - max(walls) / driver_wall),
+    }
 
 
 def iteration_rate(config: Any, iterations: int) -> dict[str, Any]:
@@ -177,5 +187,8 @@ def iteration_rate(config: Any, iterations: int) -> dict[str, Any]:
         wall = time.perf_counter() - t
     finally:
         algo.stop()
-    return {"iteration_steps_per_s": steps / wall, "seconds_per_iteration": wall / iterations,
-            "timers_mean_s": {k: v / iterations for k, v in timers.items()}}  # fmt: skip
+    return {
+        "iteration_steps_per_s": steps / wall,
+        "seconds_per_iteration": wall / iterations,
+        "timers_mean_s": {k: v / iterations for k, v in timers.items()},
+    }

@@ -50,12 +50,25 @@ def dqn_cartpole() -> Any:
     return (
         DQNConfig()
         .environment(env="CartPole-v1")
-        .training(lr=0.0005, train_batch_size_per_learner=32, replay_buffer_config=replay,
-                  n_step=(2, 5), double_q=True, dueling=True, epsilon=[(0, 1.0), (10_000, 0.02)])
-        .rl_module(model_config=_model(fcnet_hiddens=[256], fcnet_activation="tanh",
-                                       fcnet_bias_initializer="zeros_", head_fcnet_hiddens=[256],
-                                       head_fcnet_bias_initializer="zeros_"))
-    )  # fmt: skip
+        .training(
+            lr=0.0005,
+            train_batch_size_per_learner=32,
+            replay_buffer_config=replay,
+            n_step=(2, 5),
+            double_q=True,
+            dueling=True,
+            epsilon=[(0, 1.0), (10_000, 0.02)],
+        )
+        .rl_module(
+            model_config=_model(
+                fcnet_hiddens=[256],
+                fcnet_activation="tanh",
+                fcnet_bias_initializer="zeros_",
+                head_fcnet_hiddens=[256],
+                head_fcnet_bias_initializer="zeros_",
+            )
+        )
+    )
 
 
 def ppo_pendulum() -> Any:
@@ -68,13 +81,19 @@ def ppo_pendulum() -> Any:
     return (
         PPOConfig()
         .environment("Pendulum-v1")
-        .env_runners(num_env_runners=2, num_envs_per_env_runner=20,
-                     env_to_module_connector=_mean_std_filter)
+        .env_runners(
+            num_env_runners=2, num_envs_per_env_runner=20, env_to_module_connector=_mean_std_filter
+        )
         # lr: 0.0002 * (num_learners or 1) ** 0.5
-        .training(train_batch_size_per_learner=1024, minibatch_size=128, lr=0.0002, gamma=0.95,
-                  lambda_=0.5)
+        .training(
+            train_batch_size_per_learner=1024,
+            minibatch_size=128,
+            lr=0.0002,
+            gamma=0.95,
+            lambda_=0.5,
+        )
         .rl_module(model_config=_model(fcnet_activation="relu"))
-    )  # fmt: skip
+    )
 
 
 def appo_cartpole() -> Any:
@@ -107,13 +126,21 @@ def bc_cartpole(data: str) -> Any:
     return (
         BCConfig()
         .environment("CartPole-v1")
-        .offline_data(input_=["local://" + data], map_batches_kwargs={"concurrency": 2, "num_cpus": 1},
-                      iter_batches_kwargs={"prefetch_batches": 1}, dataset_num_iters_per_learner=5)
+        .offline_data(
+            input_=["local://" + data],
+            map_batches_kwargs={"concurrency": 2, "num_cpus": 1},
+            iter_batches_kwargs={"prefetch_batches": 1},
+            dataset_num_iters_per_learner=5,
+        )
         .training(train_batch_size_per_learner=1024, lr=0.0008)  # 0.0008 * 1 learner ** 0.5
         .rl_module(model_config=_model(fcnet_hiddens=[256, 256]))
-        .evaluation(evaluation_interval=3, evaluation_num_env_runners=1, evaluation_duration=5,
-                    evaluation_parallel_to_training=True)
-    )  # fmt: skip
+        .evaluation(
+            evaluation_interval=3,
+            evaluation_num_env_runners=1,
+            evaluation_duration=5,
+            evaluation_parallel_to_training=True,
+        )
+    )
 
 
 def ppo_mujoco() -> Any:
@@ -126,15 +153,37 @@ def ppo_mujoco() -> Any:
     return (
         PPOConfig()
         .environment(env="HalfCheetah-v5")
-        .env_runners(num_env_runners=4, num_envs_per_env_runner=16, rollout_fragment_length=32,
-                     env_to_module_connector=_mean_std_filter)
+        .env_runners(
+            num_env_runners=4,
+            num_envs_per_env_runner=16,
+            rollout_fragment_length=32,
+            env_to_module_connector=_mean_std_filter,
+        )
         .learners(num_learners=1)
-        .training(train_batch_size_per_learner=2048, minibatch_size=512, num_epochs=10, lr=0.0003,
-                  vf_loss_coeff=1.0, entropy_coeff=[[0, 0.01], [2_000_000, 0.0]], gamma=0.99,
-                  lambda_=0.95, kl_coeff=0.5, clip_param=0.2, vf_clip_param=10.0, grad_clip=50.0,
-                  grad_clip_by="global_norm")
-        .rl_module(model_config=_model(vf_share_layers=False, fcnet_hiddens=[256, 256],
-                                       fcnet_kernel_initializer=orthogonal_, fcnet_activation="tanh",
-                                       head_fcnet_hiddens=[256], head_fcnet_activation=None,
-                                       free_log_std=True))
-    )  # fmt: skip
+        .training(
+            train_batch_size_per_learner=2048,
+            minibatch_size=512,
+            num_epochs=10,
+            lr=0.0003,
+            vf_loss_coeff=1.0,
+            entropy_coeff=[[0, 0.01], [2_000_000, 0.0]],
+            gamma=0.99,
+            lambda_=0.95,
+            kl_coeff=0.5,
+            clip_param=0.2,
+            vf_clip_param=10.0,
+            grad_clip=50.0,
+            grad_clip_by="global_norm",
+        )
+        .rl_module(
+            model_config=_model(
+                vf_share_layers=False,
+                fcnet_hiddens=[256, 256],
+                fcnet_kernel_initializer=orthogonal_,
+                fcnet_activation="tanh",
+                head_fcnet_hiddens=[256],
+                head_fcnet_activation=None,
+                free_log_std=True,
+            )
+        )
+    )

@@ -50,24 +50,39 @@ def baseline(env_id: str, cores: int, steps: int, iterations: int, say: Say = pr
 
     from rlsuite.platform import optimizers
 
-    rec: dict[str, Any] = {"plain_loop_steps_per_s": plain_loop(env_id, steps * 5),
-                           "plain_policy_loop_steps_per_s": plain_policy_loop(env_id, steps)}  # fmt: skip
+    rec: dict[str, Any] = {
+        "plain_loop_steps_per_s": plain_loop(env_id, steps * 5),
+        "plain_policy_loop_steps_per_s": plain_policy_loop(env_id, steps),
+    }
     rllib = PPOConfig().environment(env_id).debugging(log_level="ERROR")
-    rec["rllib_default_settings"] = {"num_env_runners": rllib.num_env_runners,
-                                     "num_envs_per_env_runner": rllib.num_envs_per_env_runner}  # fmt: skip
+    rec["rllib_default_settings"] = {
+        "num_env_runners": rllib.num_env_runners,
+        "num_envs_per_env_runner": rllib.num_envs_per_env_runner,
+    }
     rec["rllib_default_steps_per_s"] = sample_breakdown(rllib, steps // 2)["steps_per_s"]
-    sweep = {n: sample_breakdown(_sync(env_id, num_env_runners=cores, num_envs_per_env_runner=n), steps)["steps_per_s"]
-             for n in (1, 8, 16, 32)}  # fmt: skip
+    sweep = {
+        n: sample_breakdown(_sync(env_id, num_env_runners=cores, num_envs_per_env_runner=n), steps)[
+            "steps_per_s"
+        ]
+        for n in (1, 8, 16, 32)
+    }
     rec["platform_sweep_steps_per_s"] = sweep
     default = optimizers.make_plan("sync", env=env_id)
     rate = rec["platform_default_steps_per_s"] = sweep[default.envs_per_runner]
-    rec["platform_default"] = {"num_env_runners": default.num_env_runners,
-                               "num_envs_per_env_runner": default.envs_per_runner}  # fmt: skip
+    rec["platform_default"] = {
+        "num_env_runners": default.num_env_runners,
+        "num_envs_per_env_runner": default.envs_per_runner,
+    }
     rec["platform_per_core_fraction_of_plain"] = rate / cores / rec["plain_loop_steps_per_s"]
-    rec["platform_per_core_fraction_of_plain_policy"] = rate / cores / rec["plain_policy_loop_steps_per_s"]  # fmt: skip
+    rec["platform_per_core_fraction_of_plain_policy"] = (
+        rate / cores / rec["plain_policy_loop_steps_per_s"]
+    )
     rec["platform_vs_rllib_default"] = rate / rec["rllib_default_steps_per_s"]
-    say(f"{env_id}: platform {rate:,.0f} env steps/s, RLlib's defaults "
-        f"{rec['rllib_default_steps_per_s']:,.0f}, a plain loop {rec['plain_loop_steps_per_s']:,.0f} per core")  # fmt: skip
+    say(
+        f"{env_id}: platform {rate:,.0f} env steps/s, RLlib's defaults "
+        f"{rec['rllib_default_steps_per_s']:,.0f}, "
+        f"a plain loop {rec['plain_loop_steps_per_s']:,.0f} per core"
+    )
     if isinstance(gym.make(env_id).action_space, gym.spaces.Discrete):
         hw = rec["handwritten_ppo"] = handwritten_ppo(env_id, iterations=iterations)
         for key, config in (
@@ -81,8 +96,10 @@ def baseline(env_id: str, cores: int, steps: int, iterations: int, say: Say = pr
         rec["overlap_vs_handwritten"] = (
             rec["sync_plan_overlap"]["iteration_steps_per_s"] / hw["iteration_steps_per_s"]
         )
-        say(f"{env_id}: sync iterations at {rec['sync_vs_handwritten']:.2f}x the hand-written PPO, "
-            f"{rec['overlap_vs_handwritten']:.2f}x with overlap=true")  # fmt: skip
+        say(
+            f"{env_id}: sync iterations at {rec['sync_vs_handwritten']:.2f}x the hand-written PPO, "
+            f"{rec['overlap_vs_handwritten']:.2f}x with overlap=true"
+        )
     return rec
 
 
@@ -105,8 +122,11 @@ def scaling(env_id: str, runners: list[int], cpus: float, steps: int, say: Say =
             _sync(env_id, num_env_runners=n, num_envs_per_env_runner=32), steps
         )
         r["per_runner"] = r["steps_per_s"] / n
-        say(f"{n} runners x 32 envs: {r['steps_per_s']:,.0f} steps/s ({r['per_runner']:,.0f} per runner), "
-            f"{r['runner_cpu_us_per_step']:.1f} us CPU/step, straggler {r['straggler_loss']:.1%}")  # fmt: skip
+        say(
+            f"{n} runners x 32 envs: {r['steps_per_s']:,.0f} steps/s "
+            f"({r['per_runner']:,.0f} per runner), "
+            f"{r['runner_cpu_us_per_step']:.1f} us CPU/step, straggler {r['straggler_loss']:.1%}"
+        )
     _efficiency(rows)
     return {"runners": rows, "skipped": skipped}
 
@@ -132,8 +152,15 @@ def _ceiling_worker(env_id: str, n_envs: int, steps: int, start: Any, out: Any) 
     t, c, t0 = time.perf_counter(), time.process_time(), time.time()
     for _ in range(max(1, steps // n_envs)):
         obs, *_ = env.step(act(obs))
-    out.put({"steps": max(1, steps // n_envs) * n_envs, "wall_s": time.perf_counter() - t,
-             "cpu_s": time.process_time() - c, "t0": t0, "t1": time.time()})  # fmt: skip
+    out.put(
+        {
+            "steps": max(1, steps // n_envs) * n_envs,
+            "wall_s": time.perf_counter() - t,
+            "cpu_s": time.process_time() - c,
+            "t0": t0,
+            "t1": time.time(),
+        }
+    )
 
 
 def ceiling(env_id: str, counts: list[int], cpus: int, steps: int, say: Say = print) -> dict:
@@ -165,7 +192,7 @@ def ceiling(env_id: str, counts: list[int], cpus: int, steps: int, say: Say = pr
         r["per_process"] = r["steps_per_s"] / n
         say(f"{n} plain processes x 32 envs: {r['steps_per_s']:,.0f} steps/s")
     _efficiency(rows)
-    return {"processes": rows, "skipped": skipped}  # fmt: skip
+    return {"processes": rows, "skipped": skipped}
 
 
 def sync_iterations(env_id: str, rounds: int, its: int, say: Say = print) -> dict:
@@ -183,11 +210,15 @@ def sync_iterations(env_id: str, rounds: int, its: int, say: Say = print) -> dic
             ratios[label].append(r["iteration_steps_per_s"] / hw)
             timers[label].append(r["timers_mean_s"])
         say(f"round {rnd + 1}: " + ", ".join(f"{k} {v[-1]:.2f}x" for k, v in ratios.items()))
-    return {"rounds": rounds, "iterations_per_measurement": its, "steps_per_s": rates,
-            "median_steps_per_s": {k: median(v) for k, v in rates.items()},
-            "ratio_vs_handwritten_per_round": ratios,
-            "median_ratio_vs_handwritten": {k: median(v) for k, v in ratios.items()},
-            "timers_mean_s": timers}  # fmt: skip
+    return {
+        "rounds": rounds,
+        "iterations_per_measurement": its,
+        "steps_per_s": rates,
+        "median_steps_per_s": {k: median(v) for k, v in rates.items()},
+        "ratio_vs_handwritten_per_round": ratios,
+        "median_ratio_vs_handwritten": {k: median(v) for k, v in ratios.items()},
+        "timers_mean_s": timers,
+    }
 
 
 def overlap_learning(seeds: list[int], max_iterations: int, say: Say = print) -> dict:
@@ -203,21 +234,36 @@ def overlap_learning(seeds: list[int], max_iterations: int, say: Say = print) ->
             plan = optimizers.make_plan("sync", env="CartPole-v1", seed=seed, overlap=overlap)
             with tempfile.TemporaryDirectory() as d:
                 res = training.train(plan, max_iterations, d, progress=False, stop_return=target)
-            runs[key].append({"seed": seed, "reached": res.final_return >= target,
-                              "iterations": res.iterations, "env_steps": res.env_steps,
-                              "wall_s": res.wall_time_s,
-                              "train_s": sum(m.get("time_this_iter_s", 0.0) for m in res.metrics),
-                              "final_return": res.final_return,
-                              "returns": [m.get("episode_return_mean") for m in res.metrics]})  # fmt: skip
+            runs[key].append(
+                {
+                    "seed": seed,
+                    "reached": res.final_return >= target,
+                    "iterations": res.iterations,
+                    "env_steps": res.env_steps,
+                    "wall_s": res.wall_time_s,
+                    "train_s": sum(m.get("time_this_iter_s", 0.0) for m in res.metrics),
+                    "final_return": res.final_return,
+                    "returns": [m.get("episode_return_mean") for m in res.metrics],
+                }
+            )
             say(f"{key} seed {seed}: {res.iterations} iterations, {res.env_steps} env steps")
-    return {"env": "CartPole-v1", "target_return": target, "max_iterations": max_iterations, "runs": runs}  # fmt: skip
+    return {
+        "env": "CartPole-v1",
+        "target_return": target,
+        "max_iterations": max_iterations,
+        "runs": runs,
+    }
 
 
 GPU_LEARNER_SIZES = {
     "64x64, batch 4000, minibatch 500 (the default)": {},
-    "128x128, batch 8000, minibatch 2000": dict(hidden=[128, 128], train_batch_size=8000, minibatch_size=2000),
-    "256x256, batch 16000, minibatch 4000": dict(hidden=[256, 256], train_batch_size=16000, minibatch_size=4000),
-}  # fmt: skip
+    "128x128, batch 8000, minibatch 2000": dict(
+        hidden=[128, 128], train_batch_size=8000, minibatch_size=2000
+    ),
+    "256x256, batch 16000, minibatch 4000": dict(
+        hidden=[256, 256], train_batch_size=16000, minibatch_size=4000
+    ),
+}
 """The learner sizes of the GPU-vs-CPU rows: the two the rule of
 :mod:`rlsuite.platform.resources` was set from and one between."""
 
@@ -264,9 +310,10 @@ def gpu_learner(env_id: str, its: int, say: Say = print) -> dict:
             row["rule_agrees"] = (row["gpu_speedup_learner"] > 1) == (pick.device == "cuda")
         say(
             f"{label}: auto picks {pick.device} with a GPU; learner update on the CPU "
-            f"{row['cpu']['learner_update_s']:.2f} s, on the GPU {row['cuda'].get('learner_update_s', no_gpu)}"
+            f"{row['cpu']['learner_update_s']:.2f} s, "
+            f"on the GPU {row['cuda'].get('learner_update_s', no_gpu)}"
         )
         out["sizes"][label] = row
     if no_gpu:
         out["skipped"] = no_gpu
-    return out  # fmt: skip
+    return out
