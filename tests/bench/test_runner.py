@@ -68,6 +68,13 @@ def test_quick_then_flags_override_the_defaults_and_the_json_has_its_run(tmp_pat
     assert runner.run(TOY, sys.modules[__name__], ["--episodes", "0"]) == 3
 
 
+def test_a_results_name_may_name_a_subfolder(tmp_path):
+    ctx = runner.Context(bench=TOY, settings=Settings(), seeds=None, quick=False, resume=False,
+                         results=tmp_path / "platform", argv=[])  # fmt: skip
+    path = ctx.save("device/platform_toy", {"episodes": 1})
+    assert path == tmp_path / "platform" / "device" / "platform_toy.json" and path.exists()
+
+
 def test_a_bad_flag_is_refused_by_argparse(capsys):
     with pytest.raises(SystemExit):
         runner.run(TOY, sys.modules[__name__], ["--episodes", "many"])
