@@ -65,7 +65,7 @@ import os
 import sys
 
 from rlsuite.apps.queryopt.commands import console
-from rlsuite.cli_common import USER_ERRORS, add_cluster_flags, add_json_flag
+from rlsuite.cli_common import USER_ERRORS, add_cluster_flags, add_flags, add_json_flag
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,37 +147,21 @@ def build_parser() -> argparse.ArgumentParser:
         "a learning curve to --run-dir.",
     )
     common(t)
-    t.add_argument("--queries", type=int, default=50, help="training queries (default 50)")
-    t.add_argument("--iterations", type=int, default=10, help="training iterations (default 10)")
-    t.add_argument("--run-dir", default="runs/queryopt", help="output directory")
-    t.add_argument(
-        "--timeout-ms",
-        type=int,
-        default=None,
-        help="runtime cap while training (default 1000; 10000 on Spark)",
+    # fmt: off
+    add_flags(
+        t,
+        ("--queries", int, 50, "training queries (default 50)"),
+        ("--iterations", int, 10, "training iterations (default 10)"),
+        ("--run-dir", None, "runs/queryopt", "output directory"),
+        ("--timeout-ms", int, None, "runtime cap while training (default 1000; 10000 on Spark)"),
+        ("--max-steps", int, 3, "rewrites per episode"),
+        ("--reward", ("runtime", "relative", "cost"), None, "runtime (-seconds), relative (-seconds / the engine's own plan's) or cost (PostgreSQL's estimate, no execution); default runtime, relative on Spark"),
+        ("--num-env-runners", int, None, "parallel env runners (default 2; 0 on Spark: one JVM)"),
+        ("--env-steps", int, None, "env steps per training iteration (default 1000; 100 on Spark)"),
+        ("--seed", int, 0, "training seed"),
+        ("--resume", bool, False, "continue the run in --run-dir"),
     )
-    t.add_argument("--max-steps", type=int, default=3, help="rewrites per episode")
-    t.add_argument(
-        "--reward",
-        choices=("runtime", "relative", "cost"),
-        default=None,
-        help="runtime (-seconds), relative (-seconds / the engine's own plan's) or cost "
-        "(PostgreSQL's estimate, no execution); default runtime, relative on Spark",
-    )
-    t.add_argument(
-        "--num-env-runners",
-        type=int,
-        default=None,
-        help="parallel env runners (default 2; 0 on Spark: one JVM)",
-    )
-    t.add_argument(
-        "--env-steps",
-        type=int,
-        default=None,
-        help="env steps per training iteration (default 1000; 100 on Spark)",
-    )
-    t.add_argument("--seed", type=int, default=0, help="training seed")
-    t.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
+    # fmt: on
     add_cluster_flags(t, num_cpus=False)
 
     r = sub.add_parser(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -147,6 +147,18 @@ class Featurizer:
             )
         return Featurizer(max_steps=int(d["max_steps"]))
 
+    actions: ClassVar[tuple[str, ...]] = R.RULE_NAMES
+    """The actions whose applicability and use are features (the rewrite rules)."""
+    bounds: ClassVar[tuple[float, float]] = (-math.inf, math.inf)
+    """Every feature is clipped to this range."""
+
+    def plan_vector(self, plan: Mapping[str, Any]) -> list[float]:
+        """The plan's part of the vector: costs and rows, node-type counts, structure."""
+        pf = plan_features(plan)
+        v = [pf[k] / 20.0 for k in PLAN_KEYS]
+        v += [math.log1p(pf[f"n_{k}"]) for k in NODE_TYPES]
+        return v + [math.log1p(pf[k]) for k in STRUCT_KEYS]
+
     def __call__(
         self,
         query: R.Query,
@@ -156,14 +168,10 @@ class Featurizer:
         settings: Mapping[str, str] | None = None,
     ) -> np.ndarray:
         qf = query_features(query.expression)
-        pf = plan_features(plan)
-        v: list[float] = [math.log1p(float(qf[k])) for k in QUERY_KEYS]
-        v += [pf[k] / 20.0 for k in PLAN_KEYS]
-        v += [math.log1p(pf[f"n_{k}"]) for k in NODE_TYPES]
-        v += [math.log1p(pf[k]) for k in STRUCT_KEYS]
-        v += [1.0 if isinstance(applicable.get(n), R.Query) else 0.0 for n in R.RULE_NAMES]
-        v += [1.0 if n in query.applied else 0.0 for n in R.RULE_NAMES]
+        v = [math.log1p(float(qf[k])) for k in QUERY_KEYS] + self.plan_vector(plan)
+        v += [1.0 if isinstance(applicable.get(n), R.Query) else 0.0 for n in self.actions]
+        v += [1.0 if n in query.applied else 0.0 for n in self.actions]
         v.append(step / max(1, self.max_steps))
         knob = float((settings or {}).get("qopt.udf_cost", 0) or 0)
         v.append(math.log1p(knob) / 10.0)
-        return np.asarray(v, dtype=np.float32)
+        return np.clip(np.asarray(v, dtype=np.float32), *self.bounds)

@@ -184,7 +184,34 @@ def validate(
     return out
 
 
-class FixedRules:
+class _RuleRewriter:
+    """What the rule rewriters share: applying rules in their engine session (``db``,
+    ``schema``, ``settings``, ``timeout_ms``, ``check_schema``: set by the subclass)."""
+
+    db: Engine
+    schema: str
+    settings: dict[str, str]
+    timeout_ms: int
+    check_schema: str | None
+
+    def apply(self, sql: str, names: Sequence[str], check: bool) -> Decision:
+        """:func:`rewrite` of ``sql`` with the rules ``names``, in this session."""
+        return rewrite(
+            self.db,
+            self.schema,
+            sql,
+            names,
+            check,
+            self.timeout_ms,
+            self.settings,
+            self.check_schema,
+        )
+
+    def close(self) -> None:
+        pass
+
+
+class FixedRules(_RuleRewriter):
     """A hand-written rewriter: always try the same rules, in order."""
 
     def __init__(
@@ -205,22 +232,10 @@ class FixedRules:
         self.name = "rules: " + ", ".join(self.names)
 
     def rewrite(self, sql: str, check: bool = False) -> Decision:
-        return rewrite(
-            self.db,
-            self.schema,
-            sql,
-            self.names,
-            check,
-            self.timeout_ms,
-            self.settings,
-            self.check_schema,
-        )
-
-    def close(self) -> None:
-        pass
+        return self.apply(sql, self.names, check)
 
 
-class GreedyByCost:
+class GreedyByCost(_RuleRewriter):
     """Apply, one at a time, the rule that lowers the engine's estimated cost most.
 
     A rule is taken only when it cuts the estimate by more than 10%; at most
@@ -275,19 +290,7 @@ class GreedyByCost:
             d = rewrite(self.db, self.schema, sql, [], check, self.timeout_ms, self.settings)
             d.reasons.setdefault("*", f"no rewrite: {e}")
             return d
-        return rewrite(
-            self.db,
-            self.schema,
-            sql,
-            names,
-            check,
-            self.timeout_ms,
-            self.settings,
-            self.check_schema,
-        )
-
-    def close(self) -> None:
-        pass
+        return self.apply(sql, names, check)
 
 
 def query_features(e: exp.Expression) -> dict[str, float]:

@@ -41,14 +41,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
 import sqlglot
 from sqlglot import exp
 
 from rlsuite.apps.queryopt import rules as R
-from rlsuite.apps.queryopt.rewriter import Decision, query_features
+from rlsuite.apps.queryopt.featurizer import QUERY_KEYS, Featurizer
+from rlsuite.apps.queryopt.rewriter import Decision
 from rlsuite.apps.queryopt.verify import same_rows
 
 if TYPE_CHECKING:
@@ -327,27 +327,17 @@ OPERATORS = (
     "FileScan",
     "AdaptiveSparkPlan",
 )
-QUERY_KEYS = (
-    "tables",
-    "join_preds",
-    "filters",
-    "group_keys",
-    "aggregates",
-    "subqueries",
-    "udf_calls",
-    "order_by",
-    "outer_joins",
-)
 VERSION = 1
 
 
 @dataclass(frozen=True)
-class SparkFeaturizer:
+class SparkFeaturizer(Featurizer):
     """Query shape + Spark's plan (log estimated size, operator counts) + action
     applicability + actions applied + step + the UDF cost knob."""
 
-    max_steps: int = 3
     version: int = VERSION
+    actions: ClassVar[tuple[str, ...]] = ACTION_NAMES
+    bounds: ClassVar[tuple[float, float]] = (0.0, 100.0)
 
     @property
     def size(self) -> int:
@@ -374,28 +364,14 @@ class SparkFeaturizer:
             )
         return SparkFeaturizer(max_steps=int(d["max_steps"]))
 
-    def __call__(
-        self,
-        q: R.Query,
-        plan: Mapping[str, Any],
-        applicable: Mapping[str, Any],
-        step: int,
-        settings: Mapping[str, str] | None = None,
-    ) -> np.ndarray:
-        qf = query_features(q.expression)
-        v = [math.log1p(float(qf[k])) for k in QUERY_KEYS]
+    def plan_vector(self, plan: Mapping[str, Any]) -> list[float]:
+        """Spark's estimated size and rows (log, scaled) and its operator counts."""
         size = float(plan.get("size_bytes", math.nan))
         rows = float(plan.get("row_count", math.nan))
-        v.append(math.log1p(size) / 40.0 if math.isfinite(size) else 0.0)
+        v = [math.log1p(size) / 40.0 if math.isfinite(size) else 0.0]
         v.append(math.log1p(rows) / 30.0 if math.isfinite(rows) else 0.0)
         ops = plan.get("operators", {})
-        v += [math.log1p(float(ops.get(o, 0))) for o in OPERATORS]
-        v += [1.0 if isinstance(applicable.get(n), R.Query) else 0.0 for n in ACTION_NAMES]
-        v += [1.0 if n in q.applied else 0.0 for n in ACTION_NAMES]
-        v.append(step / max(1, self.max_steps))
-        knob = float((settings or {}).get("qopt.udf_cost", 0) or 0)
-        v.append(math.log1p(knob) / 10.0)
-        return np.clip(np.asarray(v, dtype=np.float32), 0.0, 100.0)
+        return v + [math.log1p(float(ops.get(o, 0))) for o in OPERATORS]
 
 
 # --------------------------------------------------------------- rewriting

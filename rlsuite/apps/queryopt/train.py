@@ -23,6 +23,7 @@ from typing import Any
 from rlsuite.apps.queryopt import rules as R
 from rlsuite.apps.queryopt.rewriter import Decision
 from rlsuite.apps.queryopt.spaces import space_of
+from rlsuite.platform.plans import check_at_least_one
 
 SIDECAR = "queryopt.json"
 ENGINE_DEFAULTED = (
@@ -123,17 +124,18 @@ class TrainConfig:
             )
         if len(self.hidden) != 2:
             raise ValueError(f"the DQN has 2 hidden layers; hidden={self.hidden!r}")
-        for k in (
-            "num_queries",
-            "max_steps",
-            "timeout_ms",
-            "iterations",
-            "train_batch_size",
-            "repeat",
-            "env_steps_per_iteration",
-        ):
-            if int(getattr(self, k)) < 1:
-                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        check_at_least_one(
+            self,
+            (
+                "num_queries",
+                "max_steps",
+                "timeout_ms",
+                "iterations",
+                "train_batch_size",
+                "repeat",
+                "env_steps_per_iteration",
+            ),
+        )
         if self.num_env_runners < 0:
             raise ValueError("num_env_runners must be >= 0")
         if self.experience:

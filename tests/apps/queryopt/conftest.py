@@ -48,6 +48,15 @@ def db(dsn):
 
 
 @pytest.fixture(scope="session")
+def tpcds(db):
+    """``db`` with TPC-DS at scale 0.01 loaded too (schema ``qopt_tpcds_sf0_01``)."""
+    from rlsuite.apps.queryopt.workloads.tpcds import TpcdsWorkload
+
+    TpcdsWorkload(scale=0.01).ensure(db)
+    return db
+
+
+@pytest.fixture(scope="session")
 def reader_dsn(db, dsn) -> str:
     """A user's own database, made as a DBA would; the app only reads it.
 

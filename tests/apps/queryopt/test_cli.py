@@ -62,27 +62,17 @@ def test_rewrite_check_and_json(capsys, db, dsn, tmp_path):
     assert "unknown rule 'nope'" in capsys.readouterr().out
 
 
-def test_run_with_fixed_rules(capsys, db, dsn, tmp_path):
+def _run(tmp_path, dsn: str, args: str) -> dict:
+    """``qopt-bench run ARGS --dsn DSN``, which must succeed; the JSON it wrote."""
     out_json = tmp_path / "r.json"
-    rc = cli.main(
-        [
-            "run",
-            "--workload",
-            "udf",
-            "--rules",
-            "filter_after_aggregation",
-            "--queries",
-            "2",
-            "--udf-cost",
-            "200",
-            "--dsn",
-            dsn,
-            "--json",
-            str(out_json),
-        ]
+    assert cli.main(["run", *args.split(), "--dsn", dsn, "--json", str(out_json)]) == 0
+    return json.loads(out_json.read_text())
+
+
+def test_run_with_fixed_rules(capsys, db, dsn, tmp_path):
+    res = _run(
+        tmp_path, dsn, "--workload udf --rules filter_after_aggregation --queries 2 --udf-cost 200"
     )
-    assert rc == 0
-    res = json.loads(out_json.read_text())
     assert res["summary"]["queries"] == 2 and res["summary"]["wrong_results"] == 0
     assert all(q["rewrites"] == ["filter_after_aggregation"] for q in res["queries"])
     assert "geometric-mean speed-up" in capsys.readouterr().out
@@ -113,24 +103,5 @@ def test_train_then_run_with_the_model(ray_local, db, dsn, tmp_path, capsys):
         ]
     )
     assert rc == 0 and (run_dir / "queryopt.json").exists()
-    out_json = tmp_path / "r.json"
-    rc = cli.main(
-        [
-            "run",
-            "--workload",
-            "joins",
-            "--model",
-            str(run_dir),
-            "--queries",
-            "1",
-            "--timeout-ms",
-            "100",
-            "--dsn",
-            dsn,
-            "--json",
-            str(out_json),
-        ]
-    )
-    assert rc == 0
-    res = json.loads(out_json.read_text())
+    res = _run(tmp_path, dsn, f"--workload joins --model {run_dir} --queries 1 --timeout-ms 100")
     assert res["summary"]["queries"] == 1 and res["summary"]["wrong_results"] == 0

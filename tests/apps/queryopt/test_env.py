@@ -11,22 +11,19 @@ from rlsuite.platform import envs
 ENV = "rlsuite/QueryRewrite-v0"
 
 
+def _seed_env(dsn: str, **config):
+    """The env on the joins workload's seed query alone, two rewrites an episode unless
+    ``config`` says otherwise."""
+    return envs.make(ENV, {"dsn": dsn, "queries": [SEED_QUERY], "max_steps": 2, **config})
+
+
 def test_env_is_registered_and_passes_check_env(db, dsn):
     assert ENV in envs.registered()
     envs.check(ENV, {"dsn": dsn, "num_queries": 3, "timeout_ms": 100})
 
 
 def test_eager_aggregation_beats_stop_and_timeout_caps_reward(db, dsn):
-    env = envs.make(
-        ENV,
-        {
-            "dsn": dsn,
-            "queries": [SEED_QUERY],
-            "timeout_ms": 150,
-            "max_steps": 2,
-            "measure_baseline": True,
-        },
-    )
+    env = _seed_env(dsn, timeout_ms=150, measure_baseline=True)
     try:
         obs, info = env.reset(seed=0)
         assert obs.shape == env.observation_space.shape and info["sql"] == SEED_QUERY
@@ -50,16 +47,7 @@ def test_eager_aggregation_beats_stop_and_timeout_caps_reward(db, dsn):
 
 
 def test_invalid_action_is_a_penalised_no_op_and_max_steps_terminates(db, dsn):
-    env = envs.make(
-        ENV,
-        {
-            "dsn": dsn,
-            "queries": [SEED_QUERY],
-            "timeout_ms": 100,
-            "max_steps": 2,
-            "invalid_action_penalty": 0.5,
-        },
-    )
+    env = _seed_env(dsn, timeout_ms=100, invalid_action_penalty=0.5)
     try:
         obs, _ = env.reset(seed=0)
         unnest = R.RULE_NAMES.index("unnest_subqueries")
@@ -73,7 +61,7 @@ def test_invalid_action_is_a_penalised_no_op_and_max_steps_terminates(db, dsn):
 
 
 def test_cost_reward_needs_no_execution(db, dsn):
-    env = envs.make(ENV, {"dsn": dsn, "queries": [SEED_QUERY], "reward": "cost", "max_steps": 1})
+    env = _seed_env(dsn, reward="cost", max_steps=1)
     try:
         env.reset(seed=0)
         _, r_base, *_ = env.step(R.STOP)

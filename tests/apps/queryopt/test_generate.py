@@ -5,7 +5,6 @@ rewrite against DuckDB's answer to the original on the same tables)."""
 
 from __future__ import annotations
 
-import pytest
 import sqlglot
 
 from rlsuite.apps.queryopt import cli
@@ -16,12 +15,6 @@ from rlsuite.apps.queryopt.workloads.shapes import SHAPES, generate
 from rlsuite.apps.queryopt.workloads.tpcds import TpcdsWorkload
 
 SMALL = TpcdsWorkload(scale=0.01)
-
-
-@pytest.fixture(scope="module")
-def tpcds(db):
-    SMALL.ensure(db)
-    return db
 
 
 def test_queries_parse_plan_and_repeat_per_seed(tpcds):

@@ -383,12 +383,9 @@ def _retrain_until_swapped(learner, tries: int = 4) -> dict:
     raise AssertionError(f"no retrain in {tries} passed the guard: {learner.history}")
 
 
-def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
-    tmp_path, sock_dir, dsn, db, plugin_lib
-):
-    from rlsuite.apps.queryopt.engines.postgres import Database
-
-    store_path = tmp_path / "exp.sqlite"
+def _learning_server(tmp_path, sock, dsn) -> tuple[M.ModelServer, ExperienceStore]:
+    """A server at ``sock`` with no model (the standard plan, exploring) that records
+    runtimes in ``tmp_path/exp.sqlite`` and retrains from them when asked; and its store."""
     cfg = OnlineConfig(
         explore_share=0.3,
         explore_window=10,
@@ -397,9 +394,9 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
         iterations=3,
         env_steps_per_iteration=400,
     )
-    decider = D.RulesDecider(dsn, "joins", [])  # no model: the standard plan, exploring
-    store = ExperienceStore(store_path, decider.schema)
-    srv = M.ModelServer(str(sock_dir / "online.sock"), decider, 20_000, online=cfg, store=store)
+    decider = D.RulesDecider(dsn, "joins", [])
+    store = ExperienceStore(tmp_path / "exp.sqlite", decider.schema)
+    srv = M.ModelServer(str(sock), decider, 20_000, online=cfg, store=store)
     srv.learner = OnlineLearner(
         cfg,
         store,
@@ -412,6 +409,16 @@ def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
         swap=srv.swap,
         current_choices=srv.current_choices,
     )
+    return srv, store
+
+
+def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
+    tmp_path, sock_dir, dsn, db, plugin_lib
+):
+    from rlsuite.apps.queryopt.engines.postgres import Database
+
+    store_path = tmp_path / "exp.sqlite"
+    srv, store = _learning_server(tmp_path, sock_dir / "online.sock", dsn)
     session = Database(plugin_dsn(dsn, sock_dir / "online.sock", timeout_ms=20_000))
     try:
         srv.start()
@@ -514,29 +521,7 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
     the reason, the next one runs in a new process; closing the server ends it (and its Ray)."""
     from rlsuite.apps.queryopt.engines.postgres import Database
 
-    cfg = OnlineConfig(
-        explore_share=0.3,
-        explore_window=10,
-        retry_after=1,
-        retrain_every=10_000,
-        iterations=3,
-        env_steps_per_iteration=400,
-    )
-    decider = D.RulesDecider(dsn, "joins", [])
-    store = ExperienceStore(tmp_path / "exp.sqlite", decider.schema)
-    srv = M.ModelServer(str(sock_dir / "crash.sock"), decider, 20_000, online=cfg, store=store)
-    srv.learner = OnlineLearner(
-        cfg,
-        store,
-        str(tmp_path / "models"),
-        dsn=dsn,
-        workload="joins",
-        workload_config={},
-        max_steps=2,
-        make_decider=lambda ckpt: D.ModelDecider(ckpt, dsn, workload="joins"),
-        swap=srv.swap,
-        current_choices=srv.current_choices,
-    )
+    srv, store = _learning_server(tmp_path, sock_dir / "crash.sock", dsn)
     session = Database(plugin_dsn(dsn, sock_dir / "crash.sock", timeout_ms=20_000))
     sql = TWO_TABLES.format(600)
     seen: set[int] = set()
@@ -551,7 +536,7 @@ def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
             session.close()  # the session's last reward is sent when it ends
             session = Database(plugin_dsn(dsn, sock_dir / "crash.sock", timeout_ms=20_000))
             _wait(lambda: store.count() >= 12 - srv.stats.not_ready)
-            if _learnable(tmp_path / "exp.sqlite", decider.schema):
+            if _learnable(tmp_path / "exp.sqlite", srv.decider.schema):
                 break
             assert time.time() < deadline, [(e.kind, e.applied) for e in store.recent()]
         done: list[dict] = []

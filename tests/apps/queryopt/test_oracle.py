@@ -13,22 +13,14 @@ TPCDS = "qopt_tpcds_sf0_01"
 
 
 @pytest.fixture(scope="module")
-def tpcds_small(db):
-    from rlsuite.apps.queryopt.workloads.tpcds import TpcdsWorkload
-
-    TpcdsWorkload(scale=0.01).ensure(db)
-    return db
-
-
-@pytest.fixture(scope="module")
 def q1():
     from rlsuite.apps.queryopt.workloads.tpcds import queries
 
     return queries()[1]
 
 
-def test_search_times_each_plan_once_and_a_second_search_runs_nothing(tpcds_small, q1, tmp_path):
-    db = tpcds_small
+def test_search_times_each_plan_once_and_a_second_search_runs_nothing(tpcds, q1, tmp_path):
+    db = tpcds
     cache = RuntimeCache(str(tmp_path / "c.json"))
     orig = db.run(q1, TPCDS, 10_000).runtime_s
     res = search(db, TPCDS, q1, cache, orig_s=orig, cap_ms=10_000, depth=2, beam=2)
@@ -48,13 +40,13 @@ def test_search_times_each_plan_once_and_a_second_search_runs_nothing(tpcds_smal
     assert res2.best == res.best
 
 
-def test_search_rows_train_the_replay_env_toward_the_fastest_sequence(tpcds_small, q1, tmp_path):
+def test_search_rows_train_the_replay_env_toward_the_fastest_sequence(tpcds, q1, tmp_path):
     from rlsuite.apps.queryopt.envs.replay import ReplayRewriteEnv
     from rlsuite.apps.queryopt.envs.rewrite import QueryRewriteEnv
     from rlsuite.apps.queryopt.oracle import SearchResult
     from rlsuite.apps.queryopt.plugin.experience import ExperienceStore
 
-    db = tpcds_small
+    db = tpcds
     res = SearchResult(orig_s=1.0, best=("arm_no_nestloop",), best_s=0.25)
     res.times = {
         (): (1.0, False),
@@ -97,12 +89,12 @@ def test_search_rows_train_the_replay_env_toward_the_fastest_sequence(tpcds_smal
     assert lenv.step(R.RULE_NAMES.index("arm_no_hashjoin"))[1] == pytest.approx(-math.log(1.1))
 
 
-def test_plan_structure_features_see_correlated_subplans_and_self_joined_ctes(tpcds_small):
+def test_plan_structure_features_see_correlated_subplans_and_self_joined_ctes(tpcds):
     from rlsuite.apps.queryopt.featurizer import STRUCT_KEYS, Featurizer, plan_features
     from rlsuite.apps.queryopt.rewriter import apply_rules
     from rlsuite.apps.queryopt.workloads.tpcds import queries
 
-    db, qs = tpcds_small, queries()
+    db, qs = tpcds, queries()
 
     def struct(sql, seq=()):
         q, _ = apply_rules(R.Query.parse(sql, _catalog(db)), seq)

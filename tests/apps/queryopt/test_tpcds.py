@@ -20,12 +20,6 @@ BIG = "qopt_test_tpcds_q1x20"
 work there, so Q1 runs past a 1 s timeout that its decorrelated rewrite finishes well within."""
 
 
-@pytest.fixture(scope="module")
-def tpcds(db):
-    SMALL.ensure(db)
-    return db
-
-
 def test_setup_loads_the_tables_with_primary_keys(tpcds, dsn, capsys):
     assert cli.main(["setup", "--workload", "tpcds", "--scale", "0.01", "--dsn", dsn]) == 0
     out = capsys.readouterr().out

@@ -109,11 +109,15 @@ class Database:
 
     def ping(self) -> str:
         """The server's version string."""
+        return self._read("SELECT version()")[0][0]
+
+    def _read(self, sql: str, params: Sequence | None = None) -> list[tuple]:
+        """The rows of a catalog query, its transaction rolled back at once."""
         with self.conn.cursor() as cur:
-            cur.execute("SELECT version()")
-            v = cur.fetchone()[0]
+            cur.execute(sql, params)
+            rows = cur.fetchall()
         self.conn.rollback()
-        return v
+        return rows
 
     # ------------------------------------------------------------- queries
     def _begin(
@@ -149,14 +153,11 @@ class Database:
     def _known_tables(self) -> list[str]:
         try:
             self.conn.rollback()
-            with self.conn.cursor() as cur:
-                cur.execute(
-                    "SELECT table_schema || '.' || table_name FROM information_schema.tables "
-                    "WHERE table_schema LIKE 'qopt\\_%' ORDER BY 1"
-                )
-                out = [r[0] for r in cur.fetchall()]
-            self.conn.rollback()
-            return out
+            rows = self._read(
+                "SELECT table_schema || '.' || table_name FROM information_schema.tables "
+                "WHERE table_schema LIKE 'qopt\\_%' ORDER BY 1"
+            )
+            return [r[0] for r in rows]
         except Exception:  # noqa: BLE001 - only for the message
             return []
 
@@ -256,74 +257,56 @@ class Database:
     # ----------------------------------------------------------- catalog
     def visible_schemas(self) -> list[str]:
         """The schemas this user may read (``USAGE``), without PostgreSQL's own."""
-        with self.conn.cursor() as cur:
-            cur.execute(
-                "SELECT nspname FROM pg_namespace WHERE has_schema_privilege(oid, 'USAGE') "
-                "AND nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' ORDER BY 1"
-            )
-            out = [r[0] for r in cur.fetchall()]
-        self.conn.rollback()
-        return out
+        rows = self._read(
+            "SELECT nspname FROM pg_namespace WHERE has_schema_privilege(oid, 'USAGE') "
+            "AND nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' ORDER BY 1"
+        )
+        return [r[0] for r in rows]
 
     def schema_exists(self, schema: str) -> bool:
-        with self.conn.cursor() as cur:
-            cur.execute(
-                "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,)
-            )
-            ok = cur.fetchone() is not None
-        self.conn.rollback()
-        return ok
+        sql = "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s"
+        return bool(self._read(sql, (schema,)))
 
     def schema_comment(self, schema: str) -> str | None:
         """The schema's comment (the app stores its data's identity there)."""
-        with self.conn.cursor() as cur:
-            cur.execute(
-                "SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = %s",
-                (schema,),
-            )
-            row = cur.fetchone()
-        self.conn.rollback()
-        return row[0] if row else None
+        rows = self._read(
+            "SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = %s",
+            (schema,),
+        )
+        return rows[0][0] if rows else None
 
     def columns(self, schema: str) -> dict[str, dict[str, str]]:
         """``{table: {column: type}}`` of a schema (for sqlglot's qualify)."""
-        with self.conn.cursor() as cur:
-            cur.execute(
-                "SELECT table_name, column_name, data_type FROM information_schema.columns "
-                "WHERE table_schema = %s ORDER BY table_name, ordinal_position",
-                (schema,),
-            )
-            out: dict[str, dict[str, str]] = {}
-            for t, c, ty in cur.fetchall():
-                out.setdefault(t, {})[c] = ty
-        self.conn.rollback()
+        rows = self._read(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = %s ORDER BY table_name, ordinal_position",
+            (schema,),
+        )
+        out: dict[str, dict[str, str]] = {}
+        for t, c, ty in rows:
+            out.setdefault(t, {})[c] = ty
         return out
 
     def not_null_columns(self, schema: str) -> dict[str, frozenset[str]]:
         """``{table: columns declared NOT NULL}`` of a schema (primary keys included)."""
-        with self.conn.cursor() as cur:
-            cur.execute(
-                "SELECT table_name, column_name FROM information_schema.columns "
-                "WHERE table_schema = %s AND is_nullable = 'NO'",
-                (schema,),
-            )
-            out: dict[str, set[str]] = {}
-            for t, c in cur.fetchall():
-                out.setdefault(t, set()).add(c)
-        self.conn.rollback()
+        rows = self._read(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = %s AND is_nullable = 'NO'",
+            (schema,),
+        )
+        out: dict[str, set[str]] = {}
+        for t, c in rows:
+            out.setdefault(t, set()).add(c)
         return {t: frozenset(cs) for t, cs in out.items()}
 
     def row_counts(self, schema: str) -> dict[str, float]:
         """Estimated rows per table (``pg_class.reltuples``)."""
-        with self.conn.cursor() as cur:
-            cur.execute(
-                "SELECT c.relname, greatest(c.reltuples, 0) FROM pg_class c JOIN pg_namespace n "
-                "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
-                (schema,),
-            )
-            out = {r[0]: float(r[1]) for r in cur.fetchall()}
-        self.conn.rollback()
-        return out
+        rows = self._read(
+            "SELECT c.relname, greatest(c.reltuples, 0) FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            (schema,),
+        )
+        return {r[0]: float(r[1]) for r in rows}
 
     # ------------------------------------------------------------- writes
     def ensure_workload(self, workload: Any, seed: int = 0, force: bool = False) -> bool:

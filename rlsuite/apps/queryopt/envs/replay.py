@@ -45,6 +45,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlsuite.apps.queryopt import rules as R
+from rlsuite.apps.queryopt.envs import step_action
 from rlsuite.apps.queryopt.featurizer import Featurizer
 
 LEVEL_SHIFT = 4.0
@@ -208,11 +209,7 @@ class ReplayRewriteEnv(gym.Env):
         return -ratio
 
     def step(self, action: int):
-        if self._shape is None:
-            raise RuntimeError("call reset() before step()")
-        a = int(action)
-        if not 0 <= a <= R.STOP:
-            raise ValueError(f"action must be in [0, {R.STOP}], got {action}")
+        a = step_action(action, R.STOP, self._shape is not None)
         obs = self._shape.states[self._applied]
         if a == R.STOP:
             return obs.copy(), self._end(self._applied), True, False, {}

@@ -52,6 +52,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlsuite.apps.queryopt import rules as R
+from rlsuite.apps.queryopt.envs import step_action
 from rlsuite.apps.queryopt.spaces import space_of
 from rlsuite.apps.queryopt.verify import same_rows
 
@@ -230,11 +231,7 @@ class QueryRewriteEnv(gym.Env):
         return self._obs(), {"sql": sql}
 
     def step(self, action: int):
-        if self.query is None:
-            raise RuntimeError("call reset() before step()")
-        a = int(action)
-        if not 0 <= a <= self.stop_action:
-            raise ValueError(f"action must be in [0, {self.stop_action}], got {action}")
+        a = step_action(action, self.stop_action, self.query is not None)
         reward, info = 0.0, {}
         terminated = a == self.stop_action
         if not terminated:

@@ -90,7 +90,7 @@ import sys
 
 from rich.console import Console
 
-from rlsuite.cli_common import USER_ERRORS, add_json_flag, json_text, write_json
+from rlsuite.cli_common import USER_ERRORS, add_flags, add_json_flag, json_text, write_json
 
 console = Console()
 
@@ -159,40 +159,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--dsn", default=None, help="libpq DSN (default: the embedded server)")
     o = s.add_argument_group("online learning")
-    o.add_argument("--store", default=None, help="experience store (SQLite file), kept across runs")
-    o.add_argument("--window", type=int, default=5000, help="executions the store keeps (5000)")
-    o.add_argument("--learn", action="store_true", help="retrain from the store in the background")
-    o.add_argument(
-        "--retrain-every", type=int, default=50, help="retrain after N new runtimes (50)"
+    # fmt: off
+    add_flags(
+        o,
+        ("--store", None, None, "experience store (SQLite file), kept across runs"),
+        ("--window", int, 5000, "executions the store keeps (5000)"),
+        ("--learn", bool, False, "retrain from the store in the background"),
+        ("--retrain-every", int, 50, "retrain after N new runtimes (50)"),
+        ("--retrain-seconds", float, 120.0, "or after S seconds (120)"),
+        ("--explore", float, 0.05, "max share of answers that explore (0.05)"),
+        ("--regression-threshold", float, 0.2, "fall back when this much slower than the standard plan (0.2 = 20%%)"),
+        ("--regression-runs", int, 3, "...over this many executions (3)"),
+        ("--guard-margin", float, 0.05, "a new model may be predicted this much slower at most (0.05)"),
+        ("--models-dir", None, None, "where retrained models go (default: STORE.models)"),
+        ("--max-steps", int, 2, "rewrites per decision without --model (2)"),
+        ("--train-iterations", int, 2, "training iterations per retrain (2)"),
     )
-    o.add_argument("--retrain-seconds", type=float, default=120.0, help="or after S seconds (120)")
-    o.add_argument(
-        "--explore", type=float, default=0.05, help="max share of answers that explore (0.05)"
-    )
-    o.add_argument(
-        "--regression-threshold",
-        type=float,
-        default=0.2,
-        help="fall back when this much slower than the standard plan (0.2 = 20%%)",
-    )
-    o.add_argument(
-        "--regression-runs", type=int, default=3, help="...over this many executions (3)"
-    )
-    o.add_argument(
-        "--guard-margin",
-        type=float,
-        default=0.05,
-        help="a new model may be predicted this much slower at most (0.05)",
-    )
-    o.add_argument(
-        "--models-dir", default=None, help="where retrained models go (default: STORE.models)"
-    )
-    o.add_argument(
-        "--max-steps", type=int, default=2, help="rewrites per decision without --model (2)"
-    )
-    o.add_argument(
-        "--train-iterations", type=int, default=2, help="training iterations per retrain (2)"
-    )
+    # fmt: on
     add_json_flag(s, "serve stats: the full answer")
     s.set_defaults(qopt_plugin_handler=cmd_serve)
 

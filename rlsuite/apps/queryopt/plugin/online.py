@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlsuite.apps.queryopt.plugin.guard import Applied
+from rlsuite.platform.plans import check_at_least_one
 
 log = logging.getLogger("rlsuite.queryopt.serve")
 
@@ -113,19 +114,21 @@ class OnlineConfig:
             raise ValueError(f"explore share must be in [0, 1], got {self.explore_share}")
         if self.regression_threshold < 0:
             raise ValueError(f"regression threshold must be >= 0, got {self.regression_threshold}")
-        for k in (
-            "explore_window",
-            "regression_runs",
-            "stale_after",
-            "retry_after",
-            "retrain_every",
-            "iterations",
-            "env_steps_per_iteration",
-            "max_steps",
-            "keep_models",
-        ):
-            if int(getattr(self, k)) < 1:
-                raise ValueError(f"{k.replace('_', ' ')} must be >= 1, got {getattr(self, k)}")
+        check_at_least_one(
+            self,
+            (
+                "explore_window",
+                "regression_runs",
+                "stale_after",
+                "retry_after",
+                "retrain_every",
+                "iterations",
+                "env_steps_per_iteration",
+                "max_steps",
+                "keep_models",
+            ),
+            lambda k: k.replace("_", " "),
+        )
         if self.retrain_seconds <= 0 or self.guard_margin < 0:
             raise ValueError("retrain seconds must be > 0 and the guard margin >= 0")
         if self.verify_margin < 0 or self.explore_slower < 1:

@@ -24,6 +24,8 @@ PostgreSQL this mostly changes the SQL, not the plan; sqlglot skips the same cas
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 from sqlglot.optimizer.pushdown_predicates import pushdown_predicates as _sqlglot_pushdown
 
@@ -58,38 +60,39 @@ def _ctes(e: exp.Expression, what: str) -> list[exp.CTE]:
     return [c for w in withs for c in w.expressions]
 
 
+def _unmarked(e: exp.Expression, what: str, reads: Callable[[int], bool]) -> list[exp.CTE]:
+    """The CTEs of ``e`` marked neither way whose number of references passes ``reads``."""
+    ctes = _ctes(e, what)
+    refs = cte_references(e)
+    return [
+        c
+        for c in ctes
+        if reads(refs.get(c.alias_or_name.lower(), 0)) and c.args.get("materialized") is None
+    ]
+
+
 def cte_not_materialized(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     """Mark each CTE read more than once NOT MATERIALIZED: each reference planned on its own."""
-    ctes = _ctes(e, "CTE inlining")
-    refs = cte_references(e)
-    marked = []
+    ctes = _unmarked(e, "CTE inlining", lambda n: n >= 2)
+    if not ctes:
+        raise NotApplicable("no CTE is read more than once (PostgreSQL inlines the others)")
     for cte in ctes:
-        if refs.get(cte.alias_or_name.lower(), 0) < 2 or cte.args.get("materialized") is not None:
-            continue
         if (f := volatile_call(cte.this)) is not None:
             raise NotApplicable(
                 f"CTE {cte.alias_or_name} calls {f}, which may differ per evaluation; "
                 "inlining it could change the rows"
             )
         cte.set("materialized", False)
-        marked.append(cte.alias_or_name)
-    if not marked:
-        raise NotApplicable("no CTE is read more than once (PostgreSQL inlines the others)")
     return e
 
 
 def cte_materialized(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     """Mark each CTE read once MATERIALIZED: computed once as written, an optimisation fence."""
-    ctes = _ctes(e, "CTE materialisation")
-    refs = cte_references(e)
-    marked = []
-    for cte in ctes:
-        if refs.get(cte.alias_or_name.lower(), 0) != 1 or cte.args.get("materialized") is not None:
-            continue
-        cte.set("materialized", True)
-        marked.append(cte.alias_or_name)
-    if not marked:
+    ctes = _unmarked(e, "CTE materialisation", lambda n: n == 1)
+    if not ctes:
         raise NotApplicable("no CTE is read exactly once (PostgreSQL materialises the others)")
+    for cte in ctes:
+        cte.set("materialized", True)
     return e
 
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,7 +39,12 @@ import numpy as np
 
 from rlsuite.apps.queryopt.engines.postgres import Database
 from rlsuite.apps.queryopt.workloads.base import Workload, check_split
-from rlsuite.apps.queryopt.workloads.tpch import _pg_type, duckdb_columns, duckdb_with_extension
+from rlsuite.apps.queryopt.workloads.tpch import (
+    _pg_type,
+    copy_to_postgres,
+    duckdb_columns,
+    duckdb_with_extension,
+)
 
 HOW_TO_INSTALL = (
     "the tpcds workload generates its data with DuckDB's tpcds extension: "
@@ -128,10 +132,7 @@ class TpcdsWorkload(Workload):
 
     def setup(self, db: Database, seed: int = 0) -> dict:
         """Generate with dsdgen, COPY into PostgreSQL, then add the primary keys and ANALYZE."""
-        with (
-            duckdb_tpcds(self.scale) as con,
-            tempfile.TemporaryDirectory(prefix="qopt-tpcds-") as tmp,
-        ):
+        with duckdb_tpcds(self.scale) as con:
             keys = {
                 t: cols
                 for t, cols in con.execute(
@@ -139,11 +140,11 @@ class TpcdsWorkload(Workload):
                     "WHERE constraint_type = 'PRIMARY KEY'"
                 ).fetchall()
             }
-            ddl, after, counts, files = [], [], {}, {}
+            ddl, after = {}, []
             for t in TABLES:
                 cols = duckdb_columns(con, t)
                 pk = set(keys.get(t, ()))
-                ddl.append(
+                ddl[t] = (
                     f"CREATE TABLE {t} ("
                     + ", ".join(
                         f"{c} {_pg_type(ty)}" + (" NOT NULL" if c in pk else "") for c, ty in cols
@@ -152,21 +153,7 @@ class TpcdsWorkload(Workload):
                 )
                 if pk:
                     after.append(f"ALTER TABLE {t} ADD PRIMARY KEY ({', '.join(keys[t])})")
-                path = os.path.join(tmp, f"{t}.csv")
-                con.execute(f"COPY {t} TO '{path}' (HEADER false, DELIMITER '|')")
-                files[t] = path
-                counts[t] = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            with contextlib.ExitStack() as stack:
-                copies = {t: stack.enter_context(open(p)) for t, p in files.items()}
-                db.load(
-                    self.schema,
-                    ddl,
-                    copy=copies,
-                    copy_options="(FORMAT csv, DELIMITER '|')",
-                    comment=self.data_key(seed),
-                    after=after,
-                )
-        return counts
+            return copy_to_postgres(con, db, self.schema, ddl, self.data_key(seed), after)
 
     def ensure(self, db: Database, seed: int = 0) -> None:
         """Load this scale, and the small copy the row checks of too-slow queries use."""

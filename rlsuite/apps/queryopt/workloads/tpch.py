@@ -15,12 +15,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
-import io
 import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from typing import Any
 
@@ -329,25 +328,12 @@ class TpchWorkload(Workload):
 
     def setup(self, db: Database, seed: int = 0) -> dict:
         with self._dbgen() as con:
-            ddl, copies, counts = [], {}, {}
-            with tempfile.TemporaryDirectory(prefix="qopt-tpch-") as tmp:
-                for t in TABLES:
-                    cols = duckdb_columns(con, t)
-                    coldefs = ", ".join(f"{c} {_pg_type(ty)} NOT NULL" for c, ty in cols)
-                    ddl.append(f"CREATE TABLE {t} ({coldefs}, PRIMARY KEY ({PRIMARY_KEYS[t]}))")
-                    path = os.path.join(tmp, f"{t}.csv")
-                    con.execute(f"COPY {t} TO '{path}' (HEADER false, DELIMITER '|')")
-                    with open(path) as f:
-                        copies[t] = io.StringIO(f.read())
-                    counts[t] = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                db.load(
-                    self.schema,
-                    ddl,
-                    copy=copies,
-                    copy_options="(FORMAT csv, DELIMITER '|')",
-                    comment=self.data_key(seed),
-                )
-        return counts
+            ddl = {}
+            for t in TABLES:
+                cols = duckdb_columns(con, t)
+                coldefs = ", ".join(f"{c} {_pg_type(ty)} NOT NULL" for c, ty in cols)
+                ddl[t] = f"CREATE TABLE {t} ({coldefs}, PRIMARY KEY ({PRIMARY_KEYS[t]}))"
+            return copy_to_postgres(con, db, self.schema, ddl, self.data_key(seed))
 
     def sample(self, rng: np.random.Generator, i: int) -> str:
         """An instance of template ``templates_used[i % len]`` (so the templates take turns)."""
@@ -366,6 +352,37 @@ def _pg_type(duck: str) -> str:
         "DATE": "date",
         "DOUBLE": "double precision",
     }.get(d, "text")
+
+
+def copy_to_postgres(
+    con: Any,
+    db: Database,
+    schema: str,
+    ddl: dict[str, str],
+    comment: str,
+    after: Sequence[str] = (),
+) -> dict[str, int]:
+    """Create the tables of ``ddl`` (``{table: CREATE TABLE ...}``) in ``schema``, fill each
+    from DuckDB connection ``con``'s table of that name (through pipe-separated CSV files),
+    then run ``after`` (:meth:`Database.load`); the tables' row counts."""
+    counts, files = {}, {}
+    with tempfile.TemporaryDirectory(prefix="qopt-duckdb-") as tmp:
+        for t in ddl:
+            path = os.path.join(tmp, f"{t}.csv")
+            con.execute(f"COPY {t} TO '{path}' (HEADER false, DELIMITER '|')")
+            files[t] = path
+            counts[t] = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        with contextlib.ExitStack() as stack:
+            copies = {t: stack.enter_context(open(p)) for t, p in files.items()}
+            db.load(
+                schema,
+                list(ddl.values()),
+                copy=copies,
+                copy_options="(FORMAT csv, DELIMITER '|')",
+                comment=comment,
+                after=after,
+            )
+    return counts
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +38,17 @@ def sock_dir():
     os.chmod(d, 0o711)
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+def rules_server(sock: str | Path, dsn: str, workload: str) -> Any:
+    """The real model server at ``sock`` (rules backend: eager aggregation on ``workload``,
+    e.g. ``joins`` or ``schema:shop``), in this process: a context manager that starts it
+    and closes it."""
+    from rlsuite.apps.queryopt.plugin.decider import RulesDecider
+    from rlsuite.apps.queryopt.plugin.modelserver import ModelServer
+
+    decider = RulesDecider(dsn, workload, ["eager_aggregation"])
+    return ModelServer(str(sock), decider, wait_ms=20_000)
 
 
 def plugin_dsn(dsn: str, sock: str | Path, timeout_ms: int = 5000, extra: str = "") -> str:

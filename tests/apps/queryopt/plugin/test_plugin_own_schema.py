@@ -12,7 +12,7 @@ import pytest
 from rlsuite.apps.queryopt.engines.postgres import Database
 from rlsuite.apps.queryopt.verify import same_rows
 
-from .conftest import psql
+from .conftest import psql, rules_server
 
 QUERY = "SELECT R.c, count(1) FROM R, T WHERE R.c = T.c GROUP BY R.c"
 """The joins seed's shape on two tables: eager aggregation applies, ~20 ms."""
@@ -27,17 +27,8 @@ def _opts(sock, schema: str) -> str:
 
 @pytest.fixture(scope="module")
 def shop_server(sock_dir, reader_dsn, plugin_lib):
-    from rlsuite.apps.queryopt.plugin.decider import RulesDecider
-    from rlsuite.apps.queryopt.plugin.modelserver import ModelServer
-
-    srv = ModelServer(
-        str(sock_dir / "shop.sock"),
-        RulesDecider(reader_dsn, "schema:shop", ["eager_aggregation"]),
-        wait_ms=20_000,
-    )
-    srv.start()
-    yield srv
-    srv.close()
+    with rules_server(sock_dir / "shop.sock", reader_dsn, "schema:shop") as srv:
+        yield srv
 
 
 def test_a_users_schema_is_served_by_a_read_only_server(dsn, reader_dsn, shop_server):

@@ -14,7 +14,7 @@ import pytest
 from rlsuite.apps.queryopt.verify import same_rows
 from rlsuite.apps.queryopt.workloads.joins import SEED_QUERY
 
-from .conftest import SCHEMA, SMALL_QUERY, pgoptions, plugin_dsn, psql
+from .conftest import SCHEMA, SMALL_QUERY, pgoptions, plugin_dsn, psql, rules_server
 
 
 def _rows(out: str) -> list[tuple]:
@@ -24,17 +24,8 @@ def _rows(out: str) -> list[tuple]:
 @pytest.fixture(scope="module")
 def model_server(sock_dir, dsn, db, plugin_lib):
     """The real model server (rules backend: eager aggregation), in this process."""
-    from rlsuite.apps.queryopt.plugin.decider import RulesDecider
-    from rlsuite.apps.queryopt.plugin.modelserver import ModelServer
-
-    srv = ModelServer(
-        str(sock_dir / "model.sock"),
-        RulesDecider(dsn, "joins", ["eager_aggregation"]),
-        wait_ms=20_000,
-    )
-    srv.start()
-    yield srv
-    srv.close()
+    with rules_server(sock_dir / "model.sock", dsn, "joins") as srv:
+        yield srv
 
 
 def test_gucs_default_off_and_server_is_local_only(dsn, plugin_lib):
