@@ -51,7 +51,7 @@ def run(ctx) -> int:
     checks = {}
     for r in [r for r in rows if s.report or os.path.abspath(r["run_dir"]) in mine]:
         done = "done" if "heldout" in r else ("trained" if r["done_training"] else "training: run again")  # fmt: skip
-        ctx.say(f"{r['map']} [{r['plan']}]: {r['episodes_trained']} episodes, {done}")
+        ctx.say(f"{r['map']} ({r['plan']}): {r['episodes_trained']} episodes, {done}")
         checks |= {f"{r['map']}: {k}": v for k, v in r.get("checks", {}).items()}
     return ctx.verdict(checks)
 

@@ -52,7 +52,7 @@ def run(ctx) -> int:
     status = (
         "done" if done else ("trained" if state.get("done_training") else "training: run again")
     )
-    ctx.say(f"{name} [{s.plan}]: {len(eps)} episodes, {status}")
+    ctx.say(f"{name} ({s.plan}): {len(eps)} episodes, {status}")
     return ctx.verdict(
         {f"{r['map']}: {k}": v for r in rows for k, v in r.get("checks", {}).items()}
     )
