@@ -102,11 +102,14 @@ def greedy(db, w, cache, check, sql, orig_s, cap_ms) -> dict:
     return out
 
 
-def train_split(db, s, split: str, searched: dict, qs: dict, run_dir: str) -> tuple[list, dict]:
+def train_split(
+    db, s, split: str, searched: dict, qs: dict, run_dir: str, train_q: list | None = None
+) -> tuple[list, dict]:
     """The training half's searches as an experience store, and the DQN trained on it in
     ``run_dir`` (settings ``s``: scale, depth, iterations, steps_per_iteration,
-    epsilon_steps, seed, log_reward, keep_censored). Returns the queries trained on and
-    the training record."""
+    epsilon_steps, seed, log_reward, keep_censored). The half: the queries of ``split``'s
+    parity, or ``train_q`` when given. Returns the queries trained on and the training
+    record."""
     from rlsuite.apps.queryopt import train as T
     from rlsuite.apps.queryopt.envs.rewrite import QueryRewriteEnv
     from rlsuite.apps.queryopt.featurizer import VERSION
@@ -120,7 +123,9 @@ def train_split(db, s, split: str, searched: dict, qs: dict, run_dir: str) -> tu
     store = ExperienceStore(store_path, "qopt_tpcds", window=1_000_000)
     wcfg = {"scale": s.scale}
     env = QueryRewriteEnv(dsn=db.dsn, workload="tpcds", workload_config=wcfg, max_steps=s.depth)
-    train_q = [n for n in searched if n % 2 == SPLITS[split]]
+    if train_q is None:
+        train_q = [n for n in searched if n % 2 == SPLITS[split]]
+    train_q = [n for n in train_q if n in searched]
     for n in train_q:
         r = searched[n]
         res = SearchResult(orig_s=r["orig_s"], best=tuple(r["best"]), best_s=r["best_s"])
