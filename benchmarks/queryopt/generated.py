@@ -133,7 +133,7 @@ def plot(ctx, rows: list[dict], stem: str, title: str):
 def run(ctx) -> int:
     from rlsuite.apps.queryopt.duckref import duckdb_on_postgres
     from rlsuite.apps.queryopt.spaces import space_of
-    from rlsuite.apps.queryopt.workloads.shapes import generate
+    from rlsuite.apps.queryopt.workloads.shapes import generate, planned_by
     from rlsuite.apps.queryopt.workloads.tpcds import TpcdsWorkload
 
     s = ctx.settings
@@ -143,14 +143,7 @@ def run(ctx) -> int:
     with space_of("postgres").session(s.dsn or None, say=ctx.say) as eng:
         eng.ensure_workload(w)
 
-        def plans(sql: str) -> bool:
-            try:
-                eng.explain(sql, w.schema)
-            except Exception:  # noqa: BLE001 - never measured
-                return False
-            return True
-
-        qs = generate(s.n, s.seed, accept=plans)
+        qs = generate(s.n, s.seed, accept=planned_by(eng, w.schema))
         with duckdb_on_postgres(eng.dsn, timeout_s=max(60.0, s.cap_s)) as duck:
             for i, (shape, sql) in enumerate(qs):
                 row = done.get(sql) or _query(eng, w, shape, sql, s, duck)

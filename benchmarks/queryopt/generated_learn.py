@@ -22,76 +22,47 @@ held-out shapes, nothing served slower, 0 wrong.
 import time
 from dataclasses import dataclass
 
+from rlsuite.apps.queryopt.heldout import HeldOutSettings
 from rlsuite.bench import Benchmark
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(HeldOutSettings):
     scale: float = 0.01
     """TPC-DS scale factor"""
+    cap_s: float = 20.0
+    """per-query cap (s)"""
+    dsn: str = ""
+    """libpq DSN (default: the embedded server)"""
+    depth: int = 2
+    """longest rewrite sequence"""
+    iterations: int = 20
+    """DQN iterations"""
+    log_reward: bool = True
+    """replay reward -log(runtime ratio) instead of -ratio"""
     n: int = 36
     """generated queries per split (the shapes in turn)"""
-    seed: int = 2028
-    """the generator's seed"""
+    query_seed: int = 2028
+    """the generator's seed (the held-out shapes' queries: seed + 1)"""
     train_shapes: str = "scalar_where,scalar_select,scalar_having,exists,in"
     """shapes the DQN trains on"""
     held_shapes: str = "scalar_where_join,scalar_two_keys,not_exists,not_in"
     """shapes it is tested on"""
-    cap_s: float = 20.0
-    """per-query cap (s)"""
     min_s: float = 0.05
     """search the queries at least this slow"""
-    depth: int = 2
-    """longest rewrite sequence"""
-    beam: int = 2
-    """0: exhaustive search; k: extend the k fastest"""
-    iterations: int = 20
-    """DQN iterations"""
-    steps_per_iteration: int = 1000
-    """env steps per iteration"""
-    epsilon_steps: int = 0
-    """exploration decay (0: six tenths of all steps)"""
-    log_reward: bool = True
-    """replay reward -log(runtime ratio) instead of -ratio"""
-    keep_censored: bool = False
-    """train on censored times as runtimes (a lower bound; default: left out)"""
-    seed_dqn: int = 0
-    """the DQN's seed"""
     out: str = "queryopt_generated_learn"
     """results name"""
-    dsn: str = ""
-    """libpq DSN (default: the embedded server)"""
-
-
-@dataclass(frozen=True)
-class _TrainSettings:
-    """What rlsuite.apps.queryopt.heldout.train_split reads."""
-
-    scale: float
-    depth: int
-    iterations: int
-    steps_per_iteration: int
-    epsilon_steps: int
-    seed: int
-    log_reward: bool
-    keep_censored: bool
 
 
 def _queries(db, w, s) -> dict[int, tuple[str, str]]:
     """Query id -> (shape, sql): the training shapes' queries, then the held-out ones'."""
-    from rlsuite.apps.queryopt.workloads.shapes import check_shapes, generate
+    from rlsuite.apps.queryopt.workloads.shapes import check_shapes, generate, planned_by
 
-    def plans(sql: str) -> bool:
-        try:
-            db.explain(sql, w.schema)
-        except Exception:  # noqa: BLE001 - never measured
-            return False
-        return True
-
+    plans = planned_by(db, w.schema)
     out: list[tuple[str, str]] = []
     for i, names in enumerate((s.train_shapes, s.held_shapes)):
         shapes = check_shapes([x.strip() for x in names.split(",") if x.strip()])
-        out += generate(s.n, s.seed + i, shapes, accept=plans)
+        out += generate(s.n, s.query_seed + i, shapes, accept=plans)
     return dict(enumerate(out))
 
 
@@ -170,8 +141,7 @@ def run(ctx) -> int:
             train_shapes = {x.strip() for x in s.train_shapes.split(",")}
             train_q = [n for n in searched if qs[n][0] in train_shapes]
             run_dir = ctx.run_dir(f"runs/bench/{s.out}")
-            ts = _TrainSettings(s.scale, s.depth, s.iterations, s.steps_per_iteration, s.epsilon_steps, s.seed_dqn, s.log_reward, s.keep_censored)  # fmt: skip
-            train_q, tinfo = H.train_split(db, ts, "", searched, {n: q[1] for n, q in qs.items()}, run_dir, train_q)  # fmt: skip
+            train_q, tinfo = H.train_split(db, s, "", searched, {n: q[1] for n, q in qs.items()}, run_dir, train_q)  # fmt: skip
             rw = LearnedRewriter(run_dir, db.dsn, workload="tpcds", workload_config={"scale": s.scale}, timeout_ms=cap_ms)  # fmt: skip
             try:
                 held = H.held_out(db, w, cache, check, rw, searched, {n: q[1] for n, q in qs.items()}, train_q, cap_ms, ctx.say)  # fmt: skip

@@ -345,15 +345,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     with session(args) as eng:
         eng.ensure_workload(w)
 
-        def plans(sql: str) -> bool:
-            try:
-                eng.explain(sql, w.schema)
-            except Exception as e:  # noqa: BLE001 - PostgreSQL rejects it: never written
-                rejected.append(str(e).splitlines()[0])
-                return False
-            return True
-
-        qs = G.generate(args.n, args.seed, names, accept=plans)
+        qs = G.generate(args.n, args.seed, names, accept=G.planned_by(eng, w.schema, rejected))
     text = G.to_file(qs)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:

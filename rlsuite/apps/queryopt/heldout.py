@@ -14,6 +14,31 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HeldOutSettings:
+    """The search and training settings of a held-out benchmark (what :func:`train_split`
+    reads besides ``scale``); a declaration subclasses it with its own defaults and fields."""
+
+    depth: int = 3
+    """longest rewrite sequence"""
+    beam: int = 2
+    """0: exhaustive search; k: extend the k fastest"""
+    iterations: int = 8
+    """DQN iterations"""
+    steps_per_iteration: int = 1000
+    """env steps per iteration"""
+    epsilon_steps: int = 0
+    """exploration decay (0: six tenths of all steps)"""
+    log_reward: bool = False
+    """replay reward -log(runtime ratio) instead of -ratio"""
+    keep_censored: bool = False
+    """train on censored times as runtimes (a lower bound; default: left out)"""
+    seed: int = 0
+    """the DQN's seed"""
+
 
 SPLITS = {"odd": 1, "even": 0}
 """Split name -> parity of the query numbers trained on (the rest are held out)."""
@@ -106,8 +131,7 @@ def train_split(
     db, s, split: str, searched: dict, qs: dict, run_dir: str, train_q: list | None = None
 ) -> tuple[list, dict]:
     """The training half's searches as an experience store, and the DQN trained on it in
-    ``run_dir`` (settings ``s``: scale, depth, iterations, steps_per_iteration,
-    epsilon_steps, seed, log_reward, keep_censored). The half: the queries of ``split``'s
+    ``run_dir`` (settings ``s``: ``scale`` and :class:`HeldOutSettings`). The half: the queries of ``split``'s
     parity, or ``train_q`` when given. Returns the queries trained on and the training
     record."""
     from rlsuite.apps.queryopt import train as T

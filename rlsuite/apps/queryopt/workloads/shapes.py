@@ -210,6 +210,22 @@ def generate(
     return out
 
 
+def planned_by(eng, schema: str, rejected: list[str] | None = None) -> Callable[[str], bool]:
+    """:func:`generate`'s ``accept``: the engine plans the query on ``schema`` (``EXPLAIN``);
+    the first line of each refusal goes to ``rejected``."""
+
+    def plans(sql: str) -> bool:
+        try:
+            eng.explain(sql, schema)
+        except Exception as e:  # noqa: BLE001 - the engine rejects it: never written
+            if rejected is not None:
+                rejected.append(str(e).splitlines()[0])
+            return False
+        return True
+
+    return plans
+
+
 def to_file(queries: list[tuple[str, str]]) -> str:
     """The queries as a ``.sql`` file ``run --queries`` reads: ``-- shape`` line, then ``;``."""
     return "".join(f"-- {shape}\n{sql};\n\n" for shape, sql in queries)
