@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--plan",
         required=True,
-        help="sync | async | replay | imitation | es | async_grad | apex | qt_opt",
+        help="sync | async | replay | imitation | es | async_grad | apex | qt_opt | r2d2",
     )
     t.add_argument("--env", required=True, help="registered env id or gymnasium id")
     t.add_argument("--iterations", type=int, default=20, help="training iterations (default 20)")

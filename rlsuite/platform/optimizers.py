@@ -27,6 +27,9 @@ async_grad none (rlsuite.platform     runners push gradients (A3C, GORILA's DQN)
          .async_grad)                 sharded parameter server, no barrier
 qt_opt   none (rlsuite.platform     Q-learning for continuous actions, argmax by CEM;
          .qtopt)                      runner and Bellman-updater actors (QT-Opt)
+r2d2     DQN's LSTM module and        R2D2: apex with an LSTM Q-network, replaying
+         learner (rlsuite.platform    prioritised sequences with stored state and
+         .r2d2)                       burn-in, rescaled n-step targets
 ======== ============================ ===========================================
 
 Example::
@@ -54,6 +57,7 @@ from rlsuite.platform.async_grad.plan import AsyncGradPlan
 from rlsuite.platform.es.plan import ESPlan
 from rlsuite.platform.plans import Plan
 from rlsuite.platform.qtopt.plan import QTOptPlan
+from rlsuite.platform.r2d2.plan import R2D2Plan
 from rlsuite.platform.rllib_plans import (
     DEFAULT_ENVS_PER_RUNNER,
     OBSERVATION_FILTERS,
@@ -74,6 +78,7 @@ __all__ = [
     "AsyncPlan",
     "ImitationPlan",
     "QPlan",
+    "R2D2Plan",
     "RLlibPlan",
     "RecurrentCapablePlan",
     "ReplayPlan",
@@ -99,6 +104,7 @@ PLANS: dict[str, type[Plan]] = {
         AsyncGradPlan,
         ApexPlan,
         QTOptPlan,
+        R2D2Plan,
     )
 }
 """Every plan by name, in the order ``--help`` lists them."""
@@ -238,6 +244,13 @@ def to_rllib(plan: RLlibPlan, res: resources.Resources | None = None):
         )
         config = demo_replay.with_demonstrations(config, plan)
         model = DefaultModelConfig(**common_model)
+    elif isinstance(plan, R2D2Plan):
+        from rlsuite.platform.r2d2.algorithm import r2d2_config
+
+        # apex's training step on sequences; RLlib's DQN module with its LSTM (R2D3's
+        # demonstration sequences mixed in)
+        config = r2d2_config(plan)
+        model = None  # the module's spec: _module_spec
     elif isinstance(plan, ApexPlan):
         from rlsuite.platform.apex.algorithm import apex_config
         from rlsuite.platform.r2d2.demo_apex import with_demonstrations
@@ -342,6 +355,10 @@ def _module_spec(plan: RLlibPlan, model: Any) -> dict[str, Any]:
     """The ``RLModuleSpec`` fields of the plan's module: RLlib's default module with
     ``model``, or with ``action_mask_offset`` set, the masked one of
     :mod:`rlsuite.platform.masking` with the offset in its model config."""
+    if isinstance(plan, R2D2Plan):
+        from rlsuite.platform.r2d2.algorithm import R2D2Module, model_config
+
+        return {"module_class": R2D2Module, "model_config": model_config(plan)}
     if plan.action_mask_offset < 0:
         return {"model_config": model}
     import dataclasses

@@ -88,11 +88,16 @@ def sample_and_push(
     epsilon_alpha: float,
     n_step: int,
     gamma: float,
+    items_fn: Any = None,
+    **items_kwargs: Any,
 ) -> dict[str, Any]:
     """One Ape-X actor step on an RLlib env runner (run through its ``apply``).
 
     ``weights``: ``[ObjectRef]`` of the learner's newest weights (in a list, so that Ray
-    does not fetch it unless the runner's are older than ``version``)."""
+    does not fetch it unless the runner's are older than ``version``). ``items_fn``:
+    what the sampled episodes become, ``items_fn(runner, episodes, n_step=, gamma=,
+    **items_kwargs) -> (columns, priorities)`` (``None``: n-step transitions with their
+    initial priorities; a sequence replay passes its own)."""
     import ray
 
     if version > getattr(runner, VERSION, -1):
@@ -104,7 +109,11 @@ def sample_and_push(
         set_epsilon(runner, eps)
     episodes = runner.sample()
     steps = sum(len(e) for e in episodes)
-    items = n_step_transitions(episodes, n_step, gamma)
+    if items_fn is None:
+        items = n_step_transitions(episodes, n_step, gamma)
+        priorities = None
+    else:
+        items, priorities = items_fn(runner, episodes, n_step=n_step, gamma=gamma, **items_kwargs)
     pushes = getattr(runner, PUSHES, 0)
     setattr(runner, PUSHES, pushes + 1)
     shard = (index + pushes) % len(shards)
@@ -120,7 +129,8 @@ def sample_and_push(
     }
     if not items:
         return out
-    priorities = initial_priorities(runner.module, items, gamma)
+    if priorities is None:
+        priorities = initial_priorities(runner.module, items, gamma)
     try:
         out["added"], out["generation"] = ray.get(shards[shard].add.remote(items, priorities))
     except ray.exceptions.RayActorError:

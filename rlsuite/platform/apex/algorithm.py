@@ -324,8 +324,14 @@ class Apex(DQN):
                 epsilon_alpha=s["epsilon_alpha"],
                 n_step=self.config.n_step,
                 gamma=self.config.gamma,
+                **self.actor_kwargs(),
             ),
         )
+
+    def actor_kwargs(self) -> dict[str, Any]:
+        """More keyword arguments for :attr:`actor_step` (here none; a sequence-replay
+        subclass passes how its runners build and prioritise sequences)."""
+        return {}
 
     def _round_steps(self) -> int:
         c = self.config

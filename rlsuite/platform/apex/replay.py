@@ -149,6 +149,28 @@ class PrioritizedStorage:
         """The stored priorities (``priority ** alpha``) of ``slots``."""
         return self._tree.get(slots)
 
+    STATE = ("_cols", "_stamps", "_next", "size", "added", "_max_priority")
+
+    def get_state(self) -> dict[str, Any]:
+        """Everything stored: the items, their priorities and the sampler's position."""
+        return {
+            **{k: getattr(self, k) for k in self.STATE},
+            "tree": self._tree.tree,
+            "rng": self._rng.bit_generator.state,
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Take :meth:`get_state`'s items and priorities (a storage of the same capacity)."""
+        if len(state["_stamps"]) != self.capacity:
+            raise ValueError(
+                f"a replay state of capacity {len(state['_stamps'])} does not fit a storage "
+                f"of capacity {self.capacity}"
+            )
+        for k in self.STATE:
+            setattr(self, k, state[k])
+        self._tree.tree = np.array(state["tree"])
+        self._rng.bit_generator.state = state["rng"]
+
 
 class ReplayShard:
     """One replay shard (run as a Ray actor: :func:`shard_actor`) around a
@@ -219,6 +241,15 @@ class ReplayShard:
             "added": self.storage.added,
             **self.stats_,
         }
+
+    def get_state(self) -> dict[str, Any]:
+        """The storage's items and priorities (:meth:`PrioritizedStorage.get_state`)."""
+        return self.storage.get_state()
+
+    def set_state(self, state: dict[str, Any]) -> int:
+        """Take a storage state; returns the number of items it holds."""
+        self.storage.set_state(state)
+        return self.storage.size
 
     def priorities(self, slots: list[int]) -> list[float]:
         """Stored priorities of ``slots`` (tests)."""

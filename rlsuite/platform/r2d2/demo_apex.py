@@ -67,9 +67,14 @@ class DemoApex(Apex):
             data = demo_sources.load(path)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        self.demos = n_step_columns(data, self.config.n_step, self.config.gamma)
+        self.demos = self.demo_columns(data)
         self.demo_rng = np.random.default_rng([s["seed"], 256])
         self.demo_counts = [0, 0]  # demonstrated, all, in this iteration
+
+    def demo_columns(self, data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The replay items of recorded transitions: n-step transitions here (a
+        sequence-replay subclass packs sequences)."""
+        return n_step_columns(data, self.config.n_step, self.config.gamma)
 
     def learner_data(self, item: dict[str, Any]) -> tuple[dict[str, Any], int]:
         s = self.config.apex_settings

@@ -77,17 +77,19 @@ def pack(
     initial_state: np.ndarray,
     m: int,
     burn_in: int,
+    windows: list[Window] | None = None,
 ) -> dict[str, np.ndarray]:
     """An episode's per-step ``columns`` (each ``[L, ...]``) as sequences
-    ``[N, burn_in + m, ...]``, left-padded in the burn-in and right-padded at the end.
+    ``[N, burn_in + m, ...]``, left-padded in the burn-in and right-padded at the end
+    (``windows``: the sequences to pack, by default all of :func:`cut`'s).
 
     ``states[t]`` is the recurrent state *before* step ``t`` (``[L, ...]``); each
     sequence stores ``states[burn_start]`` (``initial_state`` is used where the padded
     burn-in starts before the episode, i.e. ``burn_start == 0``, which is the same
     state). Adds ``mask`` (a real step) and ``loss_mask`` (a real step after the burn-in).
     """
-    length = len(next(iter(columns.values())))
-    windows = cut(length, m, burn_in)
+    if windows is None:
+        windows = cut(len(next(iter(columns.values()))), m, burn_in)
     total = burn_in + m
     out: dict[str, np.ndarray] = {}
     for k, v in columns.items():
