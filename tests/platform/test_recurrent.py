@@ -108,10 +108,10 @@ def test_async_plan_trains_an_lstm(ray_local, tmp_path):
     assert checkpoints.load_controller(res.checkpoint).recurrent
 
 
-@pytest.mark.parametrize("name", ["replay", "imitation"])
+@pytest.mark.parametrize("name", ["replay", "imitation", "apex"])
 def test_plans_without_recurrent_support_name_those_that_have_it(name, tmp_path):
     extra = {"data": str(tmp_path)} if name == "imitation" else {}
-    with pytest.raises(ValueError, match=r"cannot carry a recurrent policy.*async, es, sync"):
+    with pytest.raises(ValueError, match=r"cannot carry a recurrent policy.*async, es, r2d2, sync"):
         optimizers.make_plan(name, env="CartPole-v1", recurrent="lstm", **extra)
 
 

@@ -20,6 +20,14 @@ Wired into plans (the ``demonstrations`` and ``demo_ratio`` fields):
     demo_apex       ``apex``: the learner mixes them into each shard sample
     margin_learner  RLlib's DQN learner plus DQfD's term (``apex``'s ``large_margin_coeff``)
 
-Not here yet: the ``r2d2`` plan itself (recurrent sequence replay on ``apex``), which
-would use ``rescale`` and ``sequences``.
+The ``r2d2`` plan (recurrent sequence replay on ``apex``):
+
+    plan       R2D2Plan: its fields and checks
+    actors     runner side: sequences built as the steps come in, their initial
+               priorities, pushed through Ape-X's actor step
+    unroll     burn-in from the stored state without gradient; n-step double-Q targets
+               inside each sequence, with h
+    algorithm  RLlib's DQN LSTM module and learner with R2D2's forward pass and loss, on
+               Ape-X's training step; R2D3 (demonstration sequences); what is RLlib's
+               and what is ours
 """

@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+import glob
+import os
+import pickle
+
 import numpy as np
 import pytest
 
 from rlsuite.platform import demo_sources, envs, evaluation, optimizers, training
 from rlsuite.platform.r2d2 import sequences, unroll
 from rlsuite.platform.r2d2.actors import SequenceBuilder
+from rlsuite.platform.r2d2.algorithm import REPLAY_STATE
 from tests.platform._fakes import CueEnv  # noqa: F401 - registered below by path
 
 CUE = "rlsuite-test/R2D2Cue-v0"
 envs.register(CUE, "tests.platform._fakes:CueEnv", default_config={"delay": 3})
+
+
+class CueExpert:
+    """The cue task's optimum: it remembers the cue and answers it."""
+
+    def reset(self, seed=None):
+        self.cue = None
+
+    def act(self, obs):
+        if self.cue is None:
+            self.cue = int(obs[0] > 0)
+        return self.cue
 
 
 # -- the plan's bad input (no Ray) ------------------------------------------------------
@@ -116,7 +133,7 @@ def _shard(algo) -> dict:
 
 
 @pytest.mark.slow
-def test_r2d2_learns_a_memory_task_and_keeps_its_sequences_across_a_restore(ray_local, tmp_path):
+def test_r2d3_learns_a_memory_task_and_keeps_its_sequences_across_a_restore(ray_local, tmp_path):
     from rlsuite.platform.backends.registry import make_backend
 
     # The cue shows at step 0 only and is answered at step 3. With m=3 (a sequence every
@@ -139,18 +156,23 @@ def test_r2d2_learns_a_memory_task_and_keeps_its_sequences_across_a_restore(ray_
         buffer_size=2000,
         learning_starts=200,
         target_update_freq=200,
-        training_intensity=4.0,
+        training_intensity=16.0,  # replayed steps with a loss per env step
         min_time_s_per_iteration=0.0,
         env_steps_per_iteration=500,
         checkpoint_replay=True,
+        demonstrations=f"{__name__}:CueExpert:25",  # 100 steps, 2 sequences an episode
+        demo_ratio=0.25,
         seed=0,
     )
     backend = make_backend(plan)
     try:
-        rows = [backend.train() for _ in range(6)]
-        path = training.write_checkpoint(backend, plan, str(tmp_path), 6, 3000)
-        saved = _shard(backend.algo)
+        rows = [backend.train() for _ in range(5)]
+        path = training.write_checkpoint(backend, plan, str(tmp_path), 5, 2500)
         assert backend.algo.shards.stats()[0]["updated"] > 0  # priorities came back
+        # what the checkpoint holds (the runners push on in the background meanwhile)
+        [state_file] = glob.glob(os.path.join(path, "**", "algorithm_state.pkl"), recursive=True)
+        with open(state_file, "rb") as f:
+            [saved] = pickle.load(f)[REPLAY_STATE]
         backend.train()  # the replay moves on: new sequences, new priorities...
         assert not np.array_equal(_shard(backend.algo)["tree"], saved["tree"])
         backend.restore(path)  # ...and the checkpoint brings it back
@@ -158,7 +180,11 @@ def test_r2d2_learns_a_memory_task_and_keeps_its_sequences_across_a_restore(ray_
         assert backend.algo.shards.sizes == [saved["size"]]
     finally:
         backend.stop()
-    assert rows[-1]["learner_updates"] > 0
+    assert rows[-1]["learner_updates"] > 0 and rows[-1]["demo_transitions"] == 50
+    # R2D3: each batch element a demonstration with probability 1/4
+    updates = rows[-1]["learner_updates"]
+    share = np.mean([r["demo_share"] for r in rows if r["learner_updates"]])
+    assert abs(share - 0.25) < 4 * np.sqrt(0.25 * 0.75 / (updates * 32)), share
     assert all(np.isfinite(r["learner/default_policy/qf_loss"]) for r in rows[2:])
     for k in ("state", "obs", "pad", "actions"):
         np.testing.assert_array_equal(back["_cols"][k], saved["_cols"][k], err_msg=k)
