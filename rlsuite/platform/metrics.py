@@ -143,6 +143,31 @@ def plot_learning_curve(
     return path
 
 
+def progress_info(row: dict[str, Any]) -> str:
+    """The progress bar's text for one row: the return and the sampling speed, and for
+    plans whose learner runs beside the sampling (``async_grad``, ``apex``) the updates/s,
+    the learner's busy share, the staleness and the replay size where the row has them.
+
+    >>> progress_info({"episode_return_mean": 21.0, "env_steps_this_iter": 400,
+    ...                "time_this_iter_s": 2.0, "learner_utilisation": 0.5,
+    ...                "updates_per_s": 30.0, "staleness_mean": 1.25, "replay_size": 900})
+    'return    21.00      200 steps/s      30 updates/s  learner  50% busy  staleness 1.2  replay 900'
+    """
+    ret = row.get("episode_return_mean", math.nan)
+    sps = row.get("env_steps_this_iter", 0) / max(row.get("time_this_iter_s") or 1e-9, 1e-9)
+    info = f"return {ret:8.2f}  {sps:7.0f} steps/s"
+    if "learner_utilisation" in row:  # plans whose learner runs beside the sampling
+        info += f"  {row.get('updates_per_s', 0):6.0f} updates/s"
+        info += f"  learner {100 * row['learner_utilisation']:3.0f}% busy"
+    staleness = row.get("staleness_mean", row.get("weight_staleness"))
+    if staleness is not None and not math.isnan(staleness):
+        info += f"  staleness {staleness:.1f}"
+    replay = row.get("replay_size", row.get("learner/replay_size"))
+    if replay is not None:
+        info += f"  replay {replay:.0f}"
+    return info
+
+
 class Progress:
     """A rich progress bar of training: iterations, the return, the sampling speed."""
 
@@ -169,15 +194,8 @@ class Progress:
         self.task = self.bar.add_task("train", total=total, completed=start, info="")
 
     def update(self, it: int, row: dict[str, Any]) -> None:
-        if self.bar is None:
-            return
-        ret = row.get("episode_return_mean", math.nan)
-        sps = row.get("env_steps_this_iter", 0) / max(row.get("time_this_iter_s") or 1e-9, 1e-9)
-        info = f"return {ret:8.2f}  {sps:7.0f} steps/s"
-        if "learner_utilisation" in row:  # plans whose learner runs beside the sampling
-            info += f"  {row.get('updates_per_s', 0):6.0f} updates/s"
-            info += f"  learner {100 * row['learner_utilisation']:3.0f}% busy"
-        self.bar.update(self.task, completed=it, info=info)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=it, info=progress_info(row))
 
     def close(self) -> None:
         if self.bar is not None:

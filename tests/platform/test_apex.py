@@ -142,6 +142,8 @@ def test_apex_learns_survives_kills_and_resumes(ray_local, tmp_path):
         assert [eps[i] for i in range(2)] == pytest.approx(plan.runner_epsilons())
         stats = algo.shards.stats()
         assert all(s["updated"] > 0 and s["misrouted"] == 0 for s in stats), stats
+        # weights go out every broadcast_every updates (and once at the start)
+        assert algo._version == 1 + algo.updates // plan.broadcast_every
         held = algo.shards.sizes[0]
         assert held > 0
         import ray

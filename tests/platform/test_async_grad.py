@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rlsuite import cli
-from rlsuite.platform import checkpoints, evaluation, optimizers, training
+from rlsuite.platform import checkpoints, evaluation, metrics, optimizers, training, tuning
 from rlsuite.platform.async_grad import model
 from rlsuite.platform.async_grad.losses import advantages
 from rlsuite.platform.async_grad.param_server import ParamShard
@@ -108,6 +108,15 @@ def test_a_gradient_older_than_max_staleness_is_dropped_and_one_on_current_weigh
     assert v3 == 2 and (stats["applied"], stats["dropped"], stats["staleness_max"]) == (2, 1, 1)
 
 
+def test_the_progress_bar_shows_the_learners_numbers():
+    row = {"episode_return_mean": 9.0, "env_steps_this_iter": 100, "time_this_iter_s": 1.0,
+           "updates_per_s": 12.0, "learner_utilisation": 0.25, "staleness_mean": 0.5,
+           "learner/replay_size": 640.0}  # fmt: skip
+    info = metrics.progress_info(row)
+    assert "12 updates/s" in info and "25% busy" in info
+    assert "staleness 0.5" in info and "replay 640" in info
+
+
 # -- on Ray ------------------------------------------------------------------------------
 def test_two_runners_change_every_shard_stale_gradients_drop_and_a_killed_runner_and_shard_are_survived(
     ray_local, tmp_path
@@ -171,3 +180,21 @@ def test_a3c_learns_the_identity_env_resumes_and_its_checkpoint_acts(ray_local, 
     exported = checkpoints.export_policy(run, str(tmp_path / "policy"))
     assert sorted(os.listdir(exported)) == ["learner_group", "rlsuite.json", "spaces.pkl"]
     assert checkpoints.load_controller(exported).act(np.array([0, 0, 1], np.float32)) == 2
+
+
+@pytest.mark.slow
+def test_tune_runs_async_grad_trials_in_their_placement_groups(ray_local, tmp_path):
+    from ray import tune as rt
+
+    plan = optimizers.make_plan(
+        "async_grad",
+        **{**SMALL, "num_shards": 1, "num_runners": 1, "env": "CartPole-v1"},
+        env_steps_per_iteration=200,
+    )  # a Tune trial's process knows gymnasium's envs, not the tests' own
+    assert tuning.placement_bundles(plan) == [{"CPU": 1.0}, {"CPU": 0.5}, {"CPU": 0.25}]
+    res = tuning.tune(
+        plan, {"lr": rt.grid_search([1e-2])}, scheduler="fifo", num_samples=1, iterations=1,
+        run_dir=str(tmp_path),
+    )  # fmt: skip
+    assert [t["iterations"] for t in res.trials] == [1]
+    assert res.best_checkpoint and checkpoints.load_controller(res.best_checkpoint)
