@@ -297,6 +297,14 @@ def run(ctx) -> int:
     return ctx.verdict(checks)
 
 
+def _learn_row(what: str, how: str, part: str, anchor: str) -> Row:
+    return Row("platform", f"`async_grad` {what} to 150, CartPole-v1 ({how})",
+               "env steps to 150, median of 3 seeds", f"async_grad_{part}.json",
+               Value(("summary", "median_env_steps")), pub(anchor, 200_000),
+               command("platform_async_grad", f"--part {part} --seeds 0,1,2"), fmt="{:,.0f}",
+               lower_is_better=True)  # fmt: skip
+
+
 BENCHMARK = Benchmark(
     run=run,
     settings=Settings,
@@ -304,18 +312,10 @@ BENCHMARK = Benchmark(
                seconds=1.0, repeats=1, iterations=1, a3c=False),
     seeds=True,
     rows=(
-        Row("platform", "`async_grad` A3C to 150, CartPole-v1 (RLlib's `cartpole-a3c`: 1 runner, gamma 0.95)",
-            "env steps to 150, median of 3 seeds",
-            "async_grad_learn.json", Value(("summary", "median_env_steps")),
-            pub("RLlib's `cartpole-a3c` budget", 200_000),
-            command("platform_async_grad", "--part learn --seeds 0,1,2"), fmt="{:,.0f}",
-            lower_is_better=True),
-        Row("platform", "`async_grad` GORILA's DQN to 150, CartPole-v1 (2 runners with their own replay, 2 shards)",
-            "env steps to 150, median of 3 seeds",
-            "async_grad_gorila.json", Value(("summary", "median_env_steps")),
-            pub("no tuned example (RLlib never shipped GORILA); A3C's budget", 200_000),
-            command("platform_async_grad", "--part gorila --seeds 0,1,2"), fmt="{:,.0f}",
-            lower_is_better=True),
+        _learn_row("A3C", "RLlib's `cartpole-a3c`: 1 runner, gamma 0.95", "learn",
+                   "RLlib's `cartpole-a3c` budget"),
+        _learn_row("GORILA's DQN", "2 runners with their own replay, 2 shards", "gorila",
+                   "no tuned example (RLlib never shipped GORILA); A3C's budget"),
         Row("platform", "`async_grad` parameter server, 8 shards against 1 (1.06M parameters, 2 cores)",
             "updates/s ratio, median of 3", "async_grad_shards.json",
             Value(("push", "median", "8", "vs_one_shard")), None,
