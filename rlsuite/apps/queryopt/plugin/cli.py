@@ -417,7 +417,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         # answers must not wait 5 ms (Python's default) for the GIL while the decision
         # worker parses and checks statements in the background. Cold starts from no
-        # model (benchmarks/queryopt_online_coldstart.py, 6 servers each): the first 50
+        # model (history/queryopt.md, "the cold start", 6 servers each): the first 50
         # executions at 0.95x the standard plans' time with 0.5 ms, 1.06x with 0.1 ms,
         # 1.18x with 0.05 ms. The worker is interrupted only while an answer waits.
         sys.setswitchinterval(0.00005)
