@@ -4,8 +4,7 @@ train-then-compare, the embedded database, and the comparison's JSON and speed-u
 The TPC-DS benchmarks' pieces (``queryopt_tpcds``, ``_repeat``, ``_learn``): per query
 PostgreSQL's own plan, the greedy-by-cost rules, and the default decision
 (:class:`~rlsuite.apps.queryopt.choosers.MeasuredChooser`) over a fixed candidate set
-(:func:`measure_query`); the page-cache prewarm, the recheck of capped originals under a
-longer cap, and the totals."""
+(:func:`measure_query`); the page-cache prewarm and the totals."""
 
 from __future__ import annotations
 
@@ -127,29 +126,6 @@ def speedup_plot(ctx, stem: str, rows: list[dict], title: str, labels=("PostgreS
     ax.set_title(title)
     ax.legend()
     ctx.save_plot(stem, fig)
-
-
-# What the queryopt scripts not yet declared as functions still use (spark, spark_tpcds,
-# plugin, online): the results folder and a JSON writer.
-def _results() -> str:
-    from rlsuite.bench import results_dir
-
-    return results_dir("queryopt")
-
-
-RESULTS = _results()
-MACHINE = "see the run record"
-
-
-def write_json(name: str, payload: dict) -> str:
-    import json
-    import math
-    import os
-
-    path = os.path.join(RESULTS, f"{name}.json")
-    with open(path, "w") as f:
-        json.dump({"time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), **payload}, f, indent=2, default=lambda o: None if isinstance(o, float) and math.isnan(o) else str(o))  # fmt: skip
-    return path
 
 
 ARMS = ("arm_no_nestloop", "unnest_subqueries", "arm_no_hashjoin", "arm_no_mergejoin")
@@ -314,44 +290,6 @@ def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=F
             m["note"] = d.reasons.get("*", "")
     row["measured"] = m
     return row
-
-
-def recheck_capped(db, w, rows, qs, nums, long_cap_ms, cap_ms, duck, console):
-    """The originals that hit the cap in ``rows`` (those of ``nums``), rerun once under
-    ``long_cap_ms``; when one finishes, its rows against DuckDB's and against each served
-    rewrite's rows on the full data (the rewrite rerun under ``cap_ms``)."""
-    from rlsuite.apps.queryopt import rules as R
-    from rlsuite.apps.queryopt.rewriter import apply_rules, catalog
-    from rlsuite.apps.queryopt.tpcds_answers import classify
-    from rlsuite.apps.queryopt.verify import has_order_by, same_rows
-
-    out = []
-    for r in sorted(rows, key=lambda r: nums.index(r["query"]) if r["query"] in nums else 999):
-        if not r["postgres_capped"] or r["query"] not in nums:
-            continue
-        n, sql = r["query"], qs[r["query"]]
-        ordered = has_order_by(sql)
-        s, to, pg_rows = run_capped(db, w.schema, sql, {}, long_cap_ms)
-        e = {"query": n, "postgres_s": s, "postgres_capped": to, "long_cap_s": long_cap_ms / 1e3}
-        if not to:
-            e["rows"] = len(pg_rows)
-            if duck is not None:
-                e["duckdb"] = classify(pg_rows, duck.execute(sql).fetchall(), ordered)[0]
-            q0 = R.Query.parse(sql, catalog(db, w.schema))
-            for key in ("greedy", "measured"):
-                rules = r[key]["rules"]
-                if not rules or not r[key].get("served", True):
-                    continue
-                q, _ = apply_rules(q0, rules)
-                s2, to2, rows2 = try_rewrite(db, w.schema, q.sql(), q.settings_dict, cap_ms)
-                e[key] = {
-                    "rules": rules,
-                    "s": s2,
-                    "same_rows": None if to2 else same_rows(pg_rows, rows2, ordered=ordered),
-                }
-        out.append(e)
-        console.print(f"[dim]Q{n:<3d} {e}[/]")
-    return out
 
 
 def summary(rows, key, cap_s):
