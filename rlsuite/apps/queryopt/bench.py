@@ -1,6 +1,6 @@
 """Run a workload's queries with the engine's own plan and with a rewriter, and compare.
 
-Used by ``qopt-bench run``, the demo and ``benchmarks/queryopt_*.py``, on any
+Used by ``qopt-bench run``, the demo and the queryopt benchmarks, on any
 :class:`~rlsuite.apps.queryopt.engines.base.Engine`. The rewriter
 is any :class:`~rlsuite.apps.queryopt.rewriter.Rewriter`: the learned one
 (:class:`~rlsuite.apps.queryopt.train.LearnedRewriter`),

@@ -5,7 +5,7 @@ The PostgreSQL section's recipe on the second engine: an embedded ``local[2]`` S
 expensive filter UDF (cost 10000), a short training of the ``replay`` plan (DQN) with
 the env in the driver, then held-out queries with Spark's own plan (Catalyst and AQE
 on) and with the learned rewrites, rows compared. The full run is
-``benchmarks/queryopt_spark.py`` (4.2x on this workload).
+``rlsuite bench run queryopt_spark`` (4.2x on this workload).
 """
 
 from __future__ import annotations
