@@ -15,17 +15,12 @@ import os
 import time
 from dataclasses import dataclass
 
+from rlsuite.apps.queryopt.benchmarking import TpcdsSettings
 from rlsuite.bench import Benchmark
 
 
 @dataclass(frozen=True)
-class Settings:
-    scale: float = 1.0
-    """TPC-DS scale factor"""
-    cap_s: float = 30.0
-    """per-query cap (s), as PostgreSQL's"""
-    queries: str = ""
-    """comma-separated query numbers (default all)"""
+class Settings(TpcdsSettings):
     measure_above_s: float = 1.0
     """search the queries whose Spark time is at least this"""
     search_max_s: float = math.inf

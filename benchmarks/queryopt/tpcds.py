@@ -17,17 +17,12 @@ rows against DuckDB's. ``--resume`` keeps the queries in the results file (a low
 import time
 from dataclasses import dataclass
 
+from rlsuite.apps.queryopt.benchmarking import TpcdsSettings
 from rlsuite.bench import Benchmark, Row, Value, pub
 
 
 @dataclass(frozen=True)
-class Settings:
-    scale: float = 1.0
-    """TPC-DS scale factor"""
-    cap_s: float = 30.0
-    """per-query cap (s)"""
-    queries: str = ""
-    """comma-separated query numbers (default all)"""
+class Settings(TpcdsSettings):
     measure_above_s: float = 0.2
     """search the queries whose original takes at least this"""
     answers: bool = False

@@ -13,21 +13,16 @@ half the policy picks from plans only. ``--ship`` exports both models to
 import time
 from dataclasses import dataclass
 
+from rlsuite.apps.queryopt.benchmarking import TpcdsSettings
 from rlsuite.bench import Benchmark, Row, Value, pub
 
 
 @dataclass(frozen=True)
-class Settings:
-    scale: float = 1.0
-    """TPC-DS scale factor"""
-    cap_s: float = 30.0
-    """per-query cap (s)"""
+class Settings(TpcdsSettings):
     min_s: float = 1.0
     """search the queries at least this slow"""
     originals: str = "queryopt_tpcds"
     """results name of the originals' times"""
-    queries: str = ""
-    """comma-separated query numbers (default all)"""
     depth: int = 3
     """longest rewrite sequence"""
     beam: int = 2

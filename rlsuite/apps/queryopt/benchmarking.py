@@ -38,6 +38,18 @@ class TrainSettings:
     """where the model is trained (default runs/bench/NAME)"""
 
 
+@dataclass(frozen=True)
+class TpcdsSettings:
+    """What the TPC-DS benchmarks share (a declaration subclasses it)."""
+
+    scale: float = 1.0
+    """TPC-DS scale factor"""
+    cap_s: float = 30.0
+    """per-query cap (s)"""
+    queries: str = ""
+    """comma-separated query numbers (default all)"""
+
+
 def train_and_compare(
     ctx,
     db,
