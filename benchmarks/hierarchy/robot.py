@@ -114,11 +114,12 @@ def run(ctx) -> int:
     from rlsuite.platform import cluster
 
     s, crit = ctx.settings, {}
+    tasks = names(s.reuse_only or s.tasks)  # an unknown task: one line, before Ray starts
     with cluster.local_cluster():
         if s.imperfect:
             crit = imperfect(ctx)
         else:
-            for task in names(s.reuse_only or s.tasks):
+            for task in tasks:
                 t0 = time.perf_counter()
                 part = reuse_only(ctx, task) if s.reuse_only else sweep(ctx, task)
                 crit.update({f"{task}: {k}": v for k, v in part.items()})
