@@ -141,7 +141,7 @@ def run(ctx) -> int:
         f"0 wrong results ({out['wrong_results']})": out["wrong_results"] == 0,
         f"psql total {total_off:.2f} s -> {total_on:.2f} s, lower": total_on < total_off,
     }
-    ctx.table([{k: v for k, v in out.items() if not isinstance(v, str)}], f"pg_qopt on {w.name} ({decider})")  # fmt: skip
+    ctx.table([{"metric": k.replace("_", " "), "value": v} for k, v in out.items() if not isinstance(v, str)], f"pg_qopt on {w.name} ({decider})")  # fmt: skip
     server = {k: v for k, v in stats.items() if k != "decisions"}
     ctx.save(out_name, {**out, "passed": all(checks.values()), "latency": lat, "end_to_end": rows, "server": server})  # fmt: skip
     speedup_plot(ctx, out_name, rows, f"pg_qopt via psql, {w.name} (standard vs plugin on)", ("standard", "plugin on"))  # fmt: skip

@@ -133,7 +133,7 @@ def run(ctx) -> int:
         payload["time"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t_start))
         ctx.path(f"{s.out_name}_vs_postgres", ".md").write_text(X.markdown(payload))
     sm = payload["summary"]
-    ctx.table([{k: v for k, v in sm.items() if k != "cap_s"}], f"TPC-DS SF {s.scale:g} on Spark {s.master}, {s.cap_s:g} s cap")  # fmt: skip
+    ctx.table([{"measure": k.replace("_", " "), "value": v} for k, v in sm.items()], f"TPC-DS SF {s.scale:g} on Spark {s.master}, {s.cap_s:g} s cap")  # fmt: skip
     for r in payload["queries"]:
         if "error" in r:
             ctx.say(f"  Q{r['query']}: Spark error: {r['error'][:160]}")
