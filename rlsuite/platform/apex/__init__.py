@@ -7,7 +7,8 @@
                and their initial priorities from the runner's own Q-values, the push
     algorithm  Apex: RLlib's DQN (its RLModule, Learner and loss, EnvRunners) with
                Ape-X's training step: background sampling, priorities sent back,
-               weights broadcast every K updates, shard restarts
+               weights at most K updates old at each sample call,
+               shard restarts
 
 RLlib 2.60 has no Ape-X (it left RLlib in Ray 2.8-2.11): its DQN samples synchronously
 into one local buffer (the ``replay`` plan). Here runners, replay shards and the learner

@@ -10,8 +10,10 @@ checkpoints) whose ``training_step`` runs three things at once instead of in tur
   (:mod:`rlsuite.platform.apex.replay`), so a batch is ready when the learner wants one;
 - the learner (RLlib's ``LearnerGroup``, in the driver) updates on each ready batch,
   sends the new priorities to the shard that gave the batch (by its ticket, without
-  waiting) and broadcasts its weights every ``broadcast_every`` updates (the runners
-  take them at their next sample call).
+  waiting; one call per shard for a training step's batches) and, when a runner is about
+  to start a sample call, broadcasts its weights if the last broadcast is
+  ``broadcast_every`` updates old or more (so a runner never starts sampling with weights
+  older than that, and no broadcast goes out that no runner takes).
 
 :class:`ShardSet` owns the shards. A shard that dies is replaced by an empty one and
 training goes on; what it held (its last reported size) and pushes that failed are
@@ -251,6 +253,8 @@ class Apex(DQN):
         self._version = 0
         self._broadcast_at: dict[int, int] = {}
         """Learner updates at each broadcast, by broadcast number (the weights' version)."""
+        self._priorities: dict[tuple[int, int], list[Any]] = {}
+        """New priorities not yet sent, by (shard, generation): :meth:`_send_priorities`."""
         self._broadcast()
         self._iter = self._new_iter()
 
@@ -285,6 +289,7 @@ class Apex(DQN):
                 self._update(item)
                 self.prefetcher.fill()
                 did = True
+            self._send_priorities()
         if not did:  # nothing ready: wait a little for anything to come back
             refs = [r for r, _, _ in self.prefetcher.inflight]
             ray.wait(refs, timeout=0.01) if refs else time.sleep(0.005)
@@ -309,10 +314,18 @@ class Apex(DQN):
         return bool(results)
 
     def _launch_runners(self) -> None:
+        """Start a sample call on each idle runner, with weights at most ``broadcast_every``
+        updates old (broadcast now if the last broadcast is older: none goes out that no
+        runner takes)."""
         s = self.config.apex_settings
+        group = self.env_runner_group
+        if group.num_in_flight_async_reqs(tag=TAG) >= group.num_healthy_remote_env_runners():
+            return  # every runner is busy (one call in flight each)
         owed = self._owed()
         if owed is not None and owed > self._round_steps() * s["training_intensity"]:
             return  # the learner is behind: the runners wait
+        if self.updates - self._broadcast_at[self._version] >= s["broadcast_every"]:
+            self._broadcast()
         self.env_runner_group.foreach_env_runner_async(
             self.actor_step,
             tag=TAG,
@@ -404,15 +417,20 @@ class Apex(DQN):
         self._iter["update_s"] += time.perf_counter() - t
         self.metrics.aggregate(results, key=LEARNER_RESULTS)
         shard, gen = item["ticket"][0], item["ticket"][1]
-        if gen == self.shards.generation[shard]:  # fire and forget
-            self.shards.handles[shard].update_priorities.remote(
-                item["ticket"], self.priorities(td, item)
-            )
+        self._priorities.setdefault((shard, gen), []).append(
+            (item["ticket"], self.priorities(td, item))
+        )
         self.updates += 1
         self.trained += n
         self._iter["updates"] += 1
-        if self.updates % self.config.apex_settings["broadcast_every"] == 0:
-            self._broadcast()
+
+    def _send_priorities(self) -> None:
+        """The new priorities of this step's batches, one call per shard that gave them
+        (fire and forget; none to a shard that was replaced since)."""
+        for (shard, gen), updates in self._priorities.items():
+            if gen == self.shards.generation[shard]:
+                self.shards.handles[shard].update_priorities_many.remote(updates)
+        self._priorities = {}
 
     def _broadcast(self) -> None:
         """Put the learner's weights in the object store for the runners' next call."""

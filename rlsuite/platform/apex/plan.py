@@ -26,9 +26,9 @@ class ApexPlan(QPlan):
     """``apex``: runners act with their own epsilon and push n-step transitions, with
     priorities from their own Q-values, straight to ``num_replay_shards`` replay actors;
     the learner (RLlib's DQN learner and loss) samples the shards in the background,
-    sends each batch's new priorities back to the shard that holds it, and broadcasts
-    its weights every ``broadcast_every`` updates. Sampling and learning never wait for
-    each other (:mod:`rlsuite.platform.apex.algorithm`)."""
+    sends each batch's new priorities back to the shard that holds it, and gives each
+    runner weights at most ``broadcast_every`` updates old when it starts a sample call.
+    Sampling and learning never wait for each other (:mod:`rlsuite.platform.apex.algorithm`)."""
 
     name: ClassVar[str] = "apex"
 
@@ -48,8 +48,10 @@ class ApexPlan(QPlan):
     epsilon_alpha: float = 7.0
     """The exponent's spread across the runners (Ape-X: 7)."""
     broadcast_every: int = 10
-    """Learner updates between weight broadcasts to the runners."""
-    prefetch_batches: int = 8
+    """The most learner updates a runner's weights may lag when it starts a sample call:
+    the learner broadcasts its weights when a runner is about to start one and its last
+    broadcast is this many updates old (Ape-X's actors fetch weights every 400 steps)."""
+    prefetch_batches: int = 32
     """Sample requests kept in flight to the shards, so that an update never waits for
     a batch."""
     training_intensity: float | None = None

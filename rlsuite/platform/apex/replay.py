@@ -232,6 +232,11 @@ class ReplayShard:
         self.stats_["stale"] += len(slots) - done
         return done
 
+    def update_priorities_many(self, updates: list[tuple[tuple[int, int, int], Any]]) -> int:
+        """:meth:`update_priorities` for each ``(ticket, priorities)`` in turn (one call
+        for a learner's many batches); the total set."""
+        return sum(self.update_priorities(ticket, p) for ticket, p in updates)
+
     def stats(self) -> dict[str, int]:
         """Its size, items added, sampled and priorities updated over its life."""
         return {
