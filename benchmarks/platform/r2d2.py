@@ -1,0 +1,203 @@
+"""R2D2 on StatelessCartPole: the ``r2d2`` plan (LSTM Q-network, prioritised sequences with
+stored state and burn-in, rescaled n-step targets) beside the feed-forward ``replay`` plan
+(RLlib's DQN), which sees only the cart's position and the pole's angle and should fail.
+
+The anchor: RLlib's new-stack example ``examples/algorithms/dqn/stateless_cartpole_dqn_with_lstm.py``
+(DQN with an LSTM, burn-in 8, sequences of 20, 3 runners): return 350 with
+``default_timesteps=200_000`` in its code (its docstring says "within 1,000,000"). The
+installed 2.60 wheel does not ship ``examples/algorithms``; the budget is read from the
+stored ray source (commit 2022e885). 200k env steps is the budget here.
+
+Each plan and seed trains until the smoothed training return (the last 20 episodes, with
+the runners' exploration) reaches 350, or ``max_env_steps`` env steps, or ``max_wall_s``.
+``r2d2``'s two runners explore with Ape-X's epsilons from a base of 0.1 (0.1 and ~1e-8).
+
+Pass criterion: ``r2d2`` reaches 350 within 200k env steps on every seed; ``replay``
+(feed-forward) does not, on any.
+
+Not measured here: RLlib's own example run on this machine, and a memory task's longest
+solved delay.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass
+
+from rlsuite.bench import Benchmark, Row, Value, command, here, pub
+
+ENV = "rlsuite/StatelessCartPole-v1"
+
+
+@dataclass(frozen=True)
+class Settings:
+    max_env_steps: int = 200_000
+    """env steps per plan and seed at most (the RLlib example's budget)"""
+    target: float = 350.0
+    """the smoothed training return to reach"""
+    max_wall_s: float = 1800.0
+    """give a plan's seed up after this long"""
+    plans: str = "r2d2,replay"
+    """the plans to run, in turn"""
+    out: str = "platform_r2d2_stateless_cartpole"
+    """results name"""
+
+
+def plan_for(name: str, seed: int):
+    from rlsuite.platform.optimizers import make_plan
+
+    if name == "r2d2":
+        return make_plan(
+            "r2d2",
+            env=ENV,
+            num_env_runners=2,
+            num_envs_per_env_runner=4,
+            rollout_fragment_length=20,
+            num_replay_shards=2,
+            seq_len=20,
+            burn_in=10,
+            n_step=5,
+            gamma=0.99,
+            lr=5e-4,
+            epsilon=0.1,
+            hidden=(64,),
+            cell_size=64,
+            train_batch_size=32,
+            buffer_size=5000,  # sequences: every 10 steps, ~50k steps
+            learning_starts=2000,
+            target_update_freq=2000,
+            training_intensity=8.0,
+            min_time_s_per_iteration=0.0,
+            env_steps_per_iteration=2000,
+            seed=seed,
+        )
+    # the RLlib example's DQN settings, feed-forward (no memory)
+    return make_plan(
+        "replay",
+        env=ENV,
+        num_env_runners=2,
+        num_envs_per_env_runner=1,
+        hidden=(256,),
+        lr=5e-4,
+        train_batch_size=32,
+        buffer_size=100_000,
+        n_step=1,
+        epsilon_timesteps=20_000,
+        final_epsilon=0.02,
+        training_intensity=8.0,
+        env_steps_per_iteration=2000,
+        seed=seed,
+    )
+
+
+def learn(ctx, name: str, seed: int) -> dict:
+    from rlsuite.platform.backends.rllib import RLlibBackend
+
+    s = ctx.settings
+    backend = RLlibBackend(plan_for(name, seed))
+    curve, steps, t0, reached, best = [], 0, time.perf_counter(), None, float("-inf")
+    try:
+        while steps < s.max_env_steps and time.perf_counter() - t0 < s.max_wall_s:
+            row = backend.train()
+            steps += row["env_steps_this_iter"]
+            wall = time.perf_counter() - t0
+            ret = row["episode_return_mean"]
+            best = max(best, ret) if ret == ret else best
+            curve.append(dict(env_steps=steps, wall_s=round(wall, 1), episode_return_mean=ret))
+            ctx.say(f"{name} seed {seed}: {steps:>7} steps {wall:6.0f} s  return {ret:6.1f}")
+            if ret >= s.target:
+                reached = dict(env_steps=steps, wall_s=round(wall, 1))
+                break
+    finally:
+        backend.stop()
+    return dict(reached=reached is not None, **(reached or {}), best_return=best,
+                env_steps_run=steps, curve=curve)  # fmt: skip
+
+
+def summary(out: dict, s: Settings) -> dict:
+    per = {}
+    for name, seeds in out.items():
+        done = [v for v in seeds.values() if v["reached"]]
+        per[name] = dict(
+            seeds=len(seeds),
+            reached=len(done),
+            all_reached=len(done) == len(seeds),
+            none_reached=not done,
+            median_env_steps_to_target=statistics.median(v["env_steps"] for v in done)
+            if done
+            else None,
+            median_wall_s_to_target=statistics.median(v["wall_s"] for v in done) if done else None,
+            best_return=max(v["best_return"] for v in seeds.values()),
+        )
+    return dict(plans=out, summary=per, target=s.target, max_env_steps=s.max_env_steps,
+                cpus=os.cpu_count())  # fmt: skip
+
+
+def run(ctx):
+    import ray
+    import torch
+
+    from rlsuite.platform import cluster
+
+    torch.set_num_threads(1)
+    s = ctx.settings
+    seeds = list(ctx.seeds or (0, 1, 2))
+    out = ctx.load(s.out).get("plans", {}) if ctx.resume else {}
+    cluster.init()
+    try:
+        for seed in seeds:  # saved after each plan and seed: a cut-short run keeps them
+            for name in s.plans.split(","):
+                if str(seed) not in out.get(name, {}):
+                    out.setdefault(name, {})[str(seed)] = learn(ctx, name, seed)
+                    ctx.save(s.out, summary(out, s))
+    finally:
+        if ray.is_initialized():
+            cluster.shutdown()
+    res = summary(out, s)
+    ctx.table([dict(plan=n, **v) for n, v in res["summary"].items()],
+              f"StatelessCartPole-v1 to {s.target} within {s.max_env_steps:,} env steps")  # fmt: skip
+    checks = {}
+    if "r2d2" in res["summary"]:
+        checks[f"r2d2 reaches {s.target} on every seed"] = res["summary"]["r2d2"]["all_reached"]
+    if "replay" in res["summary"]:
+        checks[f"feed-forward replay reaches {s.target} on no seed"] = res["summary"]["replay"][
+            "none_reached"
+        ]
+    return ctx.verdict(checks)
+
+
+CMD = command("platform_r2d2", "--seeds 0")
+_ROWS = (
+    Row(
+        "platform",
+        "`r2d2` (R2D2) to 350, StatelessCartPole (RLlib's DQN+LSTM example: 200k steps)",
+        "env steps to 350",
+        "platform_r2d2_stateless_cartpole.json",
+        Value(("summary", "r2d2", "median_env_steps_to_target")),
+        pub("the example's budget", 200_000),
+        CMD,
+        fmt="{:,.0f}",
+        lower_is_better=True,
+    ),
+    Row(
+        "platform",
+        "feed-forward `replay` (RLlib's DQN), StatelessCartPole, same run",
+        "best smoothed return in 200k steps",
+        "platform_r2d2_stateless_cartpole.json",
+        Value(("summary", "replay", "best_return")),
+        here("r2d2, same run", "summary", "r2d2", "best_return"),
+        CMD,
+        fmt="{:.0f}",
+    ),
+)
+
+# Not in the table until measured here (a row reads its JSON): rows=_ROWS then.
+BENCHMARK = Benchmark(
+    run=run,
+    settings=Settings,
+    seeds=True,
+    resume=True,
+    quick=dict(max_env_steps=4000, max_wall_s=120.0),
+)
