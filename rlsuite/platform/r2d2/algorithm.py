@@ -180,7 +180,8 @@ class R2D2(Apex):
 
 class R2D3(demo_apex.DemoApex, R2D2):
     """R2D2 with R2D3's demonstration sequences mixed into each learner batch, element by
-    element with probability ``demo_ratio`` (:class:`demo_apex.DemoApex`'s rule)."""
+    element with probability ``demo_ratio`` (:class:`demo_apex.DemoApex`'s rule; its
+    ``demo_transitions`` in each row counts the demonstration sequences)."""
 
     def demo_columns(self, data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Recorded episodes as R2D2's sequences, the stored state the initial one."""

@@ -72,6 +72,11 @@ class R2D2Plan(ApexPlan):
     """Importance-sampling correction (R2D2: 0.6)."""
     target_update_freq: int = 2500
     """Env steps between target-network syncs."""
+    training_intensity: float | None = None
+    """Replayed steps with a loss per env step sampled, at most (a batch of
+    ``train_batch_size`` sequences replays up to ``train_batch_size * seq_len`` of them);
+    the runners wait when it is reached. ``None``: no limit, the learner updates as fast
+    as it can (R2D2)."""
 
     def validate(self) -> None:
         super().validate()
