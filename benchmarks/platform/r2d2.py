@@ -68,7 +68,7 @@ def plan_for(name: str, seed: int):
             buffer_size=5000,  # sequences: every 10 steps, ~50k steps
             learning_starts=2000,
             target_update_freq=2000,
-            training_intensity=8.0,
+            training_intensity=32.0,  # replayed steps with a loss per env step: ~10k updates
             min_time_s_per_iteration=0.0,
             env_steps_per_iteration=2000,
             seed=seed,
