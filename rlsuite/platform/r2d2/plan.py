@@ -1,5 +1,11 @@
 """The ``r2d2`` plan: R2D2 (Kapturowski et al. 2019), Ape-X with an LSTM Q-network.
 
+RLlib's: the LSTM Q-network (its DQN RLModule), its learner's optimiser and target syncs,
+the env runners that act with recurrent state. Ours: Ape-X's loop and sharded replay,
+the sequences with stored state, burn-in and priorities, the in-sequence n-step targets
+with value rescaling, R2D3's demonstration sequences (the whole account:
+:mod:`rlsuite.platform.r2d2.algorithm`).
+
 Example::
 
     >>> from rlsuite.platform.optimizers import make_plan
