@@ -11,23 +11,16 @@ import pytest
 import torch
 
 from rlsuite.platform import learners, optimizers
-
-SMALL = dict(
-    env="CartPole-v1",
-    num_env_runners=0,
-    num_envs_per_env_runner=4,
-    train_batch_size=400,
-    minibatch_size=100,
-    num_epochs=2,
-    seed=0,
-)
+from tests._plans import ppo
 
 
 def _learner(**plan_values):
-    """A built learner of the sync plan, in this process (no Ray actors)."""
+    """A built learner of the sync plan, in this process (no Ray actors): CartPole in 4 envs,
+    batches of 400 in minibatches of 100, 2 epochs, unless ``plan_values`` say otherwise."""
     import gymnasium as gym
 
-    config = optimizers.to_rllib(optimizers.make_plan("sync", **{**SMALL, **plan_values}))
+    plan = ppo("CartPole-v1", 400, 100, 2, num_envs_per_env_runner=4, seed=0)
+    config = optimizers.to_rllib(plan.replace(**plan_values))
     return config, config.build_learner(env=gym.make("CartPole-v1"))
 
 

@@ -13,18 +13,12 @@ from tests.platform._fakes import CueEnv
 
 envs.register("rlsuite-test/Cue-v0", "tests.platform._fakes:CueEnv", default_config={"delay": 3})
 
-CUE_PLAN = dict(
-    env="rlsuite-test/Cue-v0",
-    num_env_runners=2,
-    num_envs_per_env_runner=4,
-    train_batch_size=1000,
-    minibatch_size=250,
-    num_epochs=6,
-    lr=3e-3,
-    entropy_coeff=0.01,
-    hidden=(32,),
-    seed=0,
-)
+
+def _cue_plan(num_env_runners: int = 2, **fields):
+    """The sync plan on the cue task: ``num_env_runners`` runners of 4 envs, batches of 1000
+    in minibatches of 250, 6 epochs; ``fields``: any other plan fields."""
+    settings = dict(num_envs_per_env_runner=4, lr=3e-3, entropy_coeff=0.01, hidden=(32,), seed=0)
+    return ppo("rlsuite-test/Cue-v0", 1000, 250, 6, num_env_runners, **settings, **fields)
 
 
 def _cue_return(checkpoint: str, episodes: int = 40, num_workers: int = 0) -> float:
@@ -38,7 +32,7 @@ def _cue_return(checkpoint: str, episodes: int = 40, num_workers: int = 0) -> fl
 
 @pytest.mark.slow
 def test_lstm_solves_the_memory_task_a_feed_forward_policy_cannot(ray_local, tmp_path):
-    lstm = optimizers.make_plan("sync", **CUE_PLAN, recurrent="lstm", cell_size=32, max_seq_len=8)
+    lstm = _cue_plan(recurrent="lstm", cell_size=32, max_seq_len=8)
     res = training.train(
         lstm, iterations=25, run_dir=str(tmp_path / "lstm"), progress=False, stop_return=0.95
     )
@@ -50,7 +44,7 @@ def test_lstm_solves_the_memory_task_a_feed_forward_policy_cannot(ray_local, tmp
 
     # the control samples in the driver (where it samples cannot help a policy that is
     # blind) and gets as many iterations as the LSTM needed
-    ff = optimizers.make_plan("sync", **{**CUE_PLAN, "num_env_runners": 0})
+    ff = _cue_plan(num_env_runners=0)
     res_ff = training.train(
         ff, iterations=res.iterations, run_dir=str(tmp_path / "ff"), progress=False
     )
@@ -61,9 +55,7 @@ def test_lstm_solves_the_memory_task_a_feed_forward_policy_cannot(ray_local, tmp
 
 @pytest.mark.slow
 def test_recurrent_controller_resets_its_state_at_each_episode(ray_local, tmp_path):
-    plan = optimizers.make_plan(
-        "sync", **{**CUE_PLAN, "num_env_runners": 0}, recurrent="lstm", cell_size=8, max_seq_len=4
-    )
+    plan = _cue_plan(num_env_runners=0, recurrent="lstm", cell_size=8, max_seq_len=4)
     res = training.train(plan, iterations=1, run_dir=str(tmp_path), progress=False)
     ctl = checkpoints.load_controller(res.checkpoint)
     assert ctl.recurrent

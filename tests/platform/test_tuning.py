@@ -64,39 +64,21 @@ def test_bad_search_space_is_explained():
 @pytest.mark.slow
 def test_trials_with_remote_runners_and_es_workers_get_their_actors_placed(ray_local, tmp_path):
     """A trial reserves one bundle per actor it starts (RLlib env runners, ES workers)."""
-    plan = ppo(
-        "CartPole-v1",
-        batch=200,
-        minibatch=100,
-        epochs=1,
-        num_env_runners=1,
-        num_envs_per_env_runner=2,
-    )
+
+    def two_iterations(plan, field, values, name):
+        """Each of ``values`` of ``field`` tried in turn (FIFO), two iterations a trial."""
+        space, run_dir = {field: rt.grid_search(values)}, str(tmp_path / name)
+        return tuning.tune(
+            plan, space, scheduler="fifo", num_samples=1, iterations=2, run_dir=run_dir
+        )
+
+    plan = ppo("CartPole-v1", 200, 100, 1, num_env_runners=1, num_envs_per_env_runner=2)
     assert tuning.placement_bundles(plan) == [{"CPU": 1.0}, {"CPU": 1.0}]
-    res = tuning.tune(
-        plan,
-        {"lr": rt.grid_search([1e-3, 1e-4])},
-        scheduler="fifo",
-        num_samples=1,
-        iterations=2,
-        run_dir=str(tmp_path / "sync"),
-    )
+    res = two_iterations(plan, "lr", [1e-3, 1e-4], "sync")
     assert [t["iterations"] for t in res.trials] == [2, 2]
-    es = optimizers.make_plan(
-        "es",
-        env="CartPole-v1",
-        num_workers=1,
-        population_size=8,
-        noise_table_size=200_000,
-        max_episode_steps=100,
-    )
+    small = dict(num_workers=1, population_size=8, noise_table_size=200_000, max_episode_steps=100)
     # one ES trial: the sync trials above already show a trial's bundles freed for the next
-    res = tuning.tune(
-        es,
-        {"sigma": rt.grid_search([0.05])},
-        scheduler="fifo",
-        num_samples=1,
-        iterations=2,
-        run_dir=str(tmp_path / "es"),
+    res = two_iterations(
+        optimizers.make_plan("es", env="CartPole-v1", **small), "sigma", [0.05], "es"
     )
     assert [t["iterations"] for t in res.trials] == [2] and res.best_checkpoint

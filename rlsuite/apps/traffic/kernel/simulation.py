@@ -357,28 +357,25 @@ class Simulation:
     def set_previous_speeds(self, ids: Sequence[str], speeds: Sequence[float]) -> None:
         """:meth:`perturb_speeds` for many vehicles at once (``speeds`` >= 0, same order),
         through libsumo's compiled call directly when libsumo is the backend."""
-        conn = self._need()
-        fn = conn.vehicle.setPreviousSpeed
-        if self.backend == "libsumo":
-            fn = getattr(getattr(conn, "_libsumo", None), "vehicle_setPreviousSpeed", fn)
-        try:
-            for vid, v in zip(ids, speeds, strict=True):
-                fn(vid, v)
-        except self._errs as e:
-            raise self._fail("vehicle.setPreviousSpeed", e) from e
+        self._set_each("setPreviousSpeed", ids, speeds)
 
     def set_speeds(self, ids: Sequence[str], speeds: Sequence[float]) -> None:
         """:meth:`set_speed` for many vehicles at once (same order), through libsumo's
         compiled call directly when libsumo is the backend."""
+        self._set_each("setSpeed", ids, map(float, speeds))
+
+    def _set_each(self, method: str, ids: Iterable[str], values: Iterable[float]) -> None:
+        """``vehicle.<method>(id, value)`` for each vehicle and its value (same order), through
+        libsumo's compiled call directly when libsumo is the backend."""
         conn = self._need()
-        fn = conn.vehicle.setSpeed
+        fn = getattr(conn.vehicle, method)
         if self.backend == "libsumo":
-            fn = getattr(getattr(conn, "_libsumo", None), "vehicle_setSpeed", fn)
+            fn = getattr(getattr(conn, "_libsumo", None), f"vehicle_{method}", fn)
         try:
-            for vid, v in zip(ids, speeds, strict=True):
-                fn(vid, float(v))
+            for vid, v in zip(ids, values, strict=True):
+                fn(vid, v)
         except self._errs as e:
-            raise self._fail("vehicle.setSpeed", e) from e
+            raise self._fail(f"vehicle.{method}", e) from e
 
     def set_speed_modes(self, ids: Iterable[str], mode: int) -> None:
         """:meth:`set_speed_mode` with the same ``mode`` for many vehicles."""
