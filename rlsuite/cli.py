@@ -38,6 +38,7 @@ from rlsuite.cli_common import (
     parse_search,
     parse_sets,
     ray_cluster,
+    tune_options,
     write_json,
 )
 
@@ -190,14 +191,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     )
     space = parse_search(args.search)
     with ray_cluster(args):
-        res = tuning.tune(
-            plan,
-            space,
-            scheduler=args.scheduler,
-            num_samples=args.samples,
-            iterations=args.iterations,
-            run_dir=args.run_dir,
-        )
+        res = tuning.tune(plan, space, run_dir=args.run_dir, **tune_options(args))
     c = Console()
     c.print(res.table())
     c.print(

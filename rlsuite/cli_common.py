@@ -288,6 +288,12 @@ def add_search_flag(
     )
 
 
+def tune_options(args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`rlsuite.platform.tuning.tune`'s keywords from a tune command's ``--scheduler``,
+    ``--samples`` and ``--iterations``."""
+    return {"scheduler": args.scheduler, "num_samples": args.samples, "iterations": args.iterations}
+
+
 # --------------------------------------------------------------------------- counts
 
 

@@ -24,3 +24,14 @@ def ppo(
     if num_env_runners is not None:
         sizes["num_env_runners"] = num_env_runners
     return optimizers.make_plan("sync", env=env, **sizes, **fields)
+
+
+def replay(env: str, batch: int, steps: int, num_env_runners: int | None = 0, **fields: Any) -> Any:
+    """A replay (DQN) plan of ``env`` on batches of ``batch`` transitions, at least
+    ``steps`` env steps an iteration, learning from the first transition on (unless
+    ``learning_starts`` says otherwise), sampled in the driver unless ``num_env_runners``
+    says otherwise (None: the plan's default); ``fields``: any other plan fields."""
+    sizes = {"train_batch_size": batch, "env_steps_per_iteration": steps, "learning_starts": 0}
+    if num_env_runners is not None:
+        sizes["num_env_runners"] = num_env_runners
+    return optimizers.make_plan("replay", env=env, **{**sizes, **fields})

@@ -65,6 +65,7 @@ class MatchingGame(ParallelEnv):
         return spaces.Discrete(2)
 
     def _obs(self):
+        """Each agent's observation; sets the actions that score (``self._bits``)."""
         self._bits = {a: int(self._rng.integers(2)) for a in self.agents}
         return {a: np.eye(2, dtype=np.float32)[b] for a, b in self._bits.items()}
 

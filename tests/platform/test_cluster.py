@@ -157,14 +157,7 @@ def test_two_node_cluster_places_env_runners_on_both_nodes():
     try:
         info = cluster.init(address=c.address)
         assert info.num_nodes == 2 and info.num_cpus == 3 and not info.started_here
-        plan = ppo(
-            "CartPole-v1",
-            batch=600,
-            minibatch=200,
-            epochs=1,
-            num_env_runners=3,
-            num_envs_per_env_runner=2,
-        )
+        plan = ppo("CartPole-v1", 600, 200, 1, num_env_runners=3, num_envs_per_env_runner=2)
         trainer = RLlibBackend(plan)
         try:
             nodes = trainer.algo.env_runner_group.foreach_env_runner(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rlsuite.platform import checkpoints, demonstrations, envs, evaluation, optimizers, training
-from tests._plans import ppo
+from tests._plans import ppo, replay
 from tests.platform._fakes import CartPolePD, RandomCartPole
 
 RANDOM_CARTPOLE = 22.0  # mean return of uniform random play (measured: ~22)
@@ -117,28 +117,16 @@ def test_async_improves_clearly_over_random(ray_local, tmp_path):
 
 
 def test_replay_improves_clearly_over_random(ray_local, tmp_path):
-    plan = optimizers.make_plan(
-        "replay",
-        env="rlsuite-test/Identity-v0",
-        num_env_runners=2,
-        num_envs_per_env_runner=1,
-        learning_starts=200,
-        epsilon_timesteps=1500,
-        target_update_freq=100,
-        lr=1e-3,
-        # Each step is a fresh one-shot guess (a contextual bandit): with gamma 0.99 the
-        # bootstrapped Q-values sit near 100 with a gap of 1 between right and wrong, and
-        # 6000 steps sometimes ended at 12/20 (seed-dependent, seen in CI); 0.5 keeps the
-        # gap large relative to the values and the test about the plan, not about tuning.
-        gamma=0.5,
-        seed=0,
-        env_steps_per_iteration=1500,
-        # 16-step fragments and 64-transition batches: half the sample rounds and updates
-        # of RLlib's 4 and 32 at the same replay ratio (most of this test's time was the
-        # per-round overhead)
-        rollout_fragment_length=16,
-        train_batch_size=64,
-    )
+    # Each step is a fresh one-shot guess (a contextual bandit): with gamma 0.99 the
+    # bootstrapped Q-values sit near 100 with a gap of 1 between right and wrong, and
+    # 6000 steps sometimes ended at 12/20 (seed-dependent, seen in CI); 0.5 keeps the
+    # gap large relative to the values and the test about the plan, not about tuning.
+    q = dict(target_update_freq=100, lr=1e-3, gamma=0.5, epsilon_timesteps=1500, seed=0)
+    # 16-step fragments and 64-transition batches: half the sample rounds and updates
+    # of RLlib's 4 and 32 at the same replay ratio (most of this test's time was the
+    # per-round overhead)
+    sampling = dict(num_envs_per_env_runner=1, rollout_fragment_length=16, learning_starts=200)
+    plan = replay("rlsuite-test/Identity-v0", 64, 1500, 2, **q, **sampling)
     res = training.train(plan, iterations=4, run_dir=str(tmp_path), progress=False)
     assert 4 * 1500 <= res.env_steps < 4 * 1500 + 200  # each iteration samples its share
     # in the driver: parallel evaluation is test_sync_reaches_cartpole_150's (saves ~3 s)
@@ -215,19 +203,8 @@ def test_sync_warm_starts_from_demonstrations_and_runners_sample_with_the_clone(
 ):
     data = tmp_path / "expert.parquet"
     demonstrations.record_episodes(CartPolePD(), "CartPole-v1", 6, str(data), seed=0)
-    plan = optimizers.make_plan(
-        "sync",
-        env="CartPole-v1",
-        num_env_runners=2,
-        num_envs_per_env_runner=1,
-        train_batch_size=1000,
-        minibatch_size=500,
-        num_epochs=1,
-        lr=1e-5,  # the one PPO update barely moves the clone
-        demonstrations=str(data),
-        demo_epochs=150,
-        seed=0,
-    )
+    warm = dict(demonstrations=str(data), demo_epochs=150, lr=1e-5)  # lr: the one PPO update
+    plan = ppo("CartPole-v1", 1000, 500, 1, 2, num_envs_per_env_runner=1, seed=0, **warm)
     res = training.train(plan, iterations=1, run_dir=str(tmp_path / "run"), progress=False)
     # the remote runners sampled iteration 1 with the cloned policy (random play: ~22)
     assert res.metrics[0]["episode_return_mean"] >= 150, res.metrics[0]
@@ -249,15 +226,7 @@ def test_warm_start_maps_continuous_demonstrations_to_the_modules_action_range(r
     """Pendulum's torque is [-2, 2]; with normalize_actions the module acts in [-1, 1]."""
     data = tmp_path / "const.parquet"
     demonstrations.record_episodes(_Constant(), "Pendulum-v1", 2, str(data), seed=0)
-    plan = ppo(
-        "Pendulum-v1",
-        batch=200,
-        minibatch=200,
-        epochs=1,
-        lr=1e-6,
-        demonstrations=str(data),
-        demo_epochs=100,
-    )
+    plan = ppo("Pendulum-v1", 200, 200, 1, lr=1e-6, demonstrations=str(data), demo_epochs=100)
     training.train(plan, iterations=1, run_dir=str(tmp_path / "run"), progress=False)
     ctl = checkpoints.load_controller(str(tmp_path / "run" / "clone"))
     import pyarrow.parquet as pq

@@ -7,20 +7,12 @@ import torch
 from ray.rllib.env.env_runner_group import EnvRunnerGroup
 
 from rlsuite.platform import optimizers, resources
+from tests._plans import replay
 
 
 def _plan(runners: int, **values):
-    fields = dict(
-        env="CartPole-v1",
-        num_env_runners=runners,
-        num_envs_per_env_runner=1,
-        train_batch_size=16,
-        learning_starts=0,
-        env_steps_per_iteration=40,
-        hidden=(16,),
-        seed=0,
-    )
-    return optimizers.make_plan("replay", **{**fields, **values})
+    small = dict(num_envs_per_env_runner=1, hidden=(16,), seed=0)
+    return replay("CartPole-v1", 16, 40, runners, **{**small, **values})
 
 
 @pytest.fixture

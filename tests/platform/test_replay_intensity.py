@@ -4,6 +4,7 @@ per env step sampled, whatever the sampling layout."""
 import pytest
 
 from rlsuite.platform import optimizers, resources
+from tests._plans import replay
 
 
 def _replayed_per_sampled(plan) -> float:
@@ -45,18 +46,9 @@ def test_remote_runners_learn_at_the_asked_ratio(ray_local):
     """Real Ray, one remote runner of 2 envs, fragments of 4 (8 env steps per round),
     batches of 8, ratio 2: every round replays 16 transitions, so after two iterations the
     learner has trained on twice the env steps sampled (RLlib's count unscaled: 4x)."""
-    plan = optimizers.make_plan(
-        "replay",
-        env="CartPole-v1",
-        num_env_runners=1,
-        num_envs_per_env_runner=2,
-        rollout_fragment_length=4,
-        train_batch_size=8,
-        training_intensity=2.0,
-        learning_starts=0,
-        env_steps_per_iteration=32,
-        hidden=(16,),
-        seed=0,
+    fragments = dict(num_envs_per_env_runner=2, rollout_fragment_length=4)
+    plan = replay(
+        "CartPole-v1", 8, 32, 1, training_intensity=2.0, hidden=(16,), seed=0, **fragments
     )
     algo = optimizers.to_rllib(plan, resources.resolve(plan, log=False)).build_algo()
     try:

@@ -16,16 +16,7 @@ from tests._plans import ppo
 
 
 def _two_runner_cartpole(**values):
-    return optimizers.make_plan(
-        "sync",
-        env="CartPole-v1",
-        num_env_runners=2,
-        num_envs_per_env_runner=2,
-        train_batch_size=1000,
-        minibatch_size=250,
-        num_epochs=2,
-        **values,
-    )
+    return ppo("CartPole-v1", 1000, 250, 2, num_env_runners=2, num_envs_per_env_runner=2, **values)
 
 
 def _runner_pids(algo):

@@ -154,14 +154,7 @@ def test_runners_share_the_cpus_when_they_outnumber_them():
 def test_more_runners_than_cpus_say_how_many_run_at_once_and_train(ray_local, caplog, tmp_path):
     """4 runners on Ray's 2 CPUs: RLlib would wait forever for the 3rd and 4th; all
     start with half a CPU each, the log says 2 sample at once, and an iteration runs."""
-    plan = ppo(
-        "CartPole-v1",
-        batch=200,
-        minibatch=100,
-        epochs=1,
-        num_env_runners=4,
-        num_envs_per_env_runner=2,
-    )
+    plan = ppo("CartPole-v1", 200, 100, 1, num_env_runners=4, num_envs_per_env_runner=2)
     assert plan.placement_bundles()[1:] == [{"CPU": 0.25}] * 4  # Tune: the driver holds 1
     with caplog.at_level(logging.WARNING, logger="rlsuite.platform.resources"):
         res = training.train(plan, 1, str(tmp_path / "run"), progress=False)
@@ -194,14 +187,9 @@ def test_a_gpu_asked_for_fails_fast_on_ray_instead_of_waiting(ray_local, tmp_pat
 def test_two_data_parallel_cpu_learners_train_through_the_sync_plan(ray_local, tmp_path):
     """``num_learners=2`` with no GPU: RLlib's data-parallel learners as two CPU actors;
     each learns on its own train batch, so an iteration samples 2 x train_batch_size."""
+    learners = dict(num_learners=2, num_gpus_per_learner=0)
     plan = ppo(
-        "CartPole-v1",
-        batch=200,
-        minibatch=100,
-        epochs=2,
-        num_envs_per_env_runner=8,
-        num_learners=2,
-        num_gpus_per_learner=0,
+        "CartPole-v1", batch=200, minibatch=100, epochs=2, num_envs_per_env_runner=8, **learners
     )
     res = training.train(plan, 2, str(tmp_path / "run"), progress=False)
     assert res.iterations == 2

@@ -105,9 +105,9 @@ def test_vector_env_is_not_capped_by_max_envs_per_process_and_sets_the_mode():
 def test_sync_plan_samples_and_learns_through_the_vector_entry_point(ray_local):
     plan = ppo(
         "rlsuite-test/IdentityVector-v0",
-        batch=1600,
-        minibatch=200,
-        epochs=6,
+        1600,
+        200,
+        6,
         num_env_runners=2,
         num_envs_per_env_runner=8,
         lr=3e-3,

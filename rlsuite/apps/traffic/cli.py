@@ -18,6 +18,7 @@ from rlsuite.cli_common import (
     add_search_flag,
     add_set_flag,
     parse_search,
+    tune_options,
     write_json,
 )
 
@@ -515,14 +516,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     info = cluster.init(address=args.address) if args.address else cluster.init()
     try:
         t0 = time.time()
-        res = tuning.tune(
-            plan,
-            space,
-            scheduler=args.scheduler,
-            num_samples=args.samples,
-            iterations=args.iterations,
-            run_dir=run_dir,
-        )
+        res = tuning.tune(plan, space, run_dir=run_dir, **tune_options(args))
         from rich.table import Table
 
         t = Table(title=f"traffic-train tune: {scen.name} ({time.time() - t0:.0f} s)")

@@ -1,5 +1,5 @@
 """traffic-train runs the CLI tests share: a command that writes JSON, and one iteration of
-a tiny PPO sampled in this process."""
+a tiny PPO sampled in this process (of one shared policy, for multi-agent scenarios)."""
 
 from __future__ import annotations
 
@@ -29,3 +29,16 @@ def train_tiny(run: Path, *argv: str, batch: int) -> dict[str, Any]:
                    "--plan-set", "num_epochs=1", "--plan-set", "hidden=[16,16]"])  # fmt: skip
     assert rc == 0
     return json.loads((Path(run) / "traffic_train.json").read_text())
+
+
+def train_shared_tiny(run: Path, *argv: str, batch: int) -> dict[str, Any]:
+    """:func:`train_tiny` of a multi-agent scenario: one iteration of at least ``batch`` env
+    steps, whose checkpoint holds one module, ``shared``, for every agent. The run's JSON."""
+    from rlsuite.platform import checkpoints
+
+    out = train_tiny(run, *argv, batch=batch)
+    assert out["iterations"] == 1 and out["env_steps"] >= batch
+    meta = checkpoints.metadata(out["checkpoint"])
+    assert meta["multi_agent"] and meta["policies"] == "shared"
+    assert list(checkpoints.load_controller(out["checkpoint"]).modules.keys()) == ["shared"]
+    return out

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from rlsuite.apps.traffic import cli
-from tests.apps.traffic._cli import train_tiny
+from tests.apps.traffic._cli import train_shared_tiny
 
 TINY_ENV = ["--horizon", "100", "--warmup", "50"]
 TINY_PLAN = ["--plan-set", "train_batch_size=200", "--plan-set", "minibatch_size=100",
@@ -105,16 +105,8 @@ def test_signals_grid_trains_one_shared_policy_checkpoints_and_evaluates(ray_loc
     """RLlib multi-agent through the platform: the 4 lights of the 2x2 grid share a module.
     (Sampled in the driver: multi-agent envs in remote runners are trained by the merge and
     figure-eight tests.)"""
-    from rlsuite.platform import checkpoints
-
-    run = tmp_path / "sig"
     argv = ["--scenario", "signals", "--network", "grid2x2", "--horizon", "150"]
-    out = train_tiny(run, *argv, batch=60)
-    assert out["iterations"] == 1 and out["env_steps"] >= 60
-    meta = checkpoints.metadata(out["checkpoint"])
-    assert meta["multi_agent"] and meta["policies"] == "shared"
-    ctrl = checkpoints.load_controller(out["checkpoint"])
-    assert list(ctrl.modules.keys()) == ["shared"]  # one module for every light
+    out = train_shared_tiny(tmp_path / "sig", *argv, batch=60)  # one module for every light
     summary = out["evaluation"]["summary"]
     assert summary["mean_waiting_time"]["mean"] >= 0 and summary["mean_queue"]["mean"] >= 0
     assert summary["mean_speed"]["mean"] > 0

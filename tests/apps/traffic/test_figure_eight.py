@@ -138,37 +138,29 @@ def test_vehicles_are_placed_in_flows_benchmark_order():
     assert vehicle_ids(14, 14) == [f"av_{i}" for i in range(14)]  # figureeight2
 
 
-def test_flow_humans_are_commanded_under_speed_mode_1_with_no_sumo_min_gap():
-    env = FigureEightEnv(horizon=5)
+def _modes_and_gaps(**config) -> dict[str, tuple[int, float]]:
+    """SUMO's speed mode and min gap of ``human_00`` and ``av_0`` after one step of a
+    figure-eight with ``config``."""
+    env = FigureEightEnv(horizon=5, **config)
     try:
         env.reset(seed=0)
         env.step(np.zeros(1, dtype=np.float32))
         call = env.core.sim.call
-        assert call("vehicle", "getSpeedMode", "human_00") == 1
-        assert call("vehicle", "getMinGap", "human_00") == 0.0
-        assert call("vehicle", "getSpeedMode", "av_0") == 1
-        assert call("vehicle", "getMinGap", "av_0") == 2.0
+        return {
+            v: (call("vehicle", "getSpeedMode", v), call("vehicle", "getMinGap", v))
+            for v in ("human_00", "av_0")
+        }
     finally:
         env.close()
-    old = FigureEightEnv(horizon=5, human_model="sumo", av_speed_mode=25)
-    try:
-        old.reset(seed=0)
-        old.step(np.zeros(1, dtype=np.float32))
-        call = old.core.sim.call
-        assert call("vehicle", "getSpeedMode", "human_00") == 31  # SUMO's default, never set
-        assert call("vehicle", "getMinGap", "human_00") == 2.0
-        assert call("vehicle", "getSpeedMode", "av_0") == 25
-    finally:
-        old.close()
-    flows_av = FigureEightEnv(horizon=5, av_min_gap=2.5)  # Flow's learning vehicle
-    try:
-        flows_av.reset(seed=0)
-        flows_av.step(np.zeros(1, dtype=np.float32))
-        call = flows_av.core.sim.call
-        assert call("vehicle", "getMinGap", "av_0") == 2.5
-        assert call("vehicle", "getMinGap", "human_00") == 0.0
-    finally:
-        flows_av.close()
+
+
+def test_flow_humans_are_commanded_under_speed_mode_1_with_no_sumo_min_gap():
+    assert _modes_and_gaps() == {"human_00": (1, 0.0), "av_0": (1, 2.0)}
+    old = _modes_and_gaps(human_model="sumo", av_speed_mode=25)
+    assert old["human_00"] == (31, 2.0)  # SUMO's default speed mode, never set
+    assert old["av_0"][0] == 25
+    flows_av = _modes_and_gaps(av_min_gap=2.5)  # Flow's learning vehicle
+    assert flows_av["av_0"][1] == 2.5 and flows_av["human_00"][1] == 0.0
 
 
 def test_all_human_speed_with_flows_humans_is_flows_and_below_sumos_humans():

@@ -11,7 +11,7 @@ from rlsuite.apps.traffic import cli, scenarios
 from rlsuite.apps.traffic.envs.figure_eight_multi import FigureEightMultiEnv
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import Scenario, build_controller, run_episode
-from tests.apps.traffic._cli import cli_json, train_tiny
+from tests.apps.traffic._cli import cli_json, train_shared_tiny
 
 ENV_ID = "rlsuite/FigureEightMulti-v0"
 
@@ -99,15 +99,8 @@ def test_train_one_shared_policy_for_every_av_then_evaluate(ray_local, tmp_path)
     """RLlib multi-agent through the CLI: the 14 AVs share one module, and the checkpoint
     is evaluated with the number of AVs it was trained with. Sampled in this process:
     multi-agent training on a remote runner is test_merge's."""
-    from rlsuite.platform import checkpoints
-
-    run = tmp_path / "run"
     argv = ["--scenario", "figure_eight_multi", "--avs", "14", "--horizon", "100"]
-    out = train_tiny(run, *argv, batch=200)
-    assert out["iterations"] == 1 and out["env_steps"] >= 200
-    meta = checkpoints.metadata(out["checkpoint"])
-    assert meta["multi_agent"] and meta["policies"] == "shared"
-    assert list(checkpoints.load_controller(out["checkpoint"]).modules.keys()) == ["shared"]
+    out = train_shared_tiny(tmp_path / "run", *argv, batch=200)
     assert out["evaluation"]["summary"]["mean_speed"]["mean"] > 0
     js = tmp_path / "learned.json"
     rc = cli.main(["evaluate", "--scenario", "figure_eight_multi",

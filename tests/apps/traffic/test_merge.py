@@ -14,6 +14,7 @@ from rlsuite.apps.traffic.envs.merge import MergeEnv, MergeMultiEnv, all_human
 from rlsuite.apps.traffic.envs.merge_road import MergeConfig
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import Scenario, build_controller, run_episode
+from tests.apps.traffic._episodes import crashed
 
 MULTI = "rlsuite/MergeMulti-v0"
 FREE = {"highway_inflow": 900.0, "av_share": 0.3}
@@ -129,18 +130,13 @@ def test_teleport_storm_ends_the_episode_with_a_reason_and_reset_recovers():
 
 
 def test_sumo_failure_ends_the_episode_with_a_reason_and_reset_recovers():
-    env = MergeMultiEnv(backend="libsumo", horizon=50)
-    try:
-        env.reset(seed=0)
-        env.core.sim.conn.close()  # the in-process simulation ends under the env
+    with crashed(MergeMultiEnv(backend="libsumo", horizon=50)) as env:
         obs, rew, term, trunc, info = env.step({a: np.zeros(1) for a in env.agents})
         assert all(term.values()) and not env.agents
         assert all(i["reason"].startswith("SUMO failed") for i in info.values())
         env.reset(seed=0)
         env.step({a: np.zeros(1) for a in env.agents})
         assert env.core.sim.backend == "libsumo"
-    finally:
-        env.close()
 
 
 def test_idm_on_the_avs_drives_like_all_human():

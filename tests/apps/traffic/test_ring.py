@@ -23,6 +23,7 @@ from rlsuite.apps.traffic.envs.ring import (
 )
 from rlsuite.platform import envs
 from rlsuite.platform.evaluation import Scenario, evaluate, run_episode
+from tests.apps.traffic._episodes import crashed
 
 SHORT = dict(warmup_steps=20, horizon=30)
 
@@ -216,17 +217,12 @@ def test_killed_sumo_process_gives_clear_error_and_reset_recovers():
 
 
 def test_closed_libsumo_simulation_gives_clear_error_and_reset_recovers():
-    env = RingEnv(backend="libsumo", **SHORT)
-    try:
-        env.reset(seed=0)
-        env.core.sim.conn.close()  # the in-process simulation ends under the env
+    with crashed(RingEnv(backend="libsumo", **SHORT)) as env:
         with pytest.raises(kernel.SimulationError, match="call reset"):
             env.step(np.zeros(1, dtype=np.float32))
         obs, _ = env.reset(seed=0)
         env.step(np.zeros(1, dtype=np.float32))
         assert env.core.sim.backend == "libsumo"
-    finally:
-        env.close()
 
 
 def test_libsumo_is_one_per_process_and_auto_falls_back_to_traci():

@@ -10,7 +10,7 @@ import pytest
 
 from rlsuite.apps.traffic.envs.ring_2lane import Ring2LaneEnv
 from rlsuite.apps.traffic.envs.ring_2lane_vector import Ring2LaneVectorEnv
-from tests.apps.traffic._episodes import scalar_episode
+from tests.apps.traffic._episodes import check_refusals, scalar_episode
 
 SHORT = dict(warmup_steps=20, horizon=25)
 
@@ -86,23 +86,13 @@ def test_spaces_shapes_and_next_step_autoreset():
 
 
 def test_bad_options_give_clear_errors():
-    with pytest.raises(ValueError, match="num_envs"):
-        Ring2LaneVectorEnv(num_envs=0)
-    with pytest.raises(ValueError, match="av_driver='sumo'.*Ring2Lane-v0"):
-        Ring2LaneVectorEnv(num_envs=2, av_driver="sumo")
-    with pytest.raises(ValueError, match="record"):
-        Ring2LaneVectorEnv(num_envs=2, record=True)
-    with pytest.raises(ValueError, match="lanes must be an integer within"):
-        Ring2LaneVectorEnv(num_envs=2, lanes=7)
-    env = Ring2LaneVectorEnv(num_envs=2, **SHORT)
-    try:
-        env.reset(seed=0)
-        with pytest.raises(ValueError, match="finite"):
-            env.step(np.array([[np.nan, 0.0], [0.0, 0.0]], dtype=np.float32))
-        with pytest.raises(ValueError, match="2 seeds"):
-            env.reset(seed=[1, 2, 3])
-    finally:
-        env.close()
+    bad = {
+        "num_envs": {"num_envs": 0},
+        "av_driver='sumo'.*Ring2Lane-v0": {"num_envs": 2, "av_driver": "sumo"},
+        "record": {"num_envs": 2, "record": True},
+        "lanes must be an integer within": {"num_envs": 2, "lanes": 7},
+    }
+    check_refusals(Ring2LaneVectorEnv, bad, **SHORT)
 
 
 def test_sumo_failure_and_teleport_storm_end_the_episodes_and_reset_recovers():

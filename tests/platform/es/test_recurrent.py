@@ -10,21 +10,13 @@ import pytest
 from rlsuite.platform import checkpoints, envs, evaluation, optimizers, training
 from rlsuite.platform.es import ESPolicy
 from tests.platform._fakes import CueEnv  # noqa: F401 - registered below by path
+from tests.platform.es._envs import FAST
 
 envs.register("rlsuite-test/EsCue-v0", "tests.platform._fakes:CueEnv", default_config={"delay": 3})
 
-CUE = dict(
-    env="rlsuite-test/EsCue-v0",
-    hidden=(8,),
-    noise_table_size=200_000,
-    population_size=32,
-    sigma=0.1,
-    lr=0.05,
-    episodes_per_eval=16,
-    common_env_seeds=True,
-    eval_episodes=0,
-    seed=0,
-)
+SEARCH = dict(population_size=32, episodes_per_eval=16, common_env_seeds=True)
+"""32 perturbations a generation, each scored on the same 16 episodes."""
+CUE = dict(FAST, env="rlsuite-test/EsCue-v0", hidden=(8,), eval_episodes=0, seed=0, **SEARCH)
 
 
 def test_gru_policy_matches_its_torch_twin_step_by_step():

@@ -20,17 +20,10 @@ def _mean_return(ctrl) -> float:
 
 
 def test_learns_from_a_random_dataset_then_resumes_online(ray_local, tmp_path):
-    plan = make_plan(
-        "qt_opt",
-        **SMALL,
-        dataset="random:300",  # 300 one-step episodes of random actions
-        offline_updates=300,
-        updates_per_iteration=300,
-        num_runners=0,
-        env_steps_per_iteration=32,
-        rollout_fragment_length=32,
-        learning_starts=0,
-    )
+    # 300 one-step episodes of random actions, then sampling in the driver
+    offline = dict(dataset="random:300", offline_updates=300, updates_per_iteration=300)
+    online = dict(num_runners=0, env_steps_per_iteration=32, rollout_fragment_length=32)
+    plan = make_plan("qt_opt", **SMALL, **offline, **online, learning_starts=0)
     a = QTOptTrainer(plan)
     try:
         row = a.train()
@@ -57,19 +50,10 @@ def test_learns_from_a_random_dataset_then_resumes_online(ray_local, tmp_path):
 
 
 def test_runners_and_bellman_updaters_on_ray(ray_local, tmp_path):
-    plan = make_plan(
-        "qt_opt",
-        **{**SMALL, "train_batch_size": 16},
-        num_runners=1,
-        cpus_per_runner=0.5,
-        num_bellman_updaters=1,
-        cpus_per_updater=0.5,
-        updater_sync_every=5,
-        rollout_fragment_length=10,
-        env_steps_per_iteration=40,
-        learning_starts=20,
-        updates_per_env_step=0.5,
-    )
+    actors = dict(num_runners=1, cpus_per_runner=0.5, num_bellman_updaters=1, cpus_per_updater=0.5)
+    online = dict(rollout_fragment_length=10, env_steps_per_iteration=40, learning_starts=20)
+    updates = dict(train_batch_size=16, updater_sync_every=5, updates_per_env_step=0.5)
+    plan = make_plan("qt_opt", **{**SMALL, **updates}, **actors, **online)
     trainer = QTOptTrainer(plan)
     try:
         row = trainer.train()

@@ -7,14 +7,19 @@ from typing import Any
 
 import numpy as np
 
+from rlsuite.apps.hierarchy.envs.scratchpad import LEFT as LEFT
 from rlsuite.apps.hierarchy.envs.scratchpad import N_SYMBOLS as N_SYMBOLS
-from rlsuite.apps.hierarchy.envs.scratchpad import ScratchPadEnv
+from rlsuite.apps.hierarchy.envs.scratchpad import RIGHT as RIGHT
+from rlsuite.apps.hierarchy.envs.scratchpad import (
+    ScratchPadEnv,
+    describe_pointer_action,
+    pointer_action,
+)
 
 BLANK = 10
 """Symbol of an empty cell (digits are 0-9)."""
 TAPES = ("in1", "in2", "carry", "out")
 N_TAPES = 4
-LEFT, RIGHT = 0, 1
 N_MOVE = N_TAPES * 2
 N_WRITE = N_TAPES * 10
 STOP_ACTION = N_MOVE + N_WRITE
@@ -23,11 +28,7 @@ N_ACTIONS = STOP_ACTION + 1
 
 def move_action(pointer: int, direction: int) -> int:
     """Action id of MOVE(pointer, direction); LEFT moves to the more significant digit."""
-    if not (0 <= pointer < N_TAPES and direction in (LEFT, RIGHT)):
-        raise ValueError(
-            f"MOVE needs pointer in 0..3 and direction 0 (left) or 1 (right), got {pointer}, {direction}"
-        )
-    return pointer * 2 + direction
+    return pointer_action("MOVE", TAPES, pointer, direction)
 
 
 def write_action(tape: int, digit: int) -> int:
@@ -43,7 +44,7 @@ def describe_action(a: int) -> str:
     if a == STOP_ACTION:
         return "STOP"
     if a < N_MOVE:
-        return f"MOVE({TAPES[a // 2]}, {'left' if a % 2 == LEFT else 'right'})"
+        return describe_pointer_action("MOVE", TAPES, a)
     if a < STOP_ACTION:
         return f"WRITE({TAPES[(a - N_MOVE) // 10]}, {(a - N_MOVE) % 10})"
     raise ValueError(f"action id must be in 0..{STOP_ACTION}, got {a}")

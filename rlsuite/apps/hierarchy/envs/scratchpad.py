@@ -5,6 +5,7 @@ the end of the episode."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 import gymnasium as gym
@@ -12,6 +13,26 @@ import numpy as np
 
 N_SYMBOLS = 11
 """Digits 0-9 and the blank."""
+
+
+LEFT, RIGHT = 0, 1
+"""The two directions a pointer moves in."""
+
+
+def pointer_action(op: str, pointers: Sequence[str], pointer: int, direction: int) -> int:
+    """Action id of ``op(pointer, direction)``: the pointer actions come first, two per
+    pointer of ``pointers`` (left, then right)."""
+    if not (0 <= pointer < len(pointers) and direction in (LEFT, RIGHT)):
+        raise ValueError(
+            f"{op} needs pointer in 0..{len(pointers) - 1} and direction 0 (left) or 1 (right), "
+            f"got {pointer}, {direction}"
+        )
+    return pointer * 2 + direction
+
+
+def describe_pointer_action(op: str, pointers: Sequence[str], a: int) -> str:
+    """Readable form of pointer action id ``a``, e.g. ``MOVE(carry, left)``."""
+    return f"{op}({pointers[a // 2]}, {'left' if a % 2 == LEFT else 'right'})"
 
 
 class ScratchPadEnv(gym.Env):

@@ -7,14 +7,19 @@ from typing import Any
 
 import numpy as np
 
+from rlsuite.apps.hierarchy.envs.scratchpad import LEFT as LEFT
 from rlsuite.apps.hierarchy.envs.scratchpad import N_SYMBOLS as N_SYMBOLS
-from rlsuite.apps.hierarchy.envs.scratchpad import ScratchPadEnv
+from rlsuite.apps.hierarchy.envs.scratchpad import RIGHT as RIGHT
+from rlsuite.apps.hierarchy.envs.scratchpad import (
+    ScratchPadEnv,
+    describe_pointer_action,
+    pointer_action,
+)
 
 BLANK = 10
 """Symbol of the two boundary cells around the array (elements are digits 0-9)."""
 POINTERS = ("ptr1", "ptr2", "counter")
 N_POINTERS = 3
-LEFT, RIGHT = 0, 1
 N_MOVE = N_POINTERS * 2
 SWAP_ACTION = N_MOVE
 STOP_ACTION = N_MOVE + 1
@@ -23,18 +28,14 @@ N_ACTIONS = STOP_ACTION + 1
 
 def ptr_action(pointer: int, direction: int) -> int:
     """Action id of PTR(pointer, direction); LEFT moves towards the first element."""
-    if not (0 <= pointer < N_POINTERS and direction in (LEFT, RIGHT)):
-        raise ValueError(
-            f"PTR needs pointer in 0..2 and direction 0 (left) or 1 (right), got {pointer}, {direction}"
-        )
-    return pointer * 2 + direction
+    return pointer_action("PTR", POINTERS, pointer, direction)
 
 
 def describe_action(a: int) -> str:
     """Readable form of an action id, e.g. ``PTR(counter, right)``."""
     a = int(a)
     if a < N_MOVE:
-        return f"PTR({POINTERS[a // 2]}, {'left' if a % 2 == LEFT else 'right'})"
+        return describe_pointer_action("PTR", POINTERS, a)
     if a == SWAP_ACTION:
         return "SWAP"
     if a == STOP_ACTION:
