@@ -1,0 +1,105 @@
+"""R2D3 on a RESCO map: the ``replay`` plan (DQN) with a hand-written controller's
+demonstrations inside its replay, against every hand-written controller on held-out seeds.
+
+The map's lights share one policy and one replay buffer (``rlsuite/SignalsShared-v0``; the
+one-light maps cologne1 and ingolstadt1, where the demonstrations are recorded). The plan is
+the shipped RESCO DQN runs' (MLP 64x64, dueling double DQN, 32 replayed per sampled step,
+one episode per iteration); ``--demonstrator`` (greedy or maxpressure) plays
+``--demo-episodes`` episodes into the demonstrations buffer, from which a quarter of every
+batch comes (``--demo-ratio``). The newest checkpoints are scored on validation seeds
+900-903 and the best one (``learned_valsel``, beside the last: ``learned_final``) on
+held-out seeds 1000-1009 against fixed, actuated, greedy and max-pressure, with RESCO's
+delay and the jam rule (``resco_scoring.JAM_RULE``). Pass: the chosen policy's mean delay
+is below every hand-written controller's, and none of its held-out seeds jammed.
+"""
+
+from dataclasses import dataclass
+
+from rlsuite.bench import Benchmark
+
+PROGRAMS = ("fixed", "actuated", "greedy", "maxpressure")
+"""The hand-written controllers it is scored against (the signals env runs them)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    map: str = "ingolstadt1"
+    """a one-light RESCO map: ingolstadt1 or cologne1"""
+    demonstrator: str = "maxpressure"
+    """greedy or maxpressure"""
+    demo_episodes: int = 20
+    """the demonstrator's recorded episodes"""
+    demo_ratio: float = 0.25
+    """share of each replayed batch drawn from the demonstrations"""
+    episodes: int = 100
+    """training episodes (one per iteration)"""
+    num_seconds: int = 0
+    """episode length in seconds (0: the map's RESCO window)"""
+    eval_seeds: int = 10
+    """held-out seeds (from 1000)"""
+
+
+def run(ctx) -> int:
+    import functools
+    import os
+
+    from rlsuite.apps.traffic.controllers import PerAgent, SignalProgram
+    from rlsuite.apps.traffic.resco_scoring import jam_report, run_seeds
+    from rlsuite.platform import cluster, optimizers, training
+    from rlsuite.platform.checkpoints.loading import load_controller
+
+    s = ctx.settings
+    cfg = {"network": s.map, **({"num_seconds": s.num_seconds} if s.num_seconds else {})}
+    steps = 360 if not s.num_seconds else s.num_seconds // 10
+    plan = optimizers.make_plan(
+        "replay", env="rlsuite/SignalsShared-v0", env_config=cfg, seed=0, hidden=[64, 64],
+        activation="relu", rollout_fragment_length=4, lr=1e-3, train_batch_size=32,
+        buffer_size=10000, dueling=True, double_q=True, target_update_freq=500,
+        learning_starts=steps, epsilon_timesteps=int(0.8 * steps * s.episodes), final_epsilon=0.0,
+        training_intensity=32, env_steps_per_iteration=steps, num_env_runners=1,
+        demonstrations=f"rlsuite.apps.traffic.demonstrators:{s.demonstrator}:{s.demo_episodes}",
+        demo_ratio=s.demo_ratio,
+    )  # fmt: skip
+    run_dir = ctx.run_dir(f"runs/bench/traffic_resco_r2d3/{s.map}_{s.demonstrator}")
+    with cluster.local_cluster(num_cpus=2):
+        res = training.train(plan, s.episodes, run_dir, resume=True, progress=False,
+                             checkpoint_every=10)  # fmt: skip
+    root = os.path.join(run_dir, "checkpoints")
+    snaps = sorted(d for d in os.listdir(root) if d.startswith("iter_"))
+
+    def learned(name: str) -> PerAgent:
+        return PerAgent(functools.partial(load_controller, os.path.join(root, name)), "learned")
+
+    val = {n: run_seeds(learned(n), n, [900, 901, 902, 903], cfg, "validation") for n in snaps}
+    score = {n: r["delay_mean"] if not r["sumo_crashed"] else float("inf") for n, r in val.items()}
+    chosen = min(score, key=score.get)
+    seeds = list(range(1000, 1000 + s.eval_seeds))
+    ev: dict = {"seeds": seeds}
+    ev["learned_valsel"] = run_seeds(learned(chosen), "learned_valsel", seeds, cfg, "held-out")
+    ev["learned_final"] = run_seeds(learned(snaps[-1]), "learned_final", seeds, cfg, "held-out")
+    for p in PROGRAMS:
+        ev[p] = run_seeds(SignalProgram(p), p, seeds, {**cfg, "program": p}, "held-out")
+    ev["jams"] = jam_report(ev)
+    means = {k: v["delay_mean"] for k, v in ev.items() if isinstance(v, dict) and "delay_mean" in v}
+    best = min(PROGRAMS, key=means.get)
+    ctx.table([dict(controller=k, delay=v, jam_rate=ev["jams"][k]["jam_rate"]) for k, v in means.items()],
+              f"{s.map}, SUMO 1.28, held-out seeds {seeds[0]}-{seeds[-1]}: RESCO's delay (s/veh)")  # fmt: skip
+    checks = {
+        f"learned_valsel below every hand-written controller (best: {best} {means[best]:.2f})":
+            means["learned_valsel"] < means[best],
+        "learned_valsel jammed on no held-out seed": not ev["jams"]["learned_valsel"]["jammed_seeds"],
+    }  # fmt: skip
+    ctx.save(f"traffic_resco_r2d3_{s.map}", dict(
+        map=s.map, sumo="1.28", env="rlsuite/SignalsShared-v0", demonstrator=s.demonstrator,
+        plan=plan.to_dict(), run_dir=run_dir, episodes_trained=res.iterations,
+        env_steps=res.env_steps, checkpoint=res.checkpoint,
+        validation=dict(seeds=[900, 901, 902, 903], delay_mean=score, chosen=chosen),
+        heldout=ev, delay_means=means, checks=checks))  # fmt: skip
+    return ctx.verdict(checks)
+
+
+BENCHMARK = Benchmark(
+    run=run,
+    settings=Settings,
+    quick=dict(map="cologne1", episodes=2, demo_episodes=1, num_seconds=300, eval_seeds=1),
+)
