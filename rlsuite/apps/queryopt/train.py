@@ -180,31 +180,38 @@ class TrainConfig:
         return cfg
 
 
+PLAN_FIELDS = (
+    "num_env_runners",
+    "seed",
+    "gamma",
+    "lr",
+    "train_batch_size",
+    "learning_starts",
+    "epsilon_timesteps",
+    "target_update_freq",
+    "env_steps_per_iteration",
+)
+"""The config's fields that the replay plan takes as they are (same name and meaning)."""
+DQN = dict(num_envs_per_env_runner=1, activation="relu", rollout_fragment_length=4, n_step=1)
+"""Sampling and update settings of the replay plan that the app fixes (one env per runner,
+fragments of 4, 1-step returns, ReLU)."""
+
+
 def make_plan(cfg: TrainConfig):
     """The platform's ``replay`` plan (DQN) for this config, on any engine."""
     from rlsuite.platform import optimizers
 
     cfg.validate()
+    same = {k: getattr(cfg, k) for k in PLAN_FIELDS}
     return optimizers.make_plan(
         "replay",
         env=cfg.env_id,
         env_config=cfg.env_config(),
-        num_env_runners=cfg.num_env_runners,
-        num_envs_per_env_runner=1,
-        seed=cfg.seed,
         hidden=tuple(cfg.hidden),
-        activation="relu",
-        gamma=cfg.gamma,
-        lr=cfg.lr,
-        train_batch_size=cfg.train_batch_size,
-        rollout_fragment_length=4,
-        learning_starts=cfg.learning_starts,
-        epsilon_timesteps=cfg.epsilon_timesteps,
         final_epsilon=0.02,
-        target_update_freq=cfg.target_update_freq,
         buffer_size=20_000,
-        n_step=1,
-        env_steps_per_iteration=cfg.env_steps_per_iteration,
+        **DQN,
+        **same,
     )
 
 
