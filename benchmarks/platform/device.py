@@ -5,10 +5,10 @@ GPU), and the es plan at 1-15 workers.
 Each part runs the other platform benchmarks' forms (``PARTS``) as child processes, cut at
 its seconds of ``--limits`` so that ``--part all`` ends inside the device tool's 10-minute
 call; a part cut off keeps what it saved. Results go to ``benchmarks/results/platform/device/``
-(point ``$RLSUITE_BENCH_RESULTS`` at the tool's ``$OUT`` to bring them back). On the device
-machine, first install the wheels that ``../shared/tools/device-carry`` packs into
-``.devcarry/``: ``pip install --no-index --target /tmp/site .devcarry/whl/*.whl`` and
-``PYTHONPATH=/tmp/site:$PWD``.
+(point ``$RLSUITE_BENCH_RESULTS`` at the tool's ``$OUT`` to bring them back). A device
+machine without Ray first installs the wheels ``../shared/tools/device-carry`` packs into
+``.devcarry/`` (``pip install --no-index --no-deps --target /tmp/site .devcarry/whl/*.whl``,
+then ``PYTHONPATH=/tmp/site:$PWD``).
 """
 
 from __future__ import annotations
