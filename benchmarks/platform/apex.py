@@ -240,16 +240,19 @@ THROUGHPUT_ROWS = (
     _rate(1, "env steps/s", "samples_per_s"),
     _rate(2, "env steps/s", "samples_per_s"),
     _rate(2, "learner updates/s", "updates_per_s"),
-    Row(
-        "platform",
-        "`apex` (Ape-X), 2 runners, CartPole-v1",
-        "learner busy (share of wall time)",
-        "platform_apex_throughput.json",
-        Value(("cells", "apex", "2", "learner_utilisation")),
-        pub("target", 0.8),
-        THROUGHPUT,
-        fmt="{:.0%}",
-    ),  # fmt: skip
+    *(
+        Row(
+            "platform",
+            f"`apex` (Ape-X), {n} runner{'s' if n > 1 else ''}, CartPole-v1",
+            "learner busy (share of wall time)",
+            "platform_apex_throughput.json",
+            Value(("cells", "apex", str(n), "learner_utilisation")),
+            pub("target", 0.8),
+            THROUGHPUT,
+            fmt="{:.0%}",
+        )
+        for n in (1, 2)
+    ),
 )
 
 
