@@ -16,8 +16,6 @@ from rlsuite.platform.benchmarking.learning_tasks import TASKS
 @pytest.mark.parametrize("key", list(TASKS))
 def test_every_learning_row_is_a_valid_plan_beside_its_rllib_example(key, tmp_path):
     task = TASKS[key]
-    if task.env.startswith("HalfCheetah"):
-        pytest.importorskip("mujoco")
     if "data" in task.ours:  # the offline row: one episode of its expert in its layout
         from rlsuite.platform.benchmarking.learning_tasks import CartPolePD
         from rlsuite.platform.demonstrations import record_episodes
@@ -32,7 +30,6 @@ def test_every_learning_row_is_a_valid_plan_beside_its_rllib_example(key, tmp_pa
 
 
 def test_every_es_row_is_a_valid_es_plan():
-    pytest.importorskip("mujoco")  # all of them are MuJoCo tasks
     from rlsuite.platform.es import ESPlan
 
     for impl, by_task in es_rows.IMPLS.items():
