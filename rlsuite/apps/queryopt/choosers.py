@@ -419,7 +419,7 @@ class MeasuredChooser:
                 rows_match=True,
                 checked_on=v.checked_on,
             )
-        return f"no faster candidate could be verified ({note}; {why})"
+        return f"no faster candidate could be verified ({note}; {why}); kept the original"
 
     def close(self) -> None:
         if self.model is not None:
