@@ -14,8 +14,8 @@ and the same run. ``apex`` runs without a replay-ratio limit (Ape-X: the learner
 as fast as it can). Target: ``apex`` >= 1.5x ``replay``'s samples/s with its learner
 busy >= 80% of the wall time. Writes ``platform_apex_throughput.json``.
 
-On the 16-core GPU machine (``benchmarks/platform_device.sh``) the scaling to 15 runners
-is not measured here.
+The scaling to 15 runners on the 16-core device machine (the runners of
+``rlsuite bench run platform_device``) is not measured: no such machine has been lent.
 """
 
 import os
