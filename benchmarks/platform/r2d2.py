@@ -169,7 +169,21 @@ def run(ctx):
 
 
 CMD = command("platform_r2d2", "--seeds 0 --max-wall-s 158")
+CMD3 = command(
+    "platform_r2d2", "--seeds 0,1,2 --plans r2d2 --out platform_r2d2_stateless_cartpole_r2d2_3seeds"
+)
 _ROWS = (
+    Row(
+        "platform",
+        "`r2d2` (R2D2) to 350, StatelessCartPole (RLlib's DQN+LSTM example: 200k steps)",
+        "env steps to 350, median of 3 seeds (r2d2 alone)",
+        "platform_r2d2_stateless_cartpole_r2d2_3seeds.json",
+        Value(("summary", "r2d2", "median_env_steps_to_target")),
+        pub("the example's budget", 200_000),
+        CMD3,
+        fmt="{:,.0f}",
+        lower_is_better=True,
+    ),
     Row(
         "platform",
         "`r2d2` (R2D2) to 350, StatelessCartPole (RLlib's DQN+LSTM example: 200k steps)",
