@@ -152,8 +152,7 @@ def run(ctx) -> int:
                     f"[dim]{i + 1}/{len(qs)} {shape}: {row['postgres_s']:.2f} s -> {row['s']:.2f} s "
                     f"{'+'.join(row['rewrites']) or 'original'} ({row['checked_on'] or '-'})[/]"
                 )
-                if (i + 1) % 10 == 0:
-                    ctx.save(s.out, {"settings_note": "partial", "rows": rows})
+                ctx.save(s.out, {"settings_note": "partial", "rows": rows})  # resumable
     summ = summary(rows, s.slow_s)
     share = summ["slow_fixed_share"]
     checks = {
