@@ -14,33 +14,18 @@ import time
 from dataclasses import dataclass
 
 from rlsuite.apps.queryopt.benchmarking import TpcdsSettings
+from rlsuite.apps.queryopt.heldout import HeldOutSettings
 from rlsuite.bench import Benchmark, Row, Value, pub
 
 
 @dataclass(frozen=True)
-class Settings(TpcdsSettings):
+class Settings(HeldOutSettings, TpcdsSettings):
     min_s: float = 1.0
     """search the queries at least this slow"""
     originals: str = "queryopt_tpcds"
     """results name of the originals' times"""
-    depth: int = 3
-    """longest rewrite sequence"""
-    beam: int = 2
-    """0: exhaustive search; k: extend the k fastest"""
     splits: str = "odd,even"
     """odd (train on the odd templates, test on the even ones), even"""
-    iterations: int = 8
-    """DQN iterations"""
-    steps_per_iteration: int = 1000
-    """env steps per iteration"""
-    epsilon_steps: int = 0
-    """exploration decay (0: six tenths of all steps)"""
-    log_reward: bool = False
-    """replay reward -log(runtime ratio) instead of -ratio"""
-    keep_censored: bool = False
-    """train on censored times as runtimes (a lower bound; default: left out)"""
-    seed: int = 0
-    """the DQN's seed"""
     search_only: bool = False
     """stop after the searches"""
     ship: bool = False
