@@ -56,6 +56,13 @@ class VehicleType:
         )
 
 
+def flow_sumo_human() -> VehicleType:
+    """Flow's human drivers on its bottleneck and merge roads: SUMO's IDM with Flow's
+    ``SumoCarFollowingParams`` defaults (a 1, b 1.5, T 1, minGap 2.5, v0 30, speedDev 0.1,
+    impatience 0.5)."""
+    return VehicleType("human", min_gap=2.5, speed_dev=0.1, impatience=0.5)
+
+
 def cache_dir() -> str:
     root = os.environ.get("RLSUITE_CACHE") or os.path.join(
         os.path.expanduser("~"), ".cache", "rlsuite"

@@ -11,8 +11,8 @@ from rlsuite.apps.traffic.envs.bottleneck import (
     CAPACITY_DROP_SPEED_DEV,
     BottleneckConfig,
     BottleneckEnv,
-    flow_human,
 )
+from rlsuite.apps.traffic.networks import flow_sumo_human
 
 
 def speed_factors(**options) -> np.ndarray:
@@ -32,7 +32,7 @@ def speed_factors(**options) -> np.ndarray:
 
 
 def test_capacity_drop_widens_the_drivers_spread_of_desired_speeds():
-    assert BottleneckConfig(capacity_drop=False).drivers() == flow_human()
+    assert BottleneckConfig(capacity_drop=False).drivers() == flow_sumo_human()
     wide, flow = speed_factors(), speed_factors(capacity_drop=False)  # the default: wide
     assert len(wide) > 60 and len(flow) > 60
     # speedDev 0.2 against Flow's 0.1 (SUMO truncates both draws alike: about 0.16 and 0.08)

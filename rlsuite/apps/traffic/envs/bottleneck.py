@@ -74,12 +74,6 @@ CAPACITY_DROP_SPEED_DEV = 0.2
 """The drivers' spread of desired speeds (SUMO ``speedDev``) with ``capacity_drop``."""
 
 
-def flow_human() -> networks.VehicleType:
-    """Flow's bottleneck drivers: SUMO's IDM with Flow's ``SumoCarFollowingParams`` defaults
-    (a 1, b 1.5, T 1, minGap 2.5, v0 30, speedDev 0.1, impatience 0.5)."""
-    return networks.VehicleType("human", min_gap=2.5, speed_dev=0.1, impatience=0.5)
-
-
 @dataclass(frozen=True)
 class BottleneckConfig(EnvConfig):
     """Everything that defines a bottleneck episode (the env's keyword arguments; Flow's
@@ -138,7 +132,7 @@ class BottleneckConfig(EnvConfig):
     own network (an older SUMO cannot read a newer netconvert's network)."""
     gui: bool = False
     """Show sumo-gui (TraCI; needs a display)."""
-    human_type: networks.VehicleType = field(default_factory=flow_human)
+    human_type: networks.VehicleType = field(default_factory=networks.flow_sumo_human)
     """Drivers' (SUMO IDM) parameters; the AVs share them and differ only in speed limit."""
     capacity_drop: bool = True
     """The breaking road (the default): the all-human road breaks down as Flow's did, the
@@ -205,7 +199,7 @@ class BottleneckConfig(EnvConfig):
         if not 0 < self.meter_occupancy < 100 or self.meter_gain < 0:
             raise ValueError("need meter_occupancy within (0, 100) % and meter_gain >= 0")
         self.check_sumo_options()
-        if self.capacity_drop and self.human_type.speed_dev != flow_human().speed_dev:
+        if self.capacity_drop and self.human_type.speed_dev != networks.flow_sumo_human().speed_dev:
             raise ValueError(
                 f"capacity_drop sets the drivers' speed_dev to {CAPACITY_DROP_SPEED_DEV}, but "
                 f"human_type sets speed_dev={self.human_type.speed_dev:g}: set capacity_drop=false "

@@ -3,12 +3,14 @@
 Each env's config (``RingConfig``, ``FigureEightConfig``, ``SignalsConfig``) is a
 frozen dataclass deriving from :class:`EnvConfig`; its ``from_kwargs`` rejects
 unknown keys, naming the valid ones, and :func:`vehicle_type` turns a
-``human_type`` given as a dict (from the CLI or a JSON config) into a vType.
+``human_type`` given as a dict (from the CLI or a JSON config) into a vType. The
+ring-road envs' configs (ring, two-lane ring, figure-eight) also derive from
+:class:`RingSumoOptions`, the SUMO options they share.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 from rlsuite.apps.traffic import kernel, networks
@@ -57,3 +59,29 @@ def vehicle_type(value: networks.VehicleType | dict) -> networks.VehicleType:
     if isinstance(value, dict):
         return networks.VehicleType(**{"id": "human", **value})
     return value
+
+
+@dataclass(frozen=True)
+class RingSumoOptions:
+    """The SUMO options of the ring-road envs (ring, two-lane ring, figure-eight): how SUMO
+    runs, what it keeps and how its humans drive. Converts a dict ``human_type`` and calls
+    the config's ``validate()`` after construction."""
+
+    backend: str = "auto"
+    """``auto`` (libsumo if free in this process, else TraCI), ``libsumo`` or ``traci``."""
+    gui: bool = False
+    """Show the simulation in sumo-gui (TraCI; needs a display)."""
+    record: bool = False
+    """Keep every vehicle's position and speed (and lane, on several lanes) per step, for
+    the space-time diagram."""
+    human_type: networks.VehicleType = field(
+        default_factory=lambda: networks.VehicleType("human", color="1,1,1")
+    )
+    """Human drivers' IDM parameters (Flow's: a=1, b=1.5, T=1, s0=2, delta=4, v0=30)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "human_type", vehicle_type(self.human_type))
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` on a bad option (each config checks its own)."""

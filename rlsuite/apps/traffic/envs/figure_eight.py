@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
-from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
+from rlsuite.apps.traffic.envs.config import EnvConfig, RingSumoOptions
 from rlsuite.apps.traffic.envs.measured import Measured
 from rlsuite.apps.traffic.envs.ring import GAP_SCALE, SPEED_SCALE, RingSimulation, av_type
 from rlsuite.apps.traffic.rewards import desired_velocity_reward
@@ -32,7 +32,7 @@ FLOW_HUMAN_SPEED_MODE = 1
 
 
 @dataclass(frozen=True)
-class FigureEightConfig(EnvConfig):
+class FigureEightConfig(RingSumoOptions, EnvConfig):
     """The figure-eight env's keyword arguments (Flow's ``figure_eight`` benchmark defaults)."""
 
     KIND: ClassVar[str] = "figure_eight"
@@ -105,20 +105,6 @@ class FigureEightConfig(EnvConfig):
     ``decel``) is the ring's and what this env used before it followed Flow."""
     bunching: float = 0.0
     """Not used on the figure-eight (kept 0: vehicles start evenly spaced)."""
-    backend: str = "auto"
-    """``auto``, ``libsumo`` or ``traci``."""
-    gui: bool = False
-    """Show sumo-gui (TraCI; needs a display)."""
-    record: bool = False
-    """Keep positions and speeds per step for the space-time diagram."""
-    human_type: networks.VehicleType = field(
-        default_factory=lambda: networks.VehicleType("human", color="1,1,1")
-    )
-    """Human drivers' IDM parameters (Flow's)."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "human_type", vehicle_type(self.human_type))
-        self.validate()
 
     @property
     def loop_length(self) -> float:

@@ -38,12 +38,6 @@ MAX_GAP = 500.0
 """Gaps are capped here (m); a missing leader or follower reads as this far away."""
 
 
-def flow_human() -> networks.VehicleType:
-    """Flow's merge humans: SUMO's IDM with Flow's ``SumoCarFollowingParams`` defaults
-    (a 1, b 1.5, T 1, minGap 2.5, v0 30, speedDev 0.1, impatience 0.5)."""
-    return networks.VehicleType("human", min_gap=2.5, speed_dev=0.1, impatience=0.5)
-
-
 @dataclass(frozen=True)
 class MergeConfig(EnvConfig):
     """Everything that defines a merge episode (the env's keyword arguments; Flow's
@@ -107,7 +101,7 @@ class MergeConfig(EnvConfig):
     """``auto`` (libsumo if free in this process, else TraCI), ``libsumo`` or ``traci``."""
     gui: bool = False
     """Show sumo-gui (TraCI; needs a display)."""
-    human_type: networks.VehicleType = field(default_factory=flow_human)
+    human_type: networks.VehicleType = field(default_factory=networks.flow_sumo_human)
     """Human drivers' (SUMO IDM) parameters; the AVs share them until commanded."""
 
     def __post_init__(self) -> None:

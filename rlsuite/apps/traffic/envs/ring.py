@@ -13,14 +13,14 @@ import math
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
-from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
+from rlsuite.apps.traffic.envs.config import EnvConfig, RingSumoOptions
 from rlsuite.apps.traffic.envs.measured import Measured
 from rlsuite.apps.traffic.rewards import ring_reward
 
@@ -75,7 +75,7 @@ def _uniform_flow(length: float, num_vehicles: int, human: networks.VehicleType)
 
 
 @dataclass(frozen=True)
-class RingConfig(EnvConfig):
+class RingConfig(RingSumoOptions, EnvConfig):
     """Everything that defines a ring episode (the env's keyword arguments)."""
 
     POLICY_FIELDS: ClassVar[tuple[str, ...]] = ("memory_s", "max_accel", "max_decel", "num_avs")
@@ -127,16 +127,6 @@ class RingConfig(EnvConfig):
     which is what the ring's targets measure. A fixed-length ring is unchanged. (Tried
     once against a policy drifting away from 220 m; it did not stop the drift:
     benchmarks/RESULTS.md, ninth session.)"""
-    backend: str = "auto"
-    """``auto`` (libsumo if free in this process, else TraCI), ``libsumo`` or ``traci``."""
-    gui: bool = False
-    """Show the simulation in sumo-gui (TraCI; needs a display)."""
-    record: bool = False
-    """Keep every vehicle's position and speed per step, for the space-time diagram."""
-    human_type: networks.VehicleType = field(
-        default_factory=lambda: networks.VehicleType("human", color="1,1,1")
-    )
-    """Human drivers' IDM parameters (Flow's: a=1, b=1.5, T=1, s0=2, delta=4, v0=30)."""
 
     def __post_init__(self) -> None:
         rl = self.ring_length
@@ -144,8 +134,7 @@ class RingConfig(EnvConfig):
             if len(rl) != 2:
                 raise ValueError(f"ring_length range must be (low, high), got {rl!r}")
             object.__setattr__(self, "ring_length", (float(rl[0]), float(rl[1])))
-        object.__setattr__(self, "human_type", vehicle_type(self.human_type))
-        self.validate()
+        super().__post_init__()
 
     @property
     def length_range(self) -> tuple[float, float]:

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from rlsuite.apps.traffic import kernel, networks
-from rlsuite.apps.traffic.envs.config import EnvConfig, vehicle_type
+from rlsuite.apps.traffic.envs.config import EnvConfig, RingSumoOptions
 from rlsuite.apps.traffic.envs.measured import Measured
 from rlsuite.apps.traffic.envs.ring import (
     AV_SPEED_MODE,
@@ -52,7 +52,7 @@ LANE_ACTIONS = {-1: "right", 0: "stay", 1: "left"}
 
 
 @dataclass(frozen=True)
-class Ring2LaneConfig(EnvConfig):
+class Ring2LaneConfig(RingSumoOptions, EnvConfig):
     """Everything that defines a two-lane ring episode (the env's keyword arguments)."""
 
     KIND: ClassVar[str] = "ring_2lane"
@@ -112,23 +112,9 @@ class Ring2LaneConfig(EnvConfig):
     max_teleports: int = 0
     """A teleport storm ends the episode (``termination_reason`` in the step's info) once
     more than this many vehicles have been teleported."""
-    backend: str = "auto"
-    """``auto`` (libsumo if free in this process, else TraCI), ``libsumo`` or ``traci``."""
-    gui: bool = False
-    """Show the simulation in sumo-gui (TraCI; needs a display)."""
-    record: bool = False
-    """Keep every vehicle's position, speed and lane per step (space-time diagram)."""
-    human_type: networks.VehicleType = field(
-        default_factory=lambda: networks.VehicleType("human", color="1,1,1")
-    )
-    """Human drivers' IDM parameters (Flow's: a=1, b=1.5, T=1, s0=2, delta=4, v0=30)."""
 
     num_avs: ClassVar[int] = 1
     """One AV (what :class:`~rlsuite.apps.traffic.envs.ring.RingSimulation` reads)."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "human_type", vehicle_type(self.human_type))
-        self.validate()
 
     @property
     def length_range(self) -> tuple[float, float]:
