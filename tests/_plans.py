@@ -35,3 +35,18 @@ def replay(env: str, batch: int, steps: int, num_env_runners: int | None = 0, **
     if num_env_runners is not None:
         sizes["num_env_runners"] = num_env_runners
     return optimizers.make_plan("replay", env=env, **{**sizes, **fields})
+
+
+def tune_one_trial(plan: Any, lr: float, run_dir: str) -> None:
+    """Tune ``plan`` as one trial of one iteration at learning rate ``lr`` (FIFO) and check
+    that the trial ran its iteration and that its best checkpoint loads as a controller."""
+    from ray import tune as rt
+
+    from rlsuite.platform import checkpoints, tuning
+
+    res = tuning.tune(
+        plan, {"lr": rt.grid_search([lr])}, scheduler="fifo", num_samples=1, iterations=1,
+        run_dir=run_dir,
+    )  # fmt: skip
+    assert [t["iterations"] for t in res.trials] == [1]
+    assert res.best_checkpoint and checkpoints.load_controller(res.best_checkpoint)

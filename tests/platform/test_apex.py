@@ -12,6 +12,7 @@ from rlsuite.platform import checkpoints, envs, evaluation, optimizers
 from rlsuite.platform.apex.actors import n_step_transitions
 from rlsuite.platform.apex.plan import runner_epsilon
 from rlsuite.platform.apex.replay import PrioritizedStorage, ReplayShard
+from tests._plans import tune_one_trial
 
 
 def _plan(**kw):
@@ -211,17 +212,10 @@ def test_sum_tree_samples_in_proportion_to_priority():
 
 @pytest.mark.slow
 def test_tune_runs_an_apex_trial_in_its_placement_group(ray_local, tmp_path):
-    from ray import tune as rt
-
     from rlsuite.platform import tuning
 
     # a Tune trial's process knows gymnasium's envs, not the tests' own
     plan = _plan(env="CartPole-v1", num_env_runners=1, num_replay_shards=1)
     # the driver's learner and the runner; a replay shard reserves no CPU (num_cpus=0)
     assert tuning.placement_bundles(plan) == [{"CPU": 1.0}, {"CPU": 1.0}]
-    res = tuning.tune(
-        plan, {"lr": rt.grid_search([1e-3])}, scheduler="fifo", num_samples=1, iterations=1,
-        run_dir=str(tmp_path),
-    )  # fmt: skip
-    assert [t["iterations"] for t in res.trials] == [1]
-    assert res.best_checkpoint and checkpoints.load_controller(res.best_checkpoint)
+    tune_one_trial(plan, 1e-3, str(tmp_path))

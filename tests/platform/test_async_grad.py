@@ -13,6 +13,7 @@ from rlsuite.platform.async_grad import model
 from rlsuite.platform.async_grad.losses import advantages
 from rlsuite.platform.async_grad.param_server import ParamShard
 from rlsuite.platform.backends.registry import backend_class, make_backend
+from tests._plans import tune_one_trial
 
 # Two runner processes and two shards fit a 2-CPU Ray; a net of a few dozen parameters.
 SMALL = dict(
@@ -184,17 +185,10 @@ def test_a3c_learns_the_identity_env_resumes_and_its_checkpoint_acts(ray_local, 
 
 @pytest.mark.slow
 def test_tune_runs_async_grad_trials_in_their_placement_groups(ray_local, tmp_path):
-    from ray import tune as rt
-
     plan = optimizers.make_plan(
         "async_grad",
         **{**SMALL, "num_shards": 1, "num_runners": 1, "env": "CartPole-v1"},
         env_steps_per_iteration=200,
     )  # a Tune trial's process knows gymnasium's envs, not the tests' own
     assert tuning.placement_bundles(plan) == [{"CPU": 1.0}, {"CPU": 0.5}, {"CPU": 0.25}]
-    res = tuning.tune(
-        plan, {"lr": rt.grid_search([1e-2])}, scheduler="fifo", num_samples=1, iterations=1,
-        run_dir=str(tmp_path),
-    )  # fmt: skip
-    assert [t["iterations"] for t in res.trials] == [1]
-    assert res.best_checkpoint and checkpoints.load_controller(res.best_checkpoint)
+    tune_one_trial(plan, 1e-2, str(tmp_path))

@@ -19,6 +19,24 @@ class Expert:
         return int(np.argmax(obs))
 
 
+def _demo_plan(kind: str, rho: float, **fields):
+    """A ``kind`` plan of ENV that learns fast on the Identity env, with 10 of the expert's
+    episodes (200 steps) as ``rho`` of each batch; ``fields``: the plan's own settings."""
+    return optimizers.make_plan(
+        kind,
+        env=ENV,
+        demonstrations=f"{__name__}:Expert:10",
+        demo_ratio=rho,
+        learning_starts=100,
+        target_update_freq=100,
+        lr=1e-3,
+        gamma=0.5,
+        training_intensity=8.0,
+        seed=0,
+        **fields,
+    )
+
+
 def test_bad_demonstrations_are_refused_before_ray(tmp_path):
     with pytest.raises(ValueError, match="demo_ratio must be a number in"):
         optimizers.make_plan("apex", env=ENV, demo_ratio=1.5)
@@ -52,26 +70,18 @@ def test_n_step_columns_stop_at_each_episodes_end():
 @pytest.mark.slow
 def test_apex_learns_with_demonstrations_in_its_batches(ray_local, tmp_path):
     rho = 0.5
-    plan = optimizers.make_plan(
+    plan = _demo_plan(
         "apex",
-        env=ENV,
-        demonstrations=f"{__name__}:Expert:10",  # 200 expert steps
-        demo_ratio=rho,
+        rho,
         large_margin_coeff=1.0,  # DQfD's term on the demonstrated steps
         num_env_runners=1,
         num_envs_per_env_runner=2,
         rollout_fragment_length=25,
         num_replay_shards=1,
-        learning_starts=100,
-        target_update_freq=100,
-        lr=1e-3,
-        gamma=0.5,
         n_step=1,
         buffer_size=2000,
-        training_intensity=8.0,
         min_time_s_per_iteration=0.0,
         env_steps_per_iteration=300,
-        seed=0,
     )
     res = training.train(plan, 2, str(tmp_path / "run"), progress=False)
     rows = [r for r in res.metrics if r["learner_updates"] > 0]
@@ -88,20 +98,8 @@ def test_apex_learns_with_demonstrations_in_its_batches(ray_local, tmp_path):
 @pytest.mark.slow
 def test_replay_plan_mixes_demonstrations_into_rllibs_samples(ray_local, tmp_path):
     rho = 0.25
-    plan = optimizers.make_plan(
-        "replay",
-        env=ENV,
-        demonstrations=f"{__name__}:Expert:10",
-        demo_ratio=rho,
-        num_env_runners=0,
-        num_envs_per_env_runner=1,
-        learning_starts=100,
-        target_update_freq=100,
-        lr=1e-3,
-        gamma=0.5,
-        training_intensity=8.0,
-        env_steps_per_iteration=200,
-        seed=0,
+    plan = _demo_plan(
+        "replay", rho, num_env_runners=0, num_envs_per_env_runner=1, env_steps_per_iteration=200
     )
     res = training.train(plan, 2, str(tmp_path / "run"), progress=False)
     rows = [r for r in res.metrics if np.isfinite(r.get("demo_share", np.nan))]
