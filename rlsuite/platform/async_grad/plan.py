@@ -119,18 +119,14 @@ class AsyncGradPlan(Plan):
     def validate(self) -> None:
         """Raise ``ValueError`` saying what is wrong and what to use instead."""
         super().validate()
-        _int = _int_at_least
         _check(self.loss in LOSSES, f"loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
         _check(len(self.hidden) >= 1, f"hidden must list at least one layer, got {self.hidden!r}")
-        _int("num_runners", self.num_runners, 1)
-        _int("envs_per_runner", self.envs_per_runner, 1)
-        _int("rollout_length", self.rollout_length, 1)
-        _int("num_shards", self.num_shards, 1)
-        _int("gradients_per_update", self.gradients_per_update, 1)
-        _int("gradients_per_call", self.gradients_per_call, 1)
-        _int("env_steps_per_iteration", self.env_steps_per_iteration, 1)
-        _int("max_runner_restarts", self.max_runner_restarts, 0)
-        _int("max_shard_restarts", self.max_shard_restarts, 0)
+        for name in POSITIVE_INTS:
+            _int_at_least(name, getattr(self, name), 1)
+        for name in COUNTS:
+            _int_at_least(name, getattr(self, name), 0)
+        if self.max_staleness is not None:
+            _int_at_least("max_staleness", self.max_staleness, 0)
         _check(self.cpus_per_runner > 0, f"cpus_per_runner must be > 0, got {self.cpus_per_runner}")
         _check(self.cpus_per_shard >= 0, f"cpus_per_shard must be >= 0, got {self.cpus_per_shard}")
         _check(
@@ -146,13 +142,6 @@ class AsyncGradPlan(Plan):
         _check(0.0 <= self.lambda_ <= 1.0, f"lambda_ must be in [0, 1], got {self.lambda_}")
         _check(self.vf_loss_coeff >= 0, f"vf_loss_coeff must be >= 0, got {self.vf_loss_coeff}")
         _check(self.entropy_coeff >= 0, f"entropy_coeff must be >= 0, got {self.entropy_coeff}")
-        if self.max_staleness is not None:
-            _int("max_staleness", self.max_staleness, 0)
-        _int("buffer_size", self.buffer_size, 1)
-        _int("train_batch_size", self.train_batch_size, 1)
-        _int("learning_starts", self.learning_starts, 0)
-        _int("target_update_freq", self.target_update_freq, 1)
-        _int("epsilon_timesteps", self.epsilon_timesteps, 0)
         _check(
             0.0 <= self.final_epsilon <= 1.0,
             f"final_epsilon must be in [0, 1], got {self.final_epsilon}",
@@ -206,6 +195,16 @@ class AsyncGradPlan(Plan):
             [{"CPU": float(self.cpus_per_shard)}] * self.num_shards if self.cpus_per_shard else []
         )
         return [{"CPU": 1.0}] + [{"CPU": float(self.cpus_per_runner)}] * self.num_runners + shards
+
+
+POSITIVE_INTS = (
+    "num_runners", "envs_per_runner", "rollout_length", "num_shards", "gradients_per_update",
+    "gradients_per_call", "env_steps_per_iteration", "buffer_size", "train_batch_size",
+    "target_update_freq",
+)  # fmt: skip
+"""The plan's fields that must be ints >= 1."""
+COUNTS = ("max_runner_restarts", "max_shard_restarts", "learning_starts", "epsilon_timesteps")
+"""The plan's fields that must be ints >= 0 (``max_staleness`` too, unless None)."""
 
 
 def _int_at_least(name: str, value: object, low: int) -> None:
