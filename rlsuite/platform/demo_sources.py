@@ -23,6 +23,8 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -135,6 +137,23 @@ def materialize(
     ctrl = controller(src.controller, env, env_config, seed, load_checkpoint)
     record(ctrl, env, src.episodes, path, env_config=env_config, seed=seed, name=src.controller)
     return path
+
+
+RUN_SEED_OFFSET = 10**6
+"""A training run records its demonstrators' episodes from its own seed plus this, so that
+they never repeat its training episodes' seeds."""
+
+
+def load_for_run(
+    spec: str, env: str, env_config: Mapping[str, Any] | None, run_seed: int
+) -> dict[str, np.ndarray]:
+    """The transitions of source ``spec`` for a run seeded ``run_seed`` (:func:`load`'s
+    arrays): a controller's episodes are recorded into a scratch folder, removed after."""
+    tmp = tempfile.mkdtemp(prefix="rlsuite-demos-")
+    try:
+        return load(materialize(spec, env, env_config, run_seed + RUN_SEED_OFFSET, tmp))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _first_act(ctrl: Any, e: Any, obs: Any, name: str, env: str) -> Any:

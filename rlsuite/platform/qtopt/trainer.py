@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 import os
 import pickle
-import shutil
-import tempfile
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -124,12 +122,7 @@ class QTOptTrainer:
     # -- setup ------------------------------------------------------------------------
     def _load_dataset(self) -> None:
         p = self.plan
-        tmp = tempfile.mkdtemp(prefix="qtopt-dataset-")
-        try:
-            path = demo_sources.materialize(p.dataset, p.env, p.env_config, p.seed + 10**6, tmp)
-            data = demo_sources.load(path)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        data = demo_sources.load_for_run(p.dataset, p.env, p.env_config, p.seed)
         demo_sources.check_spaces(data, self.obs_space, self.act_space, f"dataset {p.dataset!r}")
         data["actions"] = to_unit(
             data["actions"].astype(np.float32), self.act_space.low, self.act_space.high

@@ -16,8 +16,6 @@ is the share of demonstrated elements the learner trained on in the iteration.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from typing import Any
 
 import numpy as np
@@ -58,15 +56,9 @@ class DemoApex(Apex):
     def setup(self, config: Any) -> None:
         super().setup(config)
         s = self.config.apex_settings
-        tmp = tempfile.mkdtemp(prefix="apex-demos-")
-        try:
-            env_config = dict(self.config.env_config)
-            path = demo_sources.materialize(
-                s["demonstrations"], s["env_id"], env_config, s["seed"] + 10**6, tmp
-            )
-            data = demo_sources.load(path)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        data = demo_sources.load_for_run(
+            s["demonstrations"], s["env_id"], dict(self.config.env_config), s["seed"]
+        )
         self.demos = self.demo_columns(data)
         self.demo_rng = np.random.default_rng([s["seed"], 256])
         self.demo_counts = [0, 0]  # demonstrated, all, in this iteration

@@ -14,8 +14,6 @@ state) is RLlib's buffer's. Single-agent envs only.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from typing import Any
 
 import numpy as np
@@ -94,18 +92,9 @@ class DemoReplayDQN(InPlaceSyncDQN):
 
         super().setup(config)
         s = self.config.demo_settings
-        tmp = tempfile.mkdtemp(prefix="replay-demos-")
-        try:
-            path = demo_sources.materialize(
-                s["demonstrations"],
-                s["env_id"],
-                dict(self.config.env_config),
-                s["seed"] + 10**6,
-                tmp,
-            )
-            data = demo_sources.load(path)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        data = demo_sources.load_for_run(
+            s["demonstrations"], s["env_id"], dict(self.config.env_config), s["seed"]
+        )
         eps = episodes(data)
         demos = EpisodeReplayBuffer(capacity=len(data["rewards"]) + len(eps) + 1)
         demos.add(eps)
