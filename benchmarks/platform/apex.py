@@ -60,32 +60,27 @@ def learning_plan(seed: int):
 
 def learn(ctx, seed: int) -> dict:
     from rlsuite.platform.backends.rllib import RLlibBackend
+    from rlsuite.platform.benchmarking.to_target import train_to_target
 
-    s = ctx.settings
-    backend = RLlibBackend(learning_plan(seed))
-    curve, steps, t0, reached = [], 0, time.perf_counter(), None
-    try:
-        while steps < s.max_env_steps and time.perf_counter() - t0 < s.max_wall_s:
-            row = backend.train()
-            steps += row["env_steps_this_iter"]
-            wall = time.perf_counter() - t0
-            ret = row["episode_return_mean"]
-            curve.append(
-                dict(
-                    env_steps=steps,
-                    wall_s=round(wall, 1),
-                    episode_return_mean=ret,
-                    updates_per_s=row.get("updates_per_s"),
-                    learner_utilisation=row.get("learner_utilisation"),
-                )
+    s, curve = ctx.settings, []
+
+    def point(steps: int, wall: float, row: dict) -> None:
+        ret = row["episode_return_mean"]
+        curve.append(
+            dict(
+                env_steps=steps,
+                wall_s=round(wall, 1),
+                episode_return_mean=ret,
+                updates_per_s=row.get("updates_per_s"),
+                learner_utilisation=row.get("learner_utilisation"),
             )
-            ctx.say(f"seed {seed}: {steps:>7} steps {wall:6.0f} s  return {ret:6.1f}")
-            if ret >= s.target:
-                reached = dict(env_steps=steps, wall_s=round(wall, 1))
-                break
-    finally:
-        backend.stop()
-    return dict(reached=reached is not None, **(reached or {}), curve=curve)
+        )
+        ctx.say(f"seed {seed}: {steps:>7} steps {wall:6.0f} s  return {ret:6.1f}")
+
+    run = train_to_target(
+        RLlibBackend(learning_plan(seed)), s.target, s.max_env_steps, s.max_wall_s, point
+    )
+    return dict(reached=run.reached is not None, **(run.reached or {}), curve=curve)
 
 
 def measure(ctx, plan_name: str, runners: int) -> dict:

@@ -17,9 +17,7 @@ against wall time). Pass: each plan reaches 450 within 300k on every seed run.
 
 from __future__ import annotations
 
-import math
 import statistics
-import time
 from dataclasses import dataclass
 
 from rlsuite.bench import Benchmark, Row, Value, command, here
@@ -83,26 +81,16 @@ def cell_plan(name: str, seed: int, tune: str):
 def train_cell(ctx, name: str, seed: int) -> dict:
     """One plan on one seed until 450, the step budget or the wall limit."""
     from rlsuite.platform.backends.registry import make_backend
+    from rlsuite.platform.benchmarking.to_target import train_to_target
 
-    s = ctx.settings
-    backend = make_backend(cell_plan(name, seed, s.tune))
-    curve, steps, best, reached = [], 0, -math.inf, None
-    t0 = time.perf_counter()
-    try:
-        while steps < s.max_env_steps and time.perf_counter() - t0 < s.max_wall_s:
-            row = backend.train()
-            steps += row["env_steps_this_iter"]
-            wall, ret = time.perf_counter() - t0, row["episode_return_mean"]
-            best = max(best, ret) if not math.isnan(ret) else best
-            curve.append((steps, round(wall, 1), ret))
-            if ret >= s.target:
-                reached = dict(env_steps=steps, wall_s=round(wall, 1))
-                break
-    finally:
-        backend.stop()
-    ctx.say(f"{name} seed {seed}: {reached or 'missed'} (best {best:.1f} at {steps} steps)")
-    return dict(reached=reached is not None, **(reached or {}), best_return=best,
-                env_steps_run=steps, wall_s_run=round(time.perf_counter() - t0, 1), curve=curve)  # fmt: skip
+    s, curve = ctx.settings, []
+    run = train_to_target(
+        make_backend(cell_plan(name, seed, s.tune)), s.target, s.max_env_steps, s.max_wall_s,
+        lambda steps, wall, row: curve.append((steps, round(wall, 1), row["episode_return_mean"])),
+    )  # fmt: skip
+    ctx.say(f"{name} seed {seed}: {run.reached or 'missed'} (best {run.best_return:.1f} at {run.env_steps_run} steps)")  # fmt: skip
+    return dict(reached=run.reached is not None, **(run.reached or {}), best_return=run.best_return,
+                env_steps_run=run.env_steps_run, wall_s_run=run.wall_s_run, curve=curve)  # fmt: skip
 
 
 def summary(cells: dict, s: Settings) -> dict:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 from dataclasses import dataclass
 
 from rlsuite.bench import Benchmark, Row, Value, command, here, pub
@@ -94,26 +93,20 @@ def plan_for(name: str, seed: int):
 
 def learn(ctx, name: str, seed: int) -> dict:
     from rlsuite.platform.backends.rllib import RLlibBackend
+    from rlsuite.platform.benchmarking.to_target import train_to_target
 
-    s = ctx.settings
-    backend = RLlibBackend(plan_for(name, seed))
-    curve, steps, t0, reached, best = [], 0, time.perf_counter(), None, float("-inf")
-    try:
-        while steps < s.max_env_steps and time.perf_counter() - t0 < s.max_wall_s:
-            row = backend.train()
-            steps += row["env_steps_this_iter"]
-            wall = time.perf_counter() - t0
-            ret = row["episode_return_mean"]
-            best = max(best, ret) if ret == ret else best
-            curve.append(dict(env_steps=steps, wall_s=round(wall, 1), episode_return_mean=ret))
-            ctx.say(f"{name} seed {seed}: {steps:>7} steps {wall:6.0f} s  return {ret:6.1f}")
-            if ret >= s.target:
-                reached = dict(env_steps=steps, wall_s=round(wall, 1))
-                break
-    finally:
-        backend.stop()
-    return dict(reached=reached is not None, **(reached or {}), best_return=best,
-                env_steps_run=steps, curve=curve)  # fmt: skip
+    s, curve = ctx.settings, []
+
+    def point(steps: int, wall: float, row: dict) -> None:
+        ret = row["episode_return_mean"]
+        curve.append(dict(env_steps=steps, wall_s=round(wall, 1), episode_return_mean=ret))
+        ctx.say(f"{name} seed {seed}: {steps:>7} steps {wall:6.0f} s  return {ret:6.1f}")
+
+    run = train_to_target(
+        RLlibBackend(plan_for(name, seed)), s.target, s.max_env_steps, s.max_wall_s, point
+    )
+    return dict(reached=run.reached is not None, **(run.reached or {}), best_return=run.best_return,
+                env_steps_run=run.env_steps_run, curve=curve)  # fmt: skip
 
 
 def summary(out: dict, s: Settings) -> dict:

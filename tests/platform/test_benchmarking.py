@@ -5,6 +5,7 @@ pure summaries on hand-made cells and timings."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -71,3 +72,24 @@ def test_the_hand_written_ppo_and_the_plain_loop_step_a_real_env():
     )
     assert out["iteration_steps_per_s"] < out["rollout_steps_per_s"]  # the update costs time
     assert rates.plain_loop("CartPole-v1", 100) > 0
+
+
+def test_a_run_to_target_stops_at_the_target_or_at_the_step_budget(ray_local):
+    from rlsuite.platform.backends.registry import make_backend
+    from rlsuite.platform.benchmarking.to_target import train_to_target
+    from tests._plans import ppo
+
+    def run(target: float):
+        rows: list[int] = []
+        plan = ppo("CartPole-v1", 200, 100, 1, seed=0)
+        return rows, train_to_target(make_backend(plan), target, 600, 600.0,
+                                     lambda steps, wall, row: rows.append(steps))  # fmt: skip
+
+    rows, missed = run(math.inf)  # never reached: the step budget stops it
+    assert missed.reached is None and missed.env_steps_run >= 600 > rows[-2]
+    assert rows == sorted(rows) and rows[-1] == missed.env_steps_run
+    assert missed.best_return > 0 and missed.wall_s_run > 0
+    # any finished episode returns more than 0 (a row before one has a NaN return: not it)
+    rows, hit = run(0.0)
+    assert hit.reached and hit.reached["env_steps"] == hit.env_steps_run == rows[-1]
+    assert hit.env_steps_run < 600
