@@ -47,7 +47,34 @@ and the leaves kept); or a new hierarchy from the new task's demonstrations alon
 
 
 @dataclass(frozen=True)
-class RobotRunConfig:
+class TrainEvalSettings:
+    """How the robot experiments train each model and evaluate it (each experiment's config
+    subclasses it)."""
+
+    episodes: int = 100
+    """Evaluation episodes (seeds ``0..episodes-1``, disjoint from demonstration seeds)."""
+    num_workers: int | None = None
+    """Parallel evaluation / collection workers on Ray (None: one per CPU; 0: in process)."""
+    train_steps: int = 300
+    """Adam steps per network (flat cloning gets three times as many)."""
+    seed: int = 0
+    """Seeds the networks' initial weights."""
+
+    def validate_train_eval(self) -> None:
+        """Refuse a bad episode count, worker count or step count."""
+        if not isinstance(self.episodes, int) or self.episodes < 1:
+            raise ValueError(f"--episodes must be a positive int, got {self.episodes!r}")
+        if self.num_workers is not None and self.num_workers < 0:
+            raise ValueError(f"num_workers must be >= 0, got {self.num_workers}")
+        if not isinstance(self.train_steps, int) or self.train_steps < 1:
+            raise ValueError(f"train_steps must be a positive int, got {self.train_steps!r}")
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.train_steps, seed=self.seed)
+
+
+@dataclass(frozen=True)
+class RobotRunConfig(TrainEvalSettings):
     """One comparison: train on ``demos`` demonstrations, evaluate on ``episodes`` seeds."""
 
     demos: int = 20
@@ -58,14 +85,6 @@ class RobotRunConfig:
     """Also train the flat behaviour-cloning baseline on the same demonstrations."""
     task: str = "pick_place"
     """One of ``pick_place``, ``stack``, ``sort``, ``tower``, ``clear_then_place``."""
-    episodes: int = 100
-    """Evaluation episodes (seeds ``0..episodes-1``, disjoint from demonstration seeds)."""
-    num_workers: int | None = None
-    """Parallel evaluation / collection workers on Ray (None: one per CPU; 0: in process)."""
-    train_steps: int = 300
-    """Adam steps per network (flat cloning gets three times as many)."""
-    seed: int = 0
-    """Seeds the networks' initial weights."""
     demo_path: str | None = None
     """Read demonstrations from this file (``hier-train robot-demos``) instead of recording."""
     imperfection: Imperfection = field(default_factory=Imperfection)
@@ -77,8 +96,7 @@ class RobotRunConfig:
             raise ValueError(
                 f"--demos must be a positive number of demonstrations, got {self.demos!r}"
             )
-        if not isinstance(self.episodes, int) or self.episodes < 1:
-            raise ValueError(f"--episodes must be a positive int, got {self.episodes!r}")
+        self.validate_train_eval()
         bad = [s for s in self.supervision if s not in SUPERVISION]
         if bad:
             raise ValueError(
@@ -93,14 +111,7 @@ class RobotRunConfig:
                 "--noise / --retry / --second-expert shape demonstrations as they are recorded; "
                 "a --demo-file was recorded already (give them to `hier-train robot-demos`)"
             )
-        if self.num_workers is not None and self.num_workers < 0:
-            raise ValueError(f"num_workers must be >= 0, got {self.num_workers}")
-        if not isinstance(self.train_steps, int) or self.train_steps < 1:
-            raise ValueError(f"train_steps must be a positive int, got {self.train_steps!r}")
         return self
-
-    def train_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.train_steps, seed=self.seed)
 
 
 class ModelFactory:
@@ -257,7 +268,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], path: str, title: str = "") -> No
 
 
 @dataclass(frozen=True)
-class ReuseConfig:
+class ReuseConfig(TrainEvalSettings):
     """Skill reuse: learn a second task with the procedures learned on ``pick_place``."""
 
     task: str = "stack"
@@ -268,16 +279,9 @@ class ReuseConfig:
     """Demonstrations of the second task to try."""
     modes: tuple[str, ...] = REUSE_MODES
     """Which of reuse / retrain / recreate / scratch to compare."""
-    episodes: int = 100
-    """Evaluation episodes of the second task."""
-    num_workers: int | None = None
-    """Parallel evaluation / collection workers (0: in process)."""
-    train_steps: int = 300
-    """Adam steps per network."""
-    seed: int = 0
-    """Seeds the networks' initial weights."""
 
     def validate(self) -> ReuseConfig:
+        self.validate_train_eval()
         T.get(self.task)
         if self.task == "pick_place":
             raise ValueError("the second task must differ from pick_place, the first")
@@ -286,8 +290,8 @@ class ReuseConfig:
             raise ValueError(f"unknown reuse mode {bad[0]!r}: choose from {', '.join(REUSE_MODES)}")
         if not self.counts or any(not isinstance(c, int) or c < 1 for c in self.counts):
             raise ValueError(f"counts must be positive ints, got {self.counts!r}")
-        if self.first_demos < 1 or self.episodes < 1:
-            raise ValueError("first_demos and episodes must be >= 1")
+        if self.first_demos < 1:
+            raise ValueError(f"first_demos must be >= 1, got {self.first_demos}")
         return self
 
 
@@ -297,7 +301,7 @@ def reuse_experiment(cfg: ReuseConfig, progress: bool = True) -> dict[str, Any]:
     from rlsuite.platform.cluster import configure_driver_threads
 
     configure_driver_threads()
-    tc = TrainConfig(steps=cfg.train_steps, seed=cfg.seed)
+    tc = cfg.train_config()
     task = cfg.task
     first = D.collect(cfg.first_demos, "pick_place", num_workers=cfg.num_workers)
     second_pool = D.collect(max(cfg.counts), task, num_workers=cfg.num_workers)
@@ -389,7 +393,7 @@ IMPERFECTIONS = ("clean", "noise", "retry", "second_expert", "all")
 
 
 @dataclass(frozen=True)
-class ImperfectConfig:
+class ImperfectConfig(TrainEvalSettings):
     """Strong vs weak supervision on imperfect demonstrations (evaluated on the clean task)."""
 
     task: str = "pick_place"
@@ -404,14 +408,6 @@ class ImperfectConfig:
     """Missed-grasp probability of the ``retry`` and ``all`` conditions."""
     second_expert: float = 0.5
     """Second expert's share of the ``second_expert`` and ``all`` conditions."""
-    episodes: int = 100
-    """Evaluation episodes (seeds ``0..episodes-1``)."""
-    num_workers: int | None = None
-    """Parallel evaluation / collection workers (0: in process)."""
-    train_steps: int = 300
-    """Adam steps per network."""
-    seed: int = 0
-    """Seeds the networks' initial weights."""
 
     def imperfection(self, condition: str) -> Imperfection:
         """The :class:`Imperfection` of ``condition``."""
@@ -425,6 +421,7 @@ class ImperfectConfig:
         return Imperfection(**{k: getattr(self, k) for k in on}).validate()
 
     def validate(self) -> ImperfectConfig:
+        self.validate_train_eval()
         T.get(self.task)
         bad = [c for c in self.conditions if c not in IMPERFECTIONS]
         if bad:
@@ -432,8 +429,8 @@ class ImperfectConfig:
                 f"unknown condition {bad[0]!r}: choose from {', '.join(IMPERFECTIONS)}"
             )
         Imperfection(self.noise, self.retry, self.second_expert).validate()
-        if not isinstance(self.demos, int) or self.demos < 1 or self.episodes < 1:
-            raise ValueError("demos and episodes must be positive ints")
+        if not isinstance(self.demos, int) or self.demos < 1:
+            raise ValueError(f"demos must be a positive int, got {self.demos!r}")
         return self
 
 
@@ -448,7 +445,7 @@ def imperfect_experiment(cfg: ImperfectConfig, progress: bool = True) -> dict[st
 
     cfg.validate()
     configure_driver_threads()
-    tc = TrainConfig(steps=cfg.train_steps, seed=cfg.seed)
+    tc = cfg.train_config()
     rows = []
     for cond in cfg.conditions:
         imp = cfg.imperfection(cond)
