@@ -8,15 +8,22 @@ The anchor: RLlib's new-stack example ``examples/algorithms/dqn/stateless_cartpo
 installed 2.60 wheel does not ship ``examples/algorithms``; the budget is read from the
 stored ray source (commit 2022e885). 200k env steps is the budget here.
 
+Beside them, ``rllib_lstm``: RLlib's example itself (its config as in the file,
+:func:`rlsuite.platform.benchmarking.rllib_examples.dqn_lstm_stateless_cartpole`: 3 runners,
+burn-in 8, sequences of 20, no value rescaling, a plain episode buffer), on the platform's
+StatelessCartPole (RLlib's class with CartPole-v1's 500-step limit, the env ``r2d2`` plays),
+in a Ray of at least 3 CPUs (its 3 runners; 2 cores here, so they share them).
+
 Each plan and seed trains until the smoothed training return (the last 20 episodes, with
-the runners' exploration) reaches 350, or ``max_env_steps`` env steps, or ``max_wall_s``.
-``r2d2``'s two runners explore with Ape-X's epsilons from a base of 0.1 (0.1 and ~1e-8).
+the runners' exploration; RLlib's example is set to the same window) reaches 350, or
+``max_env_steps`` env steps, or ``max_wall_s`` (counted from the first iteration, the
+build excluded). ``r2d2``'s two runners explore with Ape-X's epsilons from a base of 0.1
+(0.1 and ~1e-8). Writes ``OUT.json`` (per plan and seed: reached, env steps and wall
+seconds to 350, best return, the curve) and ``OUT.png`` (return against env steps and wall
+seconds). Env steps compare across runs; wall seconds depend on the shared machine's load.
 
-Pass criterion: ``r2d2`` reaches 350 within 200k env steps on every seed; ``replay``
-(feed-forward) does not, on any.
-
-Not measured here: RLlib's own example run on this machine, and a memory task's longest
-solved delay.
+Pass criterion: ``r2d2`` and ``rllib_lstm`` reach 350 within 200k env steps on every seed
+run; ``replay`` (feed-forward) does not, on any.
 """
 
 from __future__ import annotations
@@ -39,9 +46,13 @@ class Settings:
     max_wall_s: float = 1800.0
     """give a plan's seed up after this long"""
     plans: str = "r2d2,replay"
-    """the plans to run, in turn"""
+    """the plans to run, in turn: r2d2, replay, rllib_lstm (RLlib's example)"""
     out: str = "platform_r2d2_stateless_cartpole"
     """results name"""
+
+
+PLANS = ("r2d2", "replay", "rllib_lstm")
+EXAMPLE = "rllib/examples/algorithms/dqn/stateless_cartpole_dqn_with_lstm.py @ 2022e885a384"
 
 
 def plan_for(name: str, seed: int):
@@ -91,25 +102,57 @@ def plan_for(name: str, seed: int):
     )
 
 
+class ExampleBackend:
+    """RLlib's example (``rllib_lstm``) as a backend: its ``Algorithm`` built from the
+    example's config, seeded, on the CPU, smoothed over 20 episodes as the plans are."""
+
+    def __init__(self, seed: int):
+        from rlsuite.platform.benchmarking.rllib_examples import dqn_lstm_stateless_cartpole
+
+        config = (
+            dqn_lstm_stateless_cartpole(ENV)
+            .learners(num_gpus_per_learner=0)
+            .debugging(seed=seed)
+            .reporting(metrics_num_episodes_for_smoothing=20)
+        )
+        self.algo = config.build_algo()
+
+    def train(self) -> dict:
+        from rlsuite.platform.backends.rllib import flatten_result
+
+        return flatten_result(self.algo.train())
+
+    def stop(self) -> None:
+        self.algo.stop()
+
+
 def learn(ctx, name: str, seed: int) -> dict:
     from rlsuite.platform.backends.rllib import RLlibBackend
     from rlsuite.platform.benchmarking.to_target import train_to_target
 
     s, curve = ctx.settings, []
+    if name == "rllib_lstm":
+        backend = ExampleBackend(seed)
+        config = dict(example=EXAMPLE, rllib_config=backend.algo.config.to_dict())
+    else:
+        backend = RLlibBackend(plan_for(name, seed))
+        config = dict(plan=backend.plan.to_dict())
 
     def point(steps: int, wall: float, row: dict) -> None:
         ret = row["episode_return_mean"]
         curve.append(dict(env_steps=steps, wall_s=round(wall, 1), episode_return_mean=ret))
         ctx.say(f"{name} seed {seed}: {steps:>7} steps {wall:6.0f} s  return {ret:6.1f}")
 
-    run = train_to_target(
-        RLlibBackend(plan_for(name, seed)), s.target, s.max_env_steps, s.max_wall_s, point
-    )
+    run = train_to_target(backend, s.target, s.max_env_steps, s.max_wall_s, point)
     return dict(reached=run.reached is not None, **(run.reached or {}), best_return=run.best_return,
-                env_steps_run=run.env_steps_run, curve=curve)  # fmt: skip
+                env_steps_run=run.env_steps_run, wall_s_run=run.wall_s_run,
+                loadavg_1min_at_end=round(os.getloadavg()[0], 2), curve=curve,
+                **config)  # fmt: skip
 
 
 def summary(out: dict, s: Settings) -> dict:
+    """Per plan: seeds run and reached, the medians over the seeds that reached 350, the
+    best return, and each seed's env steps and wall seconds run (a cut run says where)."""
     per = {}
     for name, seeds in out.items():
         done = [v for v in seeds.values() if v["reached"]]
@@ -123,9 +166,38 @@ def summary(out: dict, s: Settings) -> dict:
             else None,
             median_wall_s_to_target=statistics.median(v["wall_s"] for v in done) if done else None,
             best_return=max(v["best_return"] for v in seeds.values()),
+            best_return_per_seed={k: v["best_return"] for k, v in seeds.items()},
+            env_steps_run={k: v["env_steps_run"] for k, v in seeds.items()},
+            wall_s_run={k: v.get("wall_s_run") for k, v in seeds.items()},
+            min_env_steps_run=min(v["env_steps_run"] for v in seeds.values()),
         )
     return dict(plans=out, summary=per, target=s.target, max_env_steps=s.max_env_steps,
-                cpus=os.cpu_count())  # fmt: skip
+                max_wall_s=s.max_wall_s, cpus=os.cpu_count())  # fmt: skip
+
+
+def _plot(out: dict, s: Settings):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for i, name in enumerate(p for p in PLANS if p in out):
+        for j, c in enumerate(out[name].values()):
+            xs = [r["env_steps"] for r in c["curve"]]
+            ws = [r["wall_s"] for r in c["curve"]]
+            ys = [r["episode_return_mean"] for r in c["curve"]]
+            label = name if j == 0 else None
+            axes[0].plot(xs, ys, color=f"C{i}", alpha=0.8, label=label)
+            axes[1].plot(ws, ys, color=f"C{i}", alpha=0.8, label=label)
+    for ax, x in zip(axes, ("env steps", "wall seconds (2 shared cores)")):
+        ax.axhline(s.target, color="grey", ls="--", lw=0.8)
+        ax.set_xlabel(x)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("smoothed return (20 episodes)")
+    axes[0].legend()
+    fig.suptitle(f"StatelessCartPole to {s.target:g} within {s.max_env_steps:,} env steps")
+    return fig
 
 
 def run(ctx):
@@ -133,27 +205,39 @@ def run(ctx):
     import torch
 
     from rlsuite.platform import cluster
+    from rlsuite.platform.machine import usable_cpus
 
     torch.set_num_threads(1)
     s = ctx.settings
+    names = s.plans.split(",")
+    unknown = [n for n in names if n not in PLANS]
+    if unknown:
+        ctx.say(f"unknown plan(s) {', '.join(unknown)}; choose from {', '.join(PLANS)}")
+        return 2
     seeds = list(ctx.seeds or (0, 1, 2))
     out = ctx.load(s.out).get("plans", {}) if ctx.resume else {}
-    cluster.init()
+    # RLlib's example asks for 3 runners of one CPU each: give Ray 3 when it runs
+    cluster.init(num_cpus=max(3, usable_cpus()) if "rllib_lstm" in names else None)
     try:
         for seed in seeds:  # saved after each plan and seed: a cut-short run keeps them
-            for name in s.plans.split(","):
+            for name in names:
                 if str(seed) not in out.get(name, {}):
                     out.setdefault(name, {})[str(seed)] = learn(ctx, name, seed)
                     ctx.save(s.out, summary(out, s))
     finally:
         if ray.is_initialized():
             cluster.shutdown()
+    ctx.save_plot(s.out, _plot(out, s))
     res = summary(out, s)
     ctx.table([dict(plan=n, **v) for n, v in res["summary"].items()],
               f"StatelessCartPole-v1 to {s.target} within {s.max_env_steps:,} env steps")  # fmt: skip
     checks = {}
     if "r2d2" in res["summary"]:
         checks[f"r2d2 reaches {s.target} on every seed"] = res["summary"]["r2d2"]["all_reached"]
+    if "rllib_lstm" in res["summary"]:
+        checks[f"RLlib's example reaches {s.target} on every seed"] = res["summary"]["rllib_lstm"][
+            "all_reached"
+        ]
     if "replay" in res["summary"]:
         checks[f"feed-forward replay reaches {s.target} on no seed"] = res["summary"]["replay"][
             "none_reached"

@@ -403,3 +403,9 @@ register(
     "rlsuite.platform.memory_envs:stateless_cartpole",
     description="RLlib's StatelessCartPole: CartPole observing [x, theta] only (needs memory)",
 )
+register(
+    "rlsuite/RepeatFirst-v0",
+    "rlsuite.platform.memory_envs:RepeatFirst",
+    default_config={"delay": 3},
+    description="repeat the first observation (a +-1 cue) after `delay` blank steps (needs memory)",
+)

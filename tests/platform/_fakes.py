@@ -9,6 +9,8 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from rlsuite.platform.memory_envs import RepeatFirst as CueEnv  # noqa: F401 - the memory task
+
 
 class IdentityEnv(gym.Env):
     """Reward 1 when the action equals the observed class (SB3's IdentityEnv shape).
@@ -109,33 +111,6 @@ class RandomCartPole:
 
     def act(self, obs):
         return int(self.rng.integers(2))
-
-
-class CueEnv(gym.Env):
-    """A memory task: a cue (+1 or -1) shows at the first step only; after ``delay``
-    blank steps the agent must answer with the cue's side.
-
-    A feed-forward policy sees nothing but blanks when it answers, so it cannot beat
-    chance (expected return 0); a policy with memory scores 1 every episode.
-    """
-
-    def __init__(self, delay: int = 3):
-        self.delay = int(delay)
-        self.observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
-        self.action_space = spaces.Discrete(2)
-        self._cue, self._t = 0, 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self._cue, self._t = int(self.np_random.integers(2)), 0
-        return np.array([2.0 * self._cue - 1.0, 0.0], np.float32), {}
-
-    def step(self, action):
-        self._t += 1
-        if self._t <= self.delay:
-            return np.zeros(2, np.float32), 0.0, False, False, {}
-        reward = 1.0 if int(action) == self._cue else -1.0
-        return np.array([0.0, 1.0], np.float32), reward, True, False, {}
 
 
 class MaskedChoiceEnv(gym.Env):

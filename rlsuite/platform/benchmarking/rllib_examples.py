@@ -13,6 +13,18 @@ def _model(**values: Any) -> Any:
     return DefaultModelConfig(**values)
 
 
+def _dqn_model(**extra: Any) -> Any:
+    """The DQN examples' Q-network: [256] tanh, a dueling head of [256], zero biases."""
+    return _model(
+        fcnet_hiddens=[256],
+        fcnet_activation="tanh",
+        fcnet_bias_initializer="zeros_",
+        head_fcnet_hiddens=[256],
+        head_fcnet_bias_initializer="zeros_",
+        **extra,
+    )
+
+
 def _mean_std_filter(env: Any = None, spaces: Any = None, device: Any = None) -> Any:
     from ray.rllib.connectors.env_to_module import MeanStdFilter
 
@@ -59,15 +71,7 @@ def dqn_cartpole() -> Any:
             dueling=True,
             epsilon=[(0, 1.0), (10_000, 0.02)],
         )
-        .rl_module(
-            model_config=_model(
-                fcnet_hiddens=[256],
-                fcnet_activation="tanh",
-                fcnet_bias_initializer="zeros_",
-                head_fcnet_hiddens=[256],
-                head_fcnet_bias_initializer="zeros_",
-            )
-        )
+        .rl_module(model_config=_dqn_model())
     )
 
 
@@ -184,6 +188,41 @@ def ppo_mujoco() -> Any:
                 head_fcnet_hiddens=[256],
                 head_fcnet_activation=None,
                 free_log_std=True,
+            )
+        )
+    )
+
+
+def dqn_lstm_stateless_cartpole(env: str = "rlsuite/StatelessCartPole-v1") -> Any:
+    """rllib/examples/algorithms/dqn/stateless_cartpole_dqn_with_lstm.py @ 2022e885a384
+    (default_reward=350, default_timesteps=200000, num_env_runners=3; DQNConfig defaults
+    otherwise: target sync every 500 steps, learning from 1000 steps). The wheel does not
+    ship it; this is that copy's config. A later copy (7156122e3068) adds a MeanStdFilter and
+    asks for 1,000,000 steps. ``env``: the example passes RLlib's ``StatelessCartPole``
+    class, which has no time limit; the default is the platform's id for that class with
+    CartPole-v1's 500-step limit (registered with Ray here), so both sides play one env."""
+    from ray.rllib.algorithms.dqn import DQNConfig
+
+    from rlsuite.platform.envs import rllib_env
+
+    return (
+        DQNConfig()
+        .environment(rllib_env(env))
+        .env_runners(num_env_runners=3)  # the script's parser default
+        .training(
+            lr=0.0005,
+            train_batch_size_per_learner=32,
+            replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": 100000},
+            n_step=1,
+            double_q=True,
+            dueling=True,
+            num_atoms=1,
+            epsilon=[(0, 1.0), (20000, 0.02)],
+            burn_in_len=8,
+        )
+        .rl_module(
+            model_config=_dqn_model(
+                use_lstm=True, max_seq_len=20, lstm_kernel_initializer="xavier_uniform_"
             )
         )
     )
