@@ -42,7 +42,7 @@ class Settings:
     """env steps per plan and delay at most"""
     target: float = 0.8
     """the smoothed training return that counts as solved (1 = always right, 0 = chance)"""
-    max_wall_s: float = 150.0
+    max_wall_s: float = 120.0
     """give a cell up after this long (a cut cell counts as unsolved, and says so)"""
     seed: int = 0
     """the seed of every cell"""
