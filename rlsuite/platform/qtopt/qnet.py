@@ -66,12 +66,15 @@ def bellman_targets(
 ) -> np.ndarray:
     """``r + gamma * (1 - terminated) * min_i Q_target_i(s', a*)``, ``a* = CEM argmax_a
     Q_target1(s', a)``, for a batch of transitions (``rewards``, ``new_obs``,
-    ``terminateds``). A truncated episode bootstraps; only a terminal state has value 0."""
+    ``terminateds``). A truncated episode bootstraps; only a terminal state has value 0.
+    A batch of terminal transitions only (one-step episodes, such as a grasp) needs no
+    CEM: its targets are its rewards."""
+    done = np.asarray(batch["terminateds"], dtype=np.float32)
+    rewards = np.asarray(batch["rewards"], dtype=np.float32)
+    if done.all():
+        return rewards.copy()
     with torch.no_grad():
         nxt = torch.as_tensor(batch["new_obs"], dtype=torch.float32)
         a, _ = cem_argmax(target1, nxt, target1.action_dim, generator=generator, **cem)
         v = torch.minimum(target1(nxt, a), target2(nxt, a)).numpy()
-    done = np.asarray(batch["terminateds"], dtype=np.float32)
-    return (np.asarray(batch["rewards"], dtype=np.float32) + gamma * (1.0 - done) * v).astype(
-        np.float32
-    )
+    return (rewards + gamma * (1.0 - done) * v).astype(np.float32)

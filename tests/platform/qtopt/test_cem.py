@@ -72,3 +72,16 @@ def test_actions_map_between_the_env_bounds_and_the_unit_box():
     a = np.array([[1.0, 2.5], [-2.0, 10.0]])
     np.testing.assert_allclose(from_unit(to_unit(a, low, high), low, high), a, rtol=1e-6)
     np.testing.assert_allclose(to_unit(a, low, high), [[0.5, -0.5], [-1.0, 1.0]])
+
+
+def test_a_batch_of_terminal_steps_needs_no_cem_its_targets_are_its_rewards():
+    # one-step episodes (a grasp): the target networks are not consulted at all
+    def never(obs, act):
+        raise AssertionError("a terminal batch ran the target network")
+
+    never.action_dim = 1
+    batch = {"new_obs": np.zeros((3, 2), np.float32), "rewards": np.array([0, 1, 0], np.float32),
+             "terminateds": np.ones(3, np.float32)}  # fmt: skip
+    y = bellman_targets(never, never, batch, 0.9, dict(samples=4, elites=2, iterations=1))
+    np.testing.assert_array_equal(y, [0.0, 1.0, 0.0])
+    assert y is not batch["rewards"]

@@ -18,6 +18,11 @@ ENVS = {
         "description": "Franka Panda tasks over PICK / PLACE: pick_place, stack, sort, tower, "
         "clear_then_place (pybullet)",
     },
+    "rlsuite/PandaGrasp-v0": {
+        "entry_point": "rlsuite.apps.hierarchy.robot.grasp:PandaGraspEnv",
+        "description": "one top-down grasp of a random pybullet object by a Panda; held-out "
+        "objects with objects='test' (object-pose observations; pybullet)",
+    },
 }
 """The hierarchy envs, by id (the keywords of :func:`rlsuite.platform.envs.register`)."""
 

@@ -5,6 +5,8 @@
   ``tower``, ``clear_then_place``: objects as observation slots, layouts, goal relations,
   the expert's root plan) and the observation layout they share;
 - :mod:`.env`: ``PickPlaceEnv`` (``rlsuite/PickPlace-v0``), any of the tasks;
+- :mod:`.grasp`: ``PandaGraspEnv`` (``rlsuite/PandaGrasp-v0``), one grasp of a random
+  pybullet object (held-out objects apart), for QT-Opt;
 - :mod:`.program`: the robot's procedure library as a ``procedures.spec.HierarchySpec``
   (one root per task over the shared PICK / PLACE), its input view and the controller
   running ``procedures.executor.Executor`` (no executor of its own);

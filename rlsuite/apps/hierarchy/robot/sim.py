@@ -127,6 +127,28 @@ class PandaScene:
         else:
             p.resetBasePositionAndOrientation(self.bodies[name], pos, orn, physicsClientId=c)
 
+    def place_object(
+        self, name: str, urdf: str, xy: Sequence[float], yaw: float, z: float, scale: float
+    ) -> None:
+        """Load ``urdf`` (a path, e.g. one of :func:`random_object_urdfs`) as body ``name``,
+        scaled by ``scale``, at ``(xy, z)`` rotated by ``yaw``; a body of that name goes first."""
+        self.remove(name)
+        orn = p.getQuaternionFromEuler((0, 0, float(yaw)))
+        pos = (float(xy[0]), float(xy[1]), float(z))
+        self.bodies[name] = p.loadURDF(
+            urdf, pos, orn, globalScaling=float(scale), physicsClientId=self.client
+        )
+
+    def aabb(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """World axis-aligned bounding box (lower corner, upper corner) of body ``name``."""
+        lo, hi = p.getAABB(self.bodies[name], physicsClientId=self.client)
+        return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+
+    def axes(self, name: str) -> np.ndarray:
+        """The rotation matrix (3, 3) of body ``name``: its x, y, z axes as columns."""
+        _, orn = p.getBasePositionAndOrientation(self.bodies[name], physicsClientId=self.client)
+        return np.asarray(p.getMatrixFromQuaternion(orn), dtype=np.float64).reshape(3, 3)
+
     def remove(self, name: str) -> None:
         """Delete body ``name`` if it exists."""
         if name in self.bodies:
@@ -248,3 +270,13 @@ class PandaScene:
 
 def _wrap(a: float) -> float:
     return (a + math.pi) % (2 * math.pi) - math.pi
+
+
+def random_object_urdfs() -> list[str]:
+    """The 1,000 procedurally generated objects of ``pybullet_data/random_urdfs`` (the
+    objects of pybullet's ``KukaDiverseObjectEnv``), as paths ordered by their number."""
+    import glob
+    import os
+
+    root = os.path.join(pybullet_data.getDataPath(), "random_urdfs")
+    return sorted(glob.glob(os.path.join(root, "*", "*.urdf")))
