@@ -79,7 +79,7 @@ class Runner:
             for i, env in enumerate(self.envs):
                 nobs, r, term, trunc, _ = env.step(from_unit(act[i], self.low, self.high))
                 nobs = self._flat(nobs)
-                cols["obs"].append(self.obs[i])
+                cols["obs"].append(self.obs[i].copy())  # a row of self.obs, rewritten below
                 cols["actions"].append(act[i])
                 cols["rewards"].append(float(r))
                 cols["new_obs"].append(nobs)

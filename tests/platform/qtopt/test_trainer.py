@@ -71,3 +71,22 @@ def test_runners_and_bellman_updaters_on_ray(ray_local, tmp_path):
     mine.reset(5)
     np.testing.assert_allclose(loaded.act(obs), mine.act(obs))
     assert loaded.act(obs).shape == (2,) and np.abs(loaded.act(obs)).max() <= 2.0
+
+
+def test_a_runners_transitions_keep_each_steps_own_observation():
+    # MatchPoint returns the point it showed: in every transition obs == new_obs, and
+    # the points of successive episodes differ (a row of the runner's observation
+    # buffer, stored as it is overwritten, made every stored obs the last one)
+    from rlsuite.platform import envs
+    from rlsuite.platform.qtopt.actors import Runner
+
+    arch = {"obs_dim": 2, "action_dim": 2, "hidden": [8], "activation": "relu"}
+    cem = {"samples": 8, "elites": 2, "iterations": 1}
+    runner = Runner(envs.spec(ENV), {}, 2, arch, cem, 0.1, 0.0, seed=3)
+    try:
+        out = runner.sample(None, 6)
+    finally:
+        runner.close()
+    assert out["obs"].shape == (12, 2) and len(out["episodes"]) == 12
+    np.testing.assert_array_equal(out["obs"], out["new_obs"])
+    assert len({tuple(o) for o in out["obs"]}) == 12
