@@ -167,7 +167,7 @@ class QTOptTrainer:
     def _sgd(self, batch: Mapping[str, np.ndarray], y: np.ndarray) -> tuple[float, float]:
         p = self.plan
         q = self.q(torch.as_tensor(batch["obs"]), torch.as_tensor(batch["actions"]))
-        loss = torch.nn.functional.mse_loss(q, torch.as_tensor(y))
+        loss = torch.nn.functional.mse_loss(q, torch.tensor(y))
         self.opt.zero_grad()
         loss.backward()
         if p.grad_clip is not None:
