@@ -72,6 +72,8 @@ class Settings:
     """lunar: the PPO expert's wall seconds at most"""
     eval_episodes: int = 20
     """held-out episodes for each final policy and the demonstrator"""
+    probe_every: int = 20_000
+    """lunar: the env steps between greedy probes (5 episodes) that stop an arm at 200"""
 
 
 def _steps(s: Settings) -> int:
@@ -193,7 +195,7 @@ def lunar(ctx) -> int:
             plan = _plan("apex", env, seed, LUNAR_APEX, **_arm_values(arm, s, demos))
             cells.setdefault(arm, {})[str(seed)] = cells_mod.train(
                 plan, max_env_steps=_steps(s), stop_return=200.0, max_wall_s=s.max_wall_s,
-                eval_episodes=s.eval_episodes, say=ctx.say,
+                eval_episodes=s.eval_episodes, say=ctx.say, probe_every=s.probe_every,
             )  # fmt: skip
             ctx.save(stem, dict(summary=_summary(cells, _steps(s), None), expert=expert,
                                 demo_ratio=s.demo_ratio, plan=LUNAR_APEX, max_env_steps=_steps(s),

@@ -19,6 +19,8 @@ DEMO_SEEDS = 5_000
 """The first env seed of recorded demonstrations."""
 HELD_OUT_SEEDS = 10_000
 """The first env seed of the held-out evaluation."""
+PROBE_SEEDS = 20_000
+"""The first env seed of the greedy probes that may stop training (never held out)."""
 
 
 class CartPoleWeak:
@@ -32,11 +34,13 @@ class CartPoleWeak:
         return int(obs[3] - 0.1 * obs[1] > 0)
 
 
-def held_out(controller: Any, env: str, episodes: int) -> dict[str, Any]:
-    """``controller``'s greedy returns on the held-out env seeds."""
+def held_out(
+    controller: Any, env: str, episodes: int, first: int = HELD_OUT_SEEDS
+) -> dict[str, Any]:
+    """``controller``'s greedy returns on the held-out env seeds (from ``first``)."""
     from rlsuite.platform.evaluation import evaluate, scenarios
 
-    seeds = range(HELD_OUT_SEEDS, HELD_OUT_SEEDS + episodes)
+    seeds = range(first, first + episodes)
     ev = evaluate(controller, scenarios(env, seeds), num_workers=0)
     return dict(
         mean=round(ev.summary["return"]["mean"], 2),
@@ -56,6 +60,16 @@ def save_policy(backend: Any, plan: Any, steps: int, path: str) -> str:
     return path
 
 
+def greedy(backend: Any, plan: Any, steps: int, episodes: int, first: int) -> dict[str, Any]:
+    """``backend``'s current policy, saved and loaded as a controller, acting greedily on
+    ``episodes`` env seeds from ``first``."""
+    from rlsuite.platform.checkpoints import load_controller
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return held_out(load_controller(save_policy(backend, plan, steps, tmp)), plan.env,
+                        episodes, first)  # fmt: skip
+
+
 def train(
     plan: Any,
     *,
@@ -65,16 +79,20 @@ def train(
     eval_episodes: int,
     say: Callable[[str], None],
     keep: str = "",
+    probe_every: int = 0,
+    probe_episodes: int = 5,
 ) -> dict[str, Any]:
-    """Train ``plan`` until its smoothed training return reaches ``stop_return``,
-    ``max_env_steps`` env steps or ``max_wall_s`` seconds; then its final policy acts
-    greedily on ``eval_episodes`` held-out seeds. ``keep``: a folder to keep that policy's
-    checkpoint in (else a temporary one). Wall time counts from the first iteration."""
+    """Train ``plan`` until its smoothed training return reaches ``stop_return`` (with
+    ``probe_every``: until the policy's greedy mean return on ``probe_episodes`` probe seeds,
+    tried every ``probe_every`` env steps, does), ``max_env_steps`` env steps or
+    ``max_wall_s`` seconds; then its final policy acts greedily on ``eval_episodes``
+    held-out seeds. ``keep``: a folder to keep that policy's checkpoint in (else a temporary
+    one). Wall time counts from the first iteration, probes included."""
     from rlsuite.platform.backends.registry import make_backend
     from rlsuite.platform.checkpoints import load_controller
 
     backend = make_backend(plan)
-    curve, steps, best, reached = [], 0, -math.inf, None
+    curve, probes, steps, best, reached = [], [], 0, -math.inf, None
     t0 = time.perf_counter()
     try:
         while steps < max_env_steps and time.perf_counter() - t0 < max_wall_s:
@@ -87,8 +105,15 @@ def train(
             if len(curve) % 5 == 1:
                 say(f"{plan.name} seed {plan.seed}: {steps:>7} steps {wall:5.0f} s return "
                     f"{ret:7.1f} demo share {share:.2f}")  # fmt: skip
-            if ret >= stop_return and reached is None:
-                reached = dict(env_steps=steps, wall_s=round(wall, 1))
+            score = ret
+            if probe_every:
+                score = -math.inf
+                if steps >= (len(probes) + 1) * probe_every:
+                    score = greedy(backend, plan, steps, probe_episodes, PROBE_SEEDS)["mean"]
+                    probes.append((steps, round(time.perf_counter() - t0, 1), score))
+                    say(f"{plan.name} seed {plan.seed}: {steps:>7} steps, greedy probe {score:.1f}")
+            if score >= stop_return:
+                reached = dict(env_steps=steps, wall_s=round(time.perf_counter() - t0, 1))
                 break
         wall_run = round(time.perf_counter() - t0, 1)
         with tempfile.TemporaryDirectory() as tmp:
@@ -106,6 +131,8 @@ def train(
         held_out=final,
         curve_columns=["env_steps", "wall_s", "return", "demo_share"],
         curve=curve,
+        stopped_by="greedy probe" if probe_every else "smoothed training return",
+        probes=probes,
     )
 
 
