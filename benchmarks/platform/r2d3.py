@@ -237,16 +237,15 @@ BENCHMARK = Benchmark(
     seeds=True,
     resume=True,
     quick=dict(part="weak", max_env_steps=3000, max_wall_s=60.0, eval_episodes=2),
-    rows=(
-        Row(
-            "platform",
-            _TASK + ": with demonstrations",
-            "held-out return of the final policy, lowest of 3 seeds (20 episodes each)",
-            "platform_r2d3_weak.json",
-            Value(("summary", "demos", "held_out_min")),
-            here("the demonstrator's own score, same held-out seeds", "demonstrator", "mean"),
-            WEAK_CMD,
-            fmt="{:.1f}",
-        ),
-    ),  # fmt: skip
+    rows=(),
+)
+_WEAK_ROW = Row(
+    "platform",
+    _TASK + ": with demonstrations",
+    "held-out return of the final policy, lowest of 3 seeds (20 episodes each)",
+    "platform_r2d3_weak.json",
+    Value(("summary", "demos", "held_out_min")),
+    here("the demonstrator's own score, same held-out seeds", "demonstrator", "mean"),
+    WEAK_CMD,
+    fmt="{:.1f}",
 )
