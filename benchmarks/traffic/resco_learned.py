@@ -16,7 +16,7 @@ import dataclasses
 import os
 
 from rlsuite.apps.traffic.resco_training import RescoSettings
-from rlsuite.bench import Benchmark, Row, Value, pub
+from rlsuite.bench import Benchmark, Row, Value, here, pub
 
 PROTOCOL = (
     "RESCO v1.0: map windows, 10 s steps with 3 s yellow, --time-to-teleport -1, new SUMO seed "
@@ -103,6 +103,13 @@ BENCHMARK = Benchmark(run=run, settings=RescoSettings, quick=dict(maps="cologne1
                   "traffic_resco_learned_ingolstadt21_resco_replay_masklid32e50.json", "IDQN", 59.64,
                   "--plan replay --episodes 50 --minutes 55 --val-seeds 4 --val-snapshots 8 --action-mask --env-set light_index=true --plan-set training_intensity=32 --tag masklid32e50",
                   "- (not shipped: fixed-time's 152.33 is lower)", note=" (4 of 10 seeds jam; PPO on sumo-rl's copy: 302.14, every seed jammed)"),
+    Row("traffic", "signals, RESCO ingolstadt1 (1 light), shared DQN at RESCO's replay ratio on SUMO 1.28, from scratch",
+        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds",
+        "traffic_resco_learned_ingolstadt1_replay_ri32sumo128.json",
+        Value(("rows", {"map": "ingolstadt1"}, "heldout", "learned_valsel", "delay_mean")),
+        here("max-pressure, the best static controller, same seeds", "rows", {"map": "ingolstadt1"}, "heldout", "maxpressure", "delay_mean"),
+        "rlsuite bench run traffic_resco_learned --maps ingolstadt1 --plan replay --sumo 1.28 --episodes 100 --minutes 30 --val-seeds 4 --val-snapshots 8 --plan-set training_intensity=32 --tag ri32sumo128 --json benchmarks/results/traffic/traffic_resco_learned_ingolstadt1_replay_ri32sumo128.json",
+        "- (not shipped: max-pressure is lower)", lower_is_better=True),
     _resco_valsel("arterial4x4 (16 lights), shared PPO with action masks on SUMO 1.9.2", "arterial4x4", "traffic_resco_learned_arterial4x4_sync_mask.json",
                   "FMA2C", 654.13, "--plan sync --episodes 100 --minutes 12 --val-seeds 4 --val-snapshots 4 --action-mask --tag mask",
                   "- (not shipped: max-pressure's 760.93 is lower)", note=" (it jams)"),

@@ -6,8 +6,9 @@ one-light maps cologne1 and ingolstadt1, where the demonstrations are recorded).
 the shipped RESCO DQN runs' (MLP 64x64, dueling double DQN, 32 replayed per sampled step,
 one episode per iteration); ``--demonstrator`` (greedy or maxpressure) plays
 ``--demo-episodes`` episodes into the demonstrations buffer, from which a quarter of every
-batch comes (``--demo-ratio``). The newest checkpoints are scored on validation seeds
-900-903 and the best one (``learned_valsel``, beside the last: ``learned_final``) on
+batch comes (``--demo-ratio``); ``--large-margin-coeff`` adds DQfD's large-margin loss on
+the demonstrated steps. A snapshot is kept every ``--snapshot-every`` iterations; the newest
+``--val-snapshots`` are scored on validation seeds 900-903 and the best one (``learned_valsel``, beside the last: ``learned_final``) on
 held-out seeds 1000-1009 against fixed, actuated, greedy and max-pressure, with RESCO's
 delay and the jam rule (``resco_scoring.JAM_RULE``). Pass: the chosen policy's mean delay
 is below every hand-written controller's, and none of its held-out seeds jammed.
@@ -15,7 +16,7 @@ is below every hand-written controller's, and none of its held-out seeds jammed.
 
 from dataclasses import dataclass
 
-from rlsuite.bench import Benchmark
+from rlsuite.bench import Benchmark, Row, Value, here
 
 PROGRAMS = ("fixed", "actuated", "greedy", "maxpressure")
 """The hand-written controllers it is scored against (the signals env runs them)."""
@@ -37,6 +38,20 @@ class Settings:
     """episode length in seconds (0: the map's RESCO window)"""
     eval_seeds: int = 10
     """held-out seeds (from 1000)"""
+    large_margin_coeff: float = 0.0
+    """DQfD's large-margin loss on the demonstrated steps, its weight (0: R2D3, none)"""
+    prioritized: bool = True
+    """prioritised replay for the agent's steps (False: uniform, as the from-scratch runs)"""
+    epsilon_share: float = 0.8
+    """share of the training steps over which epsilon decays from 1 to 0 (RESCO's 0.8)"""
+    snapshot_every: int = 10
+    """iterations between kept snapshots"""
+    val_snapshots: int = 2
+    """the newest snapshots scored on the validation seeds"""
+    minutes: float = 0.0
+    """stop training after this many minutes and score what was trained (0: no cap)"""
+    tag: str = ""
+    """suffix of the run directory and the result file (``""``: the first run's names)"""
 
 
 def run(ctx) -> int:
@@ -44,7 +59,7 @@ def run(ctx) -> int:
     import os
 
     from rlsuite.apps.traffic.controllers import PerAgent, SignalProgram
-    from rlsuite.apps.traffic.resco_scoring import jam_report, run_seeds
+    from rlsuite.apps.traffic.resco_scoring import jam_report, run_seeds, snapshot
     from rlsuite.platform import cluster, optimizers, training
     from rlsuite.platform.checkpoints.loading import load_controller
 
@@ -54,18 +69,22 @@ def run(ctx) -> int:
     plan = optimizers.make_plan(
         "replay", env="rlsuite/SignalsShared-v0", env_config=cfg, seed=0, hidden=[64, 64],
         activation="relu", rollout_fragment_length=4, lr=1e-3, train_batch_size=32,
-        buffer_size=10000, dueling=True, double_q=True, target_update_freq=500,
-        learning_starts=steps, epsilon_timesteps=int(0.8 * steps * s.episodes), final_epsilon=0.0,
-        training_intensity=32, env_steps_per_iteration=steps, num_env_runners=1,
+        buffer_size=10000, prioritized=s.prioritized, dueling=True, double_q=True, target_update_freq=500,
+        learning_starts=steps, epsilon_timesteps=int(s.epsilon_share * steps * s.episodes),
+        final_epsilon=0.0, training_intensity=32, env_steps_per_iteration=steps, num_env_runners=1,
         demonstrations=f"rlsuite.apps.traffic.demonstrators:{s.demonstrator}:{s.demo_episodes}",
-        demo_ratio=s.demo_ratio,
+        demo_ratio=s.demo_ratio, large_margin_coeff=s.large_margin_coeff,
     )  # fmt: skip
-    run_dir = ctx.run_dir(f"runs/bench/traffic_resco_r2d3/{s.map}_{s.demonstrator}")
+    tag = f"_{s.tag}" if s.tag else ""
+    run_dir = ctx.run_dir(f"runs/bench/traffic_resco_r2d3/{s.map}_{s.demonstrator}{tag}")
     with cluster.local_cluster(num_cpus=2):
         res = training.train(plan, s.episodes, run_dir, resume=True, progress=False,
-                             checkpoint_every=10)  # fmt: skip
-    root = os.path.join(run_dir, "checkpoints")
-    snaps = sorted(d for d in os.listdir(root) if d.startswith("iter_"))
+                             checkpoint_every=s.snapshot_every,
+                             stop_after_s=s.minutes * 60 if s.minutes else None,
+                             callback=lambda it, row: snapshot(run_dir))  # fmt: skip
+    snapshot(run_dir)
+    root = os.path.join(run_dir, "snapshots")
+    snaps = sorted(d for d in os.listdir(root) if d.startswith("iter_"))[-s.val_snapshots :]
 
     def learned(name: str) -> PerAgent:
         return PerAgent(functools.partial(load_controller, os.path.join(root, name)), "learned")
@@ -89,7 +108,7 @@ def run(ctx) -> int:
             means["learned_valsel"] < means[best],
         "learned_valsel jammed on no held-out seed": not ev["jams"]["learned_valsel"]["jammed_seeds"],
     }  # fmt: skip
-    ctx.save(f"traffic_resco_r2d3_{s.map}", dict(
+    ctx.save(f"traffic_resco_r2d3_{s.map}{tag}", dict(
         map=s.map, sumo="1.28", env="rlsuite/SignalsShared-v0", demonstrator=s.demonstrator,
         plan=plan.to_dict(), run_dir=run_dir, episodes_trained=res.iterations,
         env_steps=res.env_steps, checkpoint=res.checkpoint,
@@ -98,8 +117,31 @@ def run(ctx) -> int:
     return ctx.verdict(checks)
 
 
+def _row(
+    what: str, file: str, args: str, shipped: str = "- (not shipped: max-pressure is lower)"
+) -> Row:
+    """A row of a run with demonstrations: the validation-chosen checkpoint's held-out delay
+    against its demonstrator's on the same seeds."""
+    return Row(
+        "traffic", f"signals, RESCO ingolstadt1 (1 light) on SUMO 1.28, {what}, with demonstrations",
+        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds", file,
+        Value(("delay_means", "learned_valsel")),
+        here("max-pressure, the demonstrator and the best static controller, same seeds",
+             "delay_means", "maxpressure"),
+        f"rlsuite bench run traffic_resco_r2d3 --map ingolstadt1 --demonstrator maxpressure {args}".strip(),
+        shipped, lower_is_better=True,
+    )  # fmt: skip
+
+
 BENCHMARK = Benchmark(
     run=run,
     settings=Settings,
     quick=dict(map="cologne1", episodes=2, demo_episodes=1, num_seconds=300, eval_seeds=1),
+    rows=(
+        _row(
+            "R2D3 (DQN, a quarter of each batch from max-pressure's 20 episodes)",
+            "traffic_resco_r2d3_ingolstadt1.json",
+            "",
+        ),
+    ),
 )

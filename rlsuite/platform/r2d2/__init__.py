@@ -18,7 +18,7 @@ Wired into plans (the ``demonstrations`` and ``demo_ratio`` fields):
     demo_replay     ``replay``: a buffer standing in for RLlib's DQN buffer mixes the
                     demonstrations into each of its samples
     demo_apex       ``apex``: the learner mixes them into each shard sample
-    margin_learner  RLlib's DQN learner plus DQfD's term (``apex``'s ``large_margin_coeff``)
+    margin_learner  RLlib's DQN learner plus DQfD's term (``large_margin_coeff``, both plans)
 
 The ``r2d2`` plan (recurrent sequence replay on ``apex``):
 

@@ -121,16 +121,9 @@ def with_demonstrations(config: ApexConfig, plan: Any) -> ApexConfig:
     if not plan.demonstrations:
         return config
     config.algo_class = DemoApex
-    if plan.large_margin_coeff:
-        from rlsuite.platform.r2d2.margin_learner import LargeMarginDQNLearner
+    from rlsuite.platform.r2d2.margin_learner import with_margin_learner
 
-        config.learners(
-            learner_class=LargeMarginDQNLearner,
-            learner_config_dict={
-                "large_margin_coeff": float(plan.large_margin_coeff),
-                "large_margin": float(plan.large_margin),
-            },
-        )
+    config = with_margin_learner(config, plan)
     config.apex_settings = dict(
         config.apex_settings,
         demonstrations=os.path.abspath(plan.demonstrations)

@@ -8,7 +8,9 @@ RLlib would, and then, element by element, demonstrations with probability
 ``demo_ratio`` until the agent's elements are all in (the same rule as the ``apex`` plan's,
 :mod:`rlsuite.platform.r2d2.demo_apex`), sampled with the same n-step settings. Priorities
 go back to the agent's buffer for its own elements only. Everything else (adding, metrics,
-state) is RLlib's buffer's. Single-agent envs only.
+state) is RLlib's buffer's. Single-agent envs only. With ``large_margin_coeff`` (DQfD's
+term, :mod:`rlsuite.platform.r2d2.margin_learner`) every element carries an ``is_demo``
+column, which the learner's term reads.
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ class DemoMixingBuffer:
     """RLlib's replay buffer ``agent``, with demonstrations from ``demos`` mixed into each
     sample (module docstring)."""
 
-    def __init__(self, agent: Any, demos: Any, rho: float, seed: int):
-        self.agent, self.demos, self.rho = agent, demos, float(rho)
+    def __init__(self, agent: Any, demos: Any, rho: float, seed: int, mark: bool = False):
+        self.agent, self.demos, self.rho, self.mark = agent, demos, float(rho), mark
         self.rng = np.random.default_rng([seed, 256])
         self._agent_items = 0
         self.counts = [0, 0]
@@ -66,6 +68,10 @@ class DemoMixingBuffer:
         k = int(self.rng.negative_binomial(n, 1.0 - self.rho)) if n and 0 < self.rho < 1 else 0
         self.counts[0] += k
         self.counts[1] += n + k
+        batch = list(batch)
+        if self.mark:  # the learner's large-margin term applies to demonstrated steps only
+            for e in batch:
+                e.extra_model_outputs["is_demo"] = _lookback([0.0] * len(e))
         if not k:
             return batch
         demos = list(self.demos.sample(num_items=k, **kwargs))
@@ -75,7 +81,9 @@ class DemoMixingBuffer:
             for key, buf in list(e.extra_model_outputs.items()):
                 e.extra_model_outputs[key] = _lookback(np.asarray(buf.data).reshape(-1).tolist())
             e.extra_model_outputs["weights"] = _lookback([1.0] * len(e))
-        return list(batch) + demos
+            if self.mark:
+                e.extra_model_outputs["is_demo"] = _lookback([1.0] * len(e))
+        return batch + demos
 
     def update_priorities(self, priorities: Any, *args: Any, **kwargs: Any) -> Any:
         return self.agent.update_priorities(priorities[: self._agent_items], *args, **kwargs)
@@ -99,7 +107,11 @@ class DemoReplayDQN(InPlaceSyncDQN):
         demos = EpisodeReplayBuffer(capacity=len(data["rewards"]) + len(eps) + 1)
         demos.add(eps)
         self.local_replay_buffer = DemoMixingBuffer(
-            self.local_replay_buffer, demos, s["demo_ratio"], s["seed"]
+            self.local_replay_buffer,
+            demos,
+            s["demo_ratio"],
+            s["seed"],
+            mark=bool(self.config.learner_config_dict.get("large_margin_coeff")),
         )
         self.demo_transitions = len(data["rewards"])
 
@@ -110,6 +122,13 @@ class DemoReplayDQN(InPlaceSyncDQN):
         extra["demo_share"] = demo / total if total else float("nan")
         extra["demo_transitions"] = self.demo_transitions
         self.local_replay_buffer.counts = [0, 0]
+        from ray.rllib.core import DEFAULT_MODULE_ID
+
+        from rlsuite.platform.r2d2.margin_learner import KEY
+
+        margin = result.get("learners", {}).get(DEFAULT_MODULE_ID, {}).get(KEY)
+        if margin is not None:
+            extra[KEY] = float(margin)
         return result
 
 
@@ -131,6 +150,9 @@ def with_demonstrations(config: Any, plan: Any) -> Any:
     """Give ``config`` (of :func:`config_class`) the plan's demonstrations, if any."""
     if not plan.demonstrations:
         return config
+    from rlsuite.platform.r2d2.margin_learner import with_margin_learner
+
+    config = with_margin_learner(config, plan)
     config.demo_settings = dict(
         demonstrations=os.path.abspath(plan.demonstrations)
         if os.path.exists(plan.demonstrations)

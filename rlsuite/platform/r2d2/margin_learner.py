@@ -38,3 +38,17 @@ class LargeMarginDQNLearner(DQNTorchLearner):
         )
         self.metrics.log_value((module_id, KEY), term.item(), window=1)
         return loss + settings["large_margin_coeff"] * term
+
+
+def with_margin_learner(config: Any, plan: Any) -> Any:
+    """``config`` learning with :class:`LargeMarginDQNLearner` when the plan asks for DQfD's
+    term (``large_margin_coeff`` > 0; unchanged otherwise)."""
+    if plan.large_margin_coeff:
+        config.learners(
+            learner_class=LargeMarginDQNLearner,
+            learner_config_dict={
+                "large_margin_coeff": float(plan.large_margin_coeff),
+                "large_margin": float(plan.large_margin),
+            },
+        )
+    return config

@@ -46,7 +46,7 @@ def test_bad_demonstrations_are_refused_before_ray(tmp_path):
     with pytest.raises(ValueError, match="observations of shape"):
         optimizers.make_plan("apex", env=ENV, demonstrations=path)
     with pytest.raises(ValueError, match="large_margin_coeff is DQfD's loss"):
-        optimizers.make_plan("replay", env=ENV, demonstrations="random:1", large_margin_coeff=1)
+        optimizers.make_plan("replay", env=ENV, large_margin_coeff=1)
     with pytest.raises(ValueError, match="neither an existing file"):
         optimizers.make_plan("apex", env=ENV, demonstrations="expert")
 
@@ -99,13 +99,19 @@ def test_apex_learns_with_demonstrations_in_its_batches(ray_local, tmp_path):
 def test_replay_plan_mixes_demonstrations_into_rllibs_samples(ray_local, tmp_path):
     rho = 0.25
     plan = _demo_plan(
-        "replay", rho, num_env_runners=0, num_envs_per_env_runner=1, env_steps_per_iteration=200
+        "replay",
+        rho,
+        large_margin_coeff=1.0,  # DQfD's term on the demonstrated steps
+        num_env_runners=0,
+        num_envs_per_env_runner=1,
+        env_steps_per_iteration=200,
     )
     res = training.train(plan, 2, str(tmp_path / "run"), progress=False)
     rows = [r for r in res.metrics if np.isfinite(r.get("demo_share", np.nan))]
     assert rows and all(r["demo_transitions"] == 200 for r in rows)
     share = np.mean([r["demo_share"] for r in rows])
     assert abs(share - rho) < 0.08, share  # thousands of elements: a few points at most
+    assert all(np.isfinite(r["large_margin_loss"]) for r in rows)
     ev = evaluation.evaluate(res.checkpoint, evaluation.scenarios(ENV, 4), num_workers=0)
     print("replay: demo share", share, "greedy return", ev.summary["return"]["mean"])
     assert ev.summary["return"]["mean"] >= 12, ev.episodes  # random play: ~6.7 of 20
