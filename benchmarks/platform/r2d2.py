@@ -22,6 +22,8 @@ build excluded). ``r2d2``'s two runners explore with Ape-X's epsilons from a bas
 seconds to 350, best return, the curve) and ``OUT.png`` (return against env steps and wall
 seconds). Env steps compare across runs; wall seconds depend on the shared machine's load.
 
+The memory task (the longest delay each plan can recall) is ``platform_r2d2_memory``.
+
 Pass criterion: ``r2d2`` and ``rllib_lstm`` reach 350 within 200k env steps on every seed
 run; ``replay`` (feed-forward) does not, on any.
 """
@@ -150,6 +152,18 @@ def learn(ctx, name: str, seed: int) -> dict:
                 **config)  # fmt: skip
 
 
+def _common_steps(out: dict, seed: str) -> int:
+    """The fewest env steps any plan ran on ``seed``."""
+    return min(cells[seed]["env_steps_run"] for cells in out.values() if seed in cells)
+
+
+def _best_within(curve: list, env_steps: int) -> float | None:
+    """The best smoothed return of a curve's points at or below ``env_steps``."""
+    got = [p["episode_return_mean"] for p in curve if p["env_steps"] <= env_steps]
+    got = [r for r in got if r == r]  # NaN: no episode ended yet
+    return max(got) if got else None
+
+
 def summary(out: dict, s: Settings) -> dict:
     """Per plan: seeds run and reached, the medians over the seeds that reached 350, the
     best return, and each seed's env steps and wall seconds run (a cut run says where)."""
@@ -170,6 +184,12 @@ def summary(out: dict, s: Settings) -> dict:
             env_steps_run={k: v["env_steps_run"] for k, v in seeds.items()},
             wall_s_run={k: v.get("wall_s_run") for k, v in seeds.items()},
             min_env_steps_run=min(v["env_steps_run"] for v in seeds.values()),
+            # the plans side by side at equal env steps: each seed's best return up to the
+            # fewest env steps any plan ran on that seed (a plan that stops at 350 or is cut)
+            common_env_steps={k: _common_steps(out, k) for k in seeds},
+            best_return_within_common_env_steps={
+                k: _best_within(v["curve"], _common_steps(out, k)) for k, v in seeds.items()
+            },
         )
     return dict(plans=out, summary=per, target=s.target, max_env_steps=s.max_env_steps,
                 max_wall_s=s.max_wall_s, cpus=os.cpu_count())  # fmt: skip
@@ -249,6 +269,15 @@ CMD = command("platform_r2d2", "--seeds 0 --max-wall-s 158")
 CMD3 = command(
     "platform_r2d2", "--seeds 0,1,2 --plans r2d2 --out platform_r2d2_stateless_cartpole_r2d2_3seeds"
 )
+CMD_RLLIB = command(
+    "platform_r2d2",
+    "--seeds 0 --plans r2d2,rllib_lstm --max-wall-s 360 --out platform_r2d2_stateless_cartpole_rllib",
+)
+CMD_REPLAY = command(
+    "platform_r2d2",
+    "--seeds 0,1,2 --plans replay --max-wall-s 150 "
+    "--out platform_r2d2_stateless_cartpole_replay_3seeds",
+)
 _ROWS = (
     Row(
         "platform",
@@ -280,6 +309,45 @@ _ROWS = (
         Value(("summary", "replay", "best_return")),
         here("r2d2, same run", "summary", "r2d2", "best_return"),
         CMD,
+        fmt="{:.0f}",
+    ),
+    Row(
+        "platform",
+        "RLlib's own DQN+LSTM example (its config), StatelessCartPole seed 0, cut at 360 s "
+        "(~20k of its 200k env steps)",
+        "best smoothed return within the env steps it ran",
+        "platform_r2d2_stateless_cartpole_rllib.json",
+        Value(("summary", "rllib_lstm", "best_return_within_common_env_steps", "0")),
+        here(
+            "`r2d2`, same run, same env steps",
+            "summary",
+            "r2d2",
+            "best_return_within_common_env_steps",
+            "0",
+        ),
+        CMD_RLLIB,
+        fmt="{:.0f}",
+    ),
+    Row(
+        "platform",
+        "`r2d2` (R2D2) to 350, StatelessCartPole seed 0, beside RLlib's DQN+LSTM example",
+        "env steps to 350 (RLlib's example: cut at 360 s, not reached)",
+        "platform_r2d2_stateless_cartpole_rllib.json",
+        Value(("summary", "r2d2", "median_env_steps_to_target")),
+        pub("the example's budget", 200_000),
+        CMD_RLLIB,
+        fmt="{:,.0f}",
+        lower_is_better=True,
+    ),
+    Row(
+        "platform",
+        "feed-forward `replay` (RLlib's DQN), StatelessCartPole seeds 0-2, each cut at 150 s "
+        "(36-40k of the 200k env steps)",
+        "best smoothed return, 3 seeds",
+        "platform_r2d2_stateless_cartpole_replay_3seeds.json",
+        Value(("summary", "replay", "best_return")),
+        pub("the target", 350),
+        CMD_REPLAY,
         fmt="{:.0f}",
     ),
 )
