@@ -30,6 +30,7 @@ from rlsuite.bench import Benchmark, Row, Value, command, here
 
 ENV = "rlsuite/RepeatFirst-v0"
 OUT = "platform_r2d2_memory"
+"""The default results name (the row's file)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class Settings:
     """give a cell up after this long (a cut cell counts as unsolved, and says so)"""
     seed: int = 0
     """the seed of every cell"""
+    out: str = "platform_r2d2_memory"
+    """results name (another seed: another file)"""
 
 
 def plan_for(name: str, delay: int, seed: int):
@@ -144,7 +147,7 @@ def run(ctx) -> int:
     torch.set_num_threads(1)
     s = ctx.settings
     delays = sorted(int(k) for k in s.delays.split(","))
-    out = ctx.load(OUT).get("cells", {}) if ctx.resume else {}
+    out = ctx.load(s.out).get("cells", {}) if ctx.resume else {}
     cluster.init()
     try:
         for name in s.plans.split(","):
@@ -155,13 +158,13 @@ def run(ctx) -> int:
                     cell = learn(ctx, name, k)
                     cells.append(cell)
                     cells.sort(key=lambda c: c["delay"])
-                    ctx.save(OUT, summary(out, s))
+                    ctx.save(s.out, summary(out, s))
                 if not cell["solved"]:
                     break
     finally:
         cluster.shutdown()
-    ctx.save(OUT, summary(out, s))
-    ctx.save_plot(OUT, _plot(out, s))
+    ctx.save(s.out, summary(out, s))
+    ctx.save_plot(s.out, _plot(out, s))
     ctx.table([dict(plan=n, delay=c["delay"], solved=c["solved"], best=c["best_return"],
                     env_steps=c["env_steps_run"], wall_s=c["wall_s_run"])
                for n, cells in out.items() for c in cells], "RepeatFirst")  # fmt: skip
