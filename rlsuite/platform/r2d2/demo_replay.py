@@ -69,20 +69,20 @@ class DemoMixingBuffer:
         self.counts[0] += k
         self.counts[1] += n + k
         batch = list(batch)
-        if self.mark:  # the learner's large-margin term applies to demonstrated steps only
-            for e in batch:
-                e.extra_model_outputs["is_demo"] = _lookback([0.0] * len(e))
-        if not k:
+        if not k and not self.mark:
             return batch
-        demos = list(self.demos.sample(num_items=k, **kwargs))
-        for e in demos:
-            # per-step scalars, as the agent's buffer gives them (the uniform buffer gives
-            # arrays, which RLlib's batching would take for batches); importance weight 1
+        demos = list(self.demos.sample(num_items=k, **kwargs)) if k else []
+        for e in batch + demos:
+            # per-step scalars in every element, as the prioritised buffer gives them (the
+            # uniform one gives arrays, which RLlib's batching would take for batches)
             for key, buf in list(e.extra_model_outputs.items()):
                 e.extra_model_outputs[key] = _lookback(np.asarray(buf.data).reshape(-1).tolist())
-            e.extra_model_outputs["weights"] = _lookback([1.0] * len(e))
-            if self.mark:
-                e.extra_model_outputs["is_demo"] = _lookback([1.0] * len(e))
+        for e in demos:
+            e.extra_model_outputs["weights"] = _lookback([1.0] * len(e))  # importance weight 1
+        if self.mark:  # the learner's large-margin term applies to demonstrated steps only
+            for flag, part in ((0.0, batch), (1.0, demos)):
+                for e in part:
+                    e.extra_model_outputs["is_demo"] = _lookback([flag] * len(e))
         return batch + demos
 
     def update_priorities(self, priorities: Any, *args: Any, **kwargs: Any) -> Any:

@@ -96,11 +96,13 @@ def test_apex_learns_with_demonstrations_in_its_batches(ray_local, tmp_path):
 
 
 @pytest.mark.slow
-def test_replay_plan_mixes_demonstrations_into_rllibs_samples(ray_local, tmp_path):
+@pytest.mark.parametrize("prioritized", [True, False])
+def test_replay_plan_mixes_demonstrations_into_rllibs_samples(ray_local, tmp_path, prioritized):
     rho = 0.25
     plan = _demo_plan(
         "replay",
         rho,
+        prioritized=prioritized,
         large_margin_coeff=1.0,  # DQfD's term on the demonstrated steps
         num_env_runners=0,
         num_envs_per_env_runner=1,
