@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -60,16 +61,6 @@ def save_policy(backend: Any, plan: Any, steps: int, path: str) -> str:
     return path
 
 
-def greedy(backend: Any, plan: Any, steps: int, episodes: int, first: int) -> dict[str, Any]:
-    """``backend``'s current policy, saved and loaded as a controller, acting greedily on
-    ``episodes`` env seeds from ``first``."""
-    from rlsuite.platform.checkpoints import load_controller
-
-    with tempfile.TemporaryDirectory() as tmp:
-        return held_out(load_controller(save_policy(backend, plan, steps, tmp)), plan.env,
-                        episodes, first)  # fmt: skip
-
-
 def train(
     plan: Any,
     *,
@@ -82,17 +73,25 @@ def train(
     probe_every: int = 0,
     probe_episodes: int = 5,
 ) -> dict[str, Any]:
-    """Train ``plan`` until its smoothed training return reaches ``stop_return`` (with
-    ``probe_every``: until the policy's greedy mean return on ``probe_episodes`` probe seeds,
-    tried every ``probe_every`` env steps, does), ``max_env_steps`` env steps or
-    ``max_wall_s`` seconds; then its final policy acts greedily on ``eval_episodes``
-    held-out seeds. ``keep``: a folder to keep that policy's checkpoint in (else a temporary
-    one). Wall time counts from the first iteration, probes included."""
+    """Train ``plan`` until its smoothed training return reaches ``stop_return``,
+    ``max_env_steps`` env steps or ``max_wall_s`` seconds, then act greedily on
+    ``eval_episodes`` held-out seeds. Wall time counts from the first iteration.
+
+    With ``probe_every``, the policy acts greedily on ``probe_episodes`` probe seeds every
+    ``probe_every`` env steps; training stops when a probe's mean reaches ``stop_return``,
+    and the policy chosen is the one of the best probe (the last, without probes).
+    ``held_out`` is the chosen policy's, ``held_out_last`` the last one's. ``keep``: a
+    folder to copy the chosen policy's checkpoint to."""
     from rlsuite.platform.backends.registry import make_backend
     from rlsuite.platform.checkpoints import load_controller
 
+    def score(path: str, episodes: int, first: int) -> dict[str, Any]:
+        return held_out(load_controller(path), plan.env, episodes, first)
+
+    work = tempfile.mkdtemp(prefix="r2d3-")
+    chosen, probe, last = (os.path.join(work, d) for d in ("chosen", "probe", "last"))
     backend = make_backend(plan)
-    curve, probes, steps, best, reached = [], [], 0, -math.inf, None
+    curve, probes, steps, best, reached, chosen_at = [], [], 0, -math.inf, None, None
     t0 = time.perf_counter()
     try:
         while steps < max_env_steps and time.perf_counter() - t0 < max_wall_s:
@@ -105,22 +104,31 @@ def train(
             if len(curve) % 5 == 1:
                 say(f"{plan.name} seed {plan.seed}: {steps:>7} steps {wall:5.0f} s return "
                     f"{ret:7.1f} demo share {share:.2f}")  # fmt: skip
-            score = ret
+            stop = ret
             if probe_every:
-                score = -math.inf
+                stop = -math.inf
                 if steps >= (len(probes) + 1) * probe_every:
-                    score = greedy(backend, plan, steps, probe_episodes, PROBE_SEEDS)["mean"]
-                    probes.append((steps, round(time.perf_counter() - t0, 1), score))
-                    say(f"{plan.name} seed {plan.seed}: {steps:>7} steps, greedy probe {score:.1f}")
-            if score >= stop_return:
+                    shutil.rmtree(probe, ignore_errors=True)
+                    stop = score(save_policy(backend, plan, steps, probe), probe_episodes,
+                                 PROBE_SEEDS)["mean"]  # fmt: skip
+                    if not probes or stop >= max(p[2] for p in probes):
+                        shutil.rmtree(chosen, ignore_errors=True)
+                        os.replace(probe, chosen)
+                        chosen_at = steps
+                    probes.append((steps, round(time.perf_counter() - t0, 1), stop))
+                    say(f"{plan.name} seed {plan.seed}: {steps:>7} steps, greedy probe {stop:.1f}")
+            if stop >= stop_return:
                 reached = dict(env_steps=steps, wall_s=round(time.perf_counter() - t0, 1))
                 break
         wall_run = round(time.perf_counter() - t0, 1)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = save_policy(backend, plan, steps, keep or tmp)
-            final = held_out(load_controller(path), plan.env, eval_episodes)
+        final_last = score(save_policy(backend, plan, steps, last), eval_episodes, HELD_OUT_SEEDS)
+        final = score(chosen, eval_episodes, HELD_OUT_SEEDS) if chosen_at else final_last
+        if keep:
+            shutil.rmtree(keep, ignore_errors=True)
+            shutil.copytree(chosen if chosen_at else last, keep)
     finally:
         backend.stop()
+        shutil.rmtree(work, ignore_errors=True)
     say(f"{plan.name} seed {plan.seed}: {steps} steps, best {best:.1f}, held-out {final['mean']}")
     return dict(
         reached=reached is not None,
@@ -129,9 +137,13 @@ def train(
         env_steps_run=steps,
         wall_s_run=wall_run,
         held_out=final,
+        held_out_last=final_last,
+        chosen="the best greedy probe's policy" if chosen_at else "the last policy",
+        chosen_at_env_steps=chosen_at or steps,
         curve_columns=["env_steps", "wall_s", "return", "demo_share"],
         curve=curve,
         stopped_by="greedy probe" if probe_every else "smoothed training return",
+        probe_columns=["env_steps", "wall_s", "greedy_return"],
         probes=probes,
     )
 
