@@ -189,27 +189,24 @@ def record(
     """Run controller ``ctrl`` (``act``, optional ``reset`` and ``attach``) for
     ``episodes`` episodes seeded ``seed, seed + 1, ...`` and write its transitions as
     parquet at ``path``. A controller that does not fit the env (``name`` in the error)
-    is refused at its first action.
+    is refused at its first action. An env whose config needs a vector env of ``n > 1``
+    (a network's traffic lights in one simulation, ``rlsuite/SignalsShared-v0``) runs as
+    that vector env: the controller answers for all ``n`` at once and each sub-env's
+    steps are an episode of their own, for the one buffer the sub-envs share.
 
-    Returns ``{"episodes", "transitions", "return_mean"}``.
+    Returns ``{"episodes", "transitions", "return_mean"}`` (episodes of each sub-env).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    e = env_registry.make(env, env_config)
-    cols: dict[str, list] = {
-        k: []
-        for k in (
-            "eps_id",
-            "t",
-            "obs",
-            "actions",
-            "rewards",
-            "new_obs",
-            "terminateds",
-            "truncateds",
-        )
-    }
+    n = env_registry.vector_size(env_registry.spec(env), env_config) or 1
+    e = (
+        env_registry.make_vector(env, n, env_config)
+        if n > 1
+        else env_registry.make(env, env_config)
+    )
+    keys = ("eps_id", "t", "obs", "actions", "rewards", "new_obs", "terminateds", "truncateds")
+    cols: dict[str, list] = {k: [] for k in keys}
     returns = []
     name = name or getattr(ctrl, "name", "") or type(ctrl).__name__
     try:
@@ -219,30 +216,31 @@ def record(
             if hasattr(ctrl, "reset"):
                 ctrl.reset(seed + ep)
             obs, _ = e.reset(seed=seed + ep)
-            total, t = 0.0, 0
+            total, t = np.zeros(n), 0
             while True:
                 a = _first_act(ctrl, e, obs, name, env) if not cols["t"] else ctrl.act(obs)
                 nobs, r, term, trunc, _ = e.step(a)
-                cols["eps_id"].append(f"{seed}-{ep}")
-                cols["t"].append(t)
-                cols["obs"].append(np.asarray(obs, dtype=np.float32).ravel().tolist())
-                cols["actions"].append(a.tolist() if isinstance(a, np.ndarray) else a)
-                cols["rewards"].append(float(r))
-                cols["new_obs"].append(np.asarray(nobs, dtype=np.float32).ravel().tolist())
-                cols["terminateds"].append(bool(term))
-                cols["truncateds"].append(bool(trunc))
-                total += float(r)
+                subs = zip(*(np.reshape(x, (n, -1)) if k < 3 else np.reshape(x, (n,))
+                             for k, x in enumerate((obs, a, nobs, r, term, trunc))))  # fmt: skip
+                for i, (o, ai, no, ri, te, tr) in enumerate(subs):
+                    act = ai.item() if n > 1 else a.tolist() if isinstance(a, np.ndarray) else a
+                    row = (f"{seed}-{ep}" + (f"-{i}" if n > 1 else ""), t,
+                           np.asarray(o, np.float32).ravel().tolist(), act, float(ri),
+                           np.asarray(no, np.float32).ravel().tolist(), bool(te), bool(tr))  # fmt: skip
+                    for k, v in zip(keys, row):
+                        cols[k].append(v)
+                total += np.reshape(r, (n,))
                 t += 1
                 obs = nobs
-                if term or trunc:
+                if np.any(term) or np.any(trunc):
                     break
-            returns.append(total)
+            returns.extend(total.tolist())
     finally:
         e.close()
     os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
     pq.write_table(pa.table(cols), path)
     return {
-        "episodes": float(episodes),
+        "episodes": float(episodes * n),
         "transitions": float(len(cols["t"])),
         "return_mean": float(np.mean(returns)),
     }

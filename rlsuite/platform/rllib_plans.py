@@ -430,7 +430,9 @@ class QPlan(RLlibPlan):
     or ``package.module:Factory``, recorded on N seeded episodes); each learner batch
     element is one of them with probability ``demo_ratio`` (``replay``:
     :mod:`rlsuite.platform.r2d2.demo_replay`; ``apex``: :mod:`rlsuite.platform.r2d2.demo_apex`).
-    Single-agent envs. ``""``: none."""
+    Single-agent envs, and vector envs whose sub-envs share the one buffer (a network's
+    lights on ``rlsuite/SignalsShared-v0``: each light's steps recorded as its own
+    episodes). ``""``: none."""
     demo_ratio: float = 0.25
     """The probability that an element of a learner batch is a demonstration (R2D3's
     rho: 1/256 on its hard 3-D tasks; DI-engine's LunarLander setup: 1/4)."""
@@ -460,7 +462,9 @@ class QPlan(RLlibPlan):
         if self.demonstrations:
             _check(
                 not env_registry.spec(self.env).multi_agent,
-                f"demonstrations in replay are for single-agent envs; {self.env!r} is multi-agent",
+                f"demonstrations in replay are for single-agent envs; {self.env!r} is multi-agent "
+                "(agents that share one policy and one buffer run as one vector env, as "
+                "rlsuite/SignalsShared-v0 runs a network's lights)",
             )
             demo_sources.check_source(
                 self.demonstrations, self.env, self.env_config, "demonstrations"
