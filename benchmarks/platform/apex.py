@@ -18,9 +18,6 @@ The scaling to 15 runners on the 16-core device machine (the runners of
 ``rlsuite bench run platform_device``) is not measured: no such machine has been lent.
 """
 
-import os
-import statistics
-import time
 from dataclasses import dataclass
 
 from rlsuite.bench import Benchmark, Row, Value, command, here, pub
@@ -42,89 +39,11 @@ class Settings:
     """throughput: seconds measured per cell"""
 
 
-def learning_plan(seed: int):
-    from rlsuite.platform.optimizers import make_plan
-
-    return make_plan(
-        "apex",
-        env="CartPole-v1",
-        num_env_runners=3,
-        num_envs_per_env_runner=1,
-        num_replay_shards=2,
-        buffer_size=20_000,
-        target_update_freq=500,
-        training_intensity=4.0,
-        seed=seed,
-    )
-
-
-def learn(ctx, seed: int) -> dict:
-    from rlsuite.platform.backends.rllib import RLlibBackend
-    from rlsuite.platform.benchmarking.to_target import train_to_target
-
-    s, curve = ctx.settings, []
-
-    def point(steps: int, wall: float, row: dict) -> None:
-        ret = row["episode_return_mean"]
-        curve.append(
-            dict(
-                env_steps=steps,
-                wall_s=round(wall, 1),
-                episode_return_mean=ret,
-                updates_per_s=row.get("updates_per_s"),
-                learner_utilisation=row.get("learner_utilisation"),
-            )
-        )
-        ctx.say(f"seed {seed}: {steps:>7} steps {wall:6.0f} s  return {ret:6.1f}")
-
-    run = train_to_target(
-        RLlibBackend(learning_plan(seed)), s.target, s.max_env_steps, s.max_wall_s, point
-    )
-    return dict(reached=run.reached is not None, **(run.reached or {}), curve=curve)
-
-
-def measure(ctx, plan_name: str, runners: int) -> dict:
-    from ray.rllib.utils.metrics import (
-        ALL_MODULES,
-        LEARNER_RESULTS,
-        NUM_ENV_STEPS_TRAINED_LIFETIME,
-    )
-
-    from rlsuite.platform.backends.rllib import RLlibBackend
-    from rlsuite.platform.optimizers import make_plan
-
-    plan = make_plan(plan_name, env="CartPole-v1", num_env_runners=runners, seed=0)
-    backend = RLlibBackend(plan)
-
-    def trained() -> float:
-        key = (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME)
-        return float(backend.algo.metrics.peek(key, default=0))
-
-    try:
-        while trained() == 0:  # warm up until the learner has started
-            backend.train()
-        rows, t0, done0 = [], time.perf_counter(), trained()
-        while time.perf_counter() - t0 < ctx.settings.measure_s:
-            rows.append(backend.train())
-        wall = time.perf_counter() - t0
-        updates = (trained() - done0) / plan.train_batch_size
-        busy = [r["learner_utilisation"] for r in rows if "learner_utilisation" in r]
-        return dict(
-            samples_per_s=sum(r["env_steps_this_iter"] for r in rows) / wall,
-            updates_per_s=updates / wall,
-            learner_utilisation=statistics.mean(busy) if busy else None,
-            weight_staleness=statistics.mean(r["weight_staleness"] for r in rows) if busy else None,
-            wall_s=round(wall, 1),
-            iterations=len(rows),
-        )
-    finally:
-        backend.stop()
-
-
 def run(ctx):
     import ray
 
     from rlsuite.platform import cluster
+    from rlsuite.platform.benchmarking.apex_cells import learn, learning_summary, measure
 
     s = ctx.settings
     cluster.init()
@@ -134,7 +53,7 @@ def run(ctx):
             out = ctx.load("platform_apex_learning").get("seeds", {})
             for seed in seeds:
                 if str(seed) not in out:
-                    out[str(seed)] = learn(ctx, seed)
+                    out[str(seed)] = learn(seed, s, ctx.say)
                     ctx.save("platform_apex_learning", learning_summary(out, s))
             summary = learning_summary(out, s)["summary"]
             ctx.table([summary], "apex, CartPole-v1 to 150")
@@ -149,7 +68,7 @@ def run(ctx):
             cells = {}
             for n in [int(x) for x in s.runners.split(",")]:
                 for name in ("replay", "apex"):
-                    cells.setdefault(name, {})[str(n)] = measure(ctx, name, n)
+                    cells.setdefault(name, {})[str(n)] = measure(name, n, s.measure_s)
                     ctx.say(f"{name} {n} runners: {cells[name][str(n)]}")
             ratio = {
                 n: cells["apex"][n]["samples_per_s"] / cells["replay"][n]["samples_per_s"]
@@ -189,25 +108,6 @@ def run(ctx):
     finally:
         if ray.is_initialized():
             cluster.shutdown()
-
-
-def learning_summary(out: dict, s: Settings) -> dict:
-    done = [v for v in out.values() if v["reached"]]
-    return dict(
-        seeds=out,
-        summary=dict(
-            seeds=len(out),
-            reached=len(done),
-            all_reached=len(done) == len(out),
-            median_env_steps_to_target=statistics.median(v["env_steps"] for v in done)
-            if done
-            else None,
-            median_wall_s_to_target=statistics.median(v["wall_s"] for v in done) if done else None,
-            target=s.target,
-            max_env_steps=s.max_env_steps,
-            cpus=os.cpu_count(),
-        ),
-    )
 
 
 THROUGHPUT = command("platform_apex", "--part throughput --runners 1,2 --measure-s 30")
