@@ -20,7 +20,6 @@ Pass criterion (the issue's, at SF 1): >= 80% of the oracle's total-time gain on
 held-out shapes, nothing served slower, 0 wrong.
 """
 
-import time
 from dataclasses import dataclass
 
 from rlsuite.apps.queryopt.heldout import HeldOutSettings
@@ -55,75 +54,9 @@ class Settings(HeldOutSettings):
     """results name"""
 
 
-def _names(shapes: str) -> list[str]:
-    from rlsuite.apps.queryopt.workloads.shapes import check_shapes
-
-    return check_shapes([x.strip() for x in shapes.split(",") if x.strip()])
-
-
-def _queries(db, w, s) -> dict[int, tuple[str, str]]:
-    """Query id -> (shape, sql): the training shapes' queries, then the held-out ones'."""
-    from rlsuite.apps.queryopt.workloads.shapes import generate, planned_by
-
-    plans = planned_by(db, w.schema)
-    out: list[tuple[str, str]] = []
-    for i, names in enumerate((s.train_shapes, s.held_shapes)):
-        out += generate(s.n, s.query_seed + i, _names(names), accept=plans)
-    return dict(enumerate(out))
-
-
-def _search(ctx, db, w, qs, cache, payload) -> None:
-    from rlsuite.apps.queryopt.oracle import result_dict, search
-
-    s = ctx.settings
-    cap_ms = int(s.cap_s * 1000)
-    train = _names(s.train_shapes)
-    for n, (shape, sql) in qs.items():
-        if str(n) in payload["searches"] or (str(n) in payload["fast"] and shape not in train):
-            continue
-        a = db.run(sql, w.schema, cap_ms)
-        if not a.timed_out:
-            a = db.run(sql, w.schema, cap_ms)  # the second run counts
-        o = s.cap_s if a.timed_out else a.runtime_s
-        if o < s.min_s and shape not in train:  # no gain to share; trained on all the same
-            payload["fast"][str(n)] = round(o, 4)
-            continue
-        t = time.time()
-        res = search(db, w.schema, sql, cache, o, cap_ms, s.depth, s.beam or None)
-        payload["searches"][str(n)] = dict(result_dict(res), shape=shape, orig_capped=a.timed_out)
-        ctx.save(s.out, payload)
-        ctx.say(f"[dim]{n:3d} {shape:18s} {o:7.3f} s -> oracle {res.best_s:7.3f} s {list(res.best)} ({time.time() - t:.0f} s)[/]")  # fmt: skip
-
-
-def _by_shape(held: list[dict], qs) -> dict:
-    out: dict[str, dict] = {}
-    for r in held:
-        e = out.setdefault(qs[r["query"]][0], {"queries": 0, "postgres_s": 0.0, "dqn_s": 0.0, "oracle_s": 0.0})  # fmt: skip
-        e["queries"] += 1
-        e["postgres_s"] += r["orig_s"]
-        e["dqn_s"] += r["dqn"]["s"]
-        e["oracle_s"] += r["oracle"]["s"]
-    return {k: {c: round(v, 3) for c, v in e.items()} for k, e in out.items()}
-
-
-def plot(ctx, held: list[dict], summ: dict, qs) -> None:
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(held) + 2), 4))
-    for off, key in ((-0.27, "greedy"), (0.0, "dqn"), (0.27, "oracle")):
-        ax.bar([i + off for i in range(len(held))], [r["orig_s"] / max(r[key]["s"], 1e-6) for r in held], 0.27, label=key)  # fmt: skip
-    ax.axhline(1.0, color="k", lw=0.6)
-    ax.set_yscale("log")
-    ax.set_xticks(range(len(held)), [qs[r["query"]][0] for r in held], fontsize=6, rotation=90)
-    ax.set_title(f"held-out shapes, TPC-DS SF {ctx.settings.scale:g}: DQN gain {summ['dqn_gain_s']:.2f} s of the oracle's {summ['oracle_gain_s']:.2f} s ({summ['dqn_over_oracle']:.0%})", fontsize=9)  # fmt: skip
-    ax.set(ylabel="speed-up over PostgreSQL (log)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    ctx.save_plot(ctx.settings.out, fig)
-
-
 def run(ctx) -> int:
     from rlsuite.apps.queryopt import heldout as H
+    from rlsuite.apps.queryopt import shapes_heldout as SH
     from rlsuite.apps.queryopt.benchmarking import database
     from rlsuite.apps.queryopt.oracle import RuntimeCache
     from rlsuite.apps.queryopt.train import LearnedRewriter
@@ -139,13 +72,13 @@ def run(ctx) -> int:
     payload = {"searches": old.get("searches", {}), "fast": old.get("fast", {})}
     with database(s.dsn) as db:
         w.ensure(db)
-        qs = _queries(db, w, s)
+        qs = SH.split_queries(db, w, s)
         payload["queries"] = {str(n): {"shape": sh, "sql": sql} for n, (sh, sql) in qs.items()}
         check = H.RowChecker(db, w, cache, cap_ms)
         try:
-            _search(ctx, db, w, qs, cache, payload)
+            SH.search_split(s, db, w, qs, cache, payload, lambda p: ctx.save(s.out, p), ctx.say)
             searched = {int(k): v for k, v in payload["searches"].items()}
-            train_q = [n for n in searched if qs[n][0] in _names(s.train_shapes)]
+            train_q = [n for n in searched if qs[n][0] in SH.names(s.train_shapes)]
             run_dir = ctx.run_dir(f"runs/bench/{s.out}")
             train_q, tinfo = H.train_split(db, s, "", searched, {n: q[1] for n, q in qs.items()}, run_dir, train_q)  # fmt: skip
             rw = LearnedRewriter(run_dir, db.dsn, workload="tpcds", workload_config={"scale": s.scale}, timeout_ms=cap_ms)  # fmt: skip
@@ -156,11 +89,11 @@ def run(ctx) -> int:
         finally:
             check.close()
     summ = H.split_summary(held)
-    summ["by_shape"] = _by_shape(held, qs)
+    summ["by_shape"] = SH.by_shape(held, qs)
     payload.update(trained_on=train_q, train=tinfo, held_out=held, summary=summ)
     payload["timings"] = {"runs": cache.timings, "timed_s": round(cache.timed_s, 1)}
     ctx.save(s.out, payload)
-    plot(ctx, held, summ, qs)
+    ctx.save_plot(s.out, SH.figure(held, summ, qs, s.scale))
     keys = ("queries", "postgres_s", "greedy_s", "dqn_s", "oracle_s", "dqn_over_oracle")
     ctx.table([{c: summ[c] for c in keys}], f"TPC-DS SF {s.scale:g}, held-out shapes {s.held_shapes}")  # fmt: skip
     return ctx.verdict({

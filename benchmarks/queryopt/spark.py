@@ -8,7 +8,6 @@ Each workload is loaded as Parquet; the model trains on ``train`` queries with t
 every rewrite's rows are compared with Spark's answer before use. The hand rewrite (one rule
 on every query) is measured beside it."""
 
-import time
 from dataclasses import dataclass
 
 from rlsuite.bench import Benchmark, Row, Value, here
@@ -52,71 +51,15 @@ class Settings:
     """results name"""
 
 
-def passed(name: str, s: dict, cheap: bool = False) -> bool:
-    """The workload's target on a summary (udf: ``cheap`` for the cheap cost)."""
-    if name == "joins":
-        ok = s["geomean_speedup"] >= 10
-    elif name == "tpch":
-        ok = s["total_rewritten_s"] <= s["total_postgres_s"] and s["regressions"] == 0
-    else:
-        ok = s["regressions"] == 0 if cheap else s["geomean_speedup"] >= 4
-    return bool(ok and s["wrong_results"] == 0)
-
-
-def train(ctx, eng, name: str, wcfg: dict, queries: int, iterations: int) -> tuple[str, dict]:
-    import shutil
-
-    from rlsuite.apps.queryopt import train as T
-    from rlsuite.platform import cluster
-
-    s = ctx.settings
-    run_dir = f"{ctx.run_dir('runs/bench/queryopt_spark')}/{name}"
-    shutil.rmtree(run_dir, ignore_errors=True)
-    cfg = T.TrainConfig(
-        engine="spark", master=s.master, spark_dir=str(eng.home), workload=name, workload_config=wcfg,
-        num_queries=queries, max_steps=s.max_steps, timeout_ms=s.train_timeout_ms, iterations=iterations,
-        env_steps_per_iteration=s.env_steps, learning_starts=min(100, s.env_steps * 2),
-        epsilon_timesteps=iterations * s.env_steps // 3, repeat=s.repeat,
-    )  # fmt: skip
-    t0 = time.time()
-    with cluster.local_cluster(num_cpus=2):
-        res = T.train(cfg, run_dir, progress=True)
-    return run_dir, dict(iterations=res.iterations, env_steps=res.env_steps, wall_s=time.time() - t0, final_return=res.final_return)  # fmt: skip
-
-
-def test(ctx, eng, rw, w, n: int, explain: bool = True) -> dict:
-    """The held-out comparison of rewriter ``rw`` on ``n`` queries of ``w``, with each
-    decision's reasons and Catalyst's own plan of each query."""
-    from rlsuite.apps.queryopt.bench import compare
-
-    queries, reasons, chosen = w.queries("test", n, 0), [], []
-    inner = rw.rewrite
-
-    def rewrite(sql, check=True):
-        d = inner(sql, check)
-        reasons.append(d.reasons)
-        chosen.append({"sql": d.sql, "settings": d.settings} if d.applied else None)
-        return d
-
-    rw.rewrite = rewrite
-    try:
-        b = compare(eng, w, queries, rw, timeout_ms=ctx.settings.timeout_ms, repeat=ctx.settings.repeat, baseline="Spark")  # fmt: skip
-    finally:
-        rw.close()
-    d = {**b.to_dict(), "reasons": reasons, "chosen": chosen}
-    if explain:
-        d["plans"] = [eng.explain(q, w.schema, w.settings())["operators"] for q in queries]
-    return d
-
-
 def run(ctx) -> int:
     from rlsuite.apps.queryopt import train as T
     from rlsuite.apps.queryopt.benchmarking import speedup_plot
     from rlsuite.apps.queryopt.engines.spark import SparkEngine, ensure_workload
+    from rlsuite.apps.queryopt.spark_learned import passed, test, train
     from rlsuite.apps.queryopt.spark_rules import SparkRules
     from rlsuite.apps.queryopt.workloads import get
 
-    s = ctx.settings
+    s, root = ctx.settings, ctx.run_dir("runs/bench/queryopt_spark")
     wl, costs = s.workloads.split(","), [int(c) for c in s.costs.split(",")]
     if set(wl) - {"joins", "udf", "tpch"}:
         raise ValueError(f"--workloads: any of joins, udf, tpch; got {s.workloads!r}")
@@ -128,24 +71,24 @@ def run(ctx) -> int:
 
     def hand(w, n, rule):
         rw = SparkRules(eng, w.schema, [rule], w.settings(), timeout_ms=s.timeout_ms)
-        return {**test(ctx, eng, rw, w, n, explain=False)["summary"], "rule": rule}
+        return {**test(s, eng, rw, w, n, explain=False)["summary"], "rule": rule}
 
     panels = []
     try:
         if "joins" in wl:
             w = get("joins")
             ensure_workload(eng, w)
-            run_dir, tr = train(ctx, eng, "joins", {}, s.train_queries, s.iterations)
-            res = test(ctx, eng, learned(run_dir, w, {}), w, s.joins_test_queries)
+            run_dir, tr = train(s, root, eng, "joins", {}, s.train_queries, s.iterations)
+            res = test(s, eng, learned(run_dir, w, {}), w, s.joins_test_queries)
             out["workloads"]["joins"] = {"train": tr, "hand_rewrite": hand(w, s.joins_test_queries, "eager_aggregation"), **res, "pass": passed("joins", res["summary"])}  # fmt: skip
             panels.append(("joins", out["workloads"]["joins"]))
         if "udf" in wl:
             ensure_workload(eng, get("udf", udf_cost=s.train_cost))
-            run_dir, tr = train(ctx, eng, "udf", {"udf_cost": s.train_cost}, s.train_queries, s.iterations)  # fmt: skip
+            run_dir, tr = train(s, root, eng, "udf", {"udf_cost": s.train_cost}, s.train_queries, s.iterations)  # fmt: skip
             per_cost = {}
             for c in costs:
                 wc = get("udf", udf_cost=c)
-                res = test(ctx, eng, learned(run_dir, wc, {"udf_cost": c}), wc, s.udf_test_queries)
+                res = test(s, eng, learned(run_dir, wc, {"udf_cost": c}), wc, s.udf_test_queries)
                 res["hand_rewrite"] = hand(wc, s.udf_test_queries, "filter_after_aggregation")
                 per_cost[str(c)] = {**res, "pass": passed("udf", res["summary"], cheap=c == min(costs))}  # fmt: skip
                 panels.append((f"udf, cost {c}", per_cost[str(c)]))
@@ -153,8 +96,10 @@ def run(ctx) -> int:
         if "tpch" in wl:
             w = get("tpch")
             ensure_workload(eng, w)
-            run_dir, tr = train(ctx, eng, "tpch", {}, s.tpch_train_queries, max(s.iterations, 15))
-            res = test(ctx, eng, learned(run_dir, w, {}), w, s.tpch_test_queries)
+            run_dir, tr = train(
+                s, root, eng, "tpch", {}, s.tpch_train_queries, max(s.iterations, 15)
+            )
+            res = test(s, eng, learned(run_dir, w, {}), w, s.tpch_test_queries)
             out["workloads"]["tpch"] = {"train": tr, **res, "pass": passed("tpch", res["summary"])}
             panels.append(("TPC-H", out["workloads"]["tpch"]))
     finally:

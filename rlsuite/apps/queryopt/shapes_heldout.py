@@ -1,0 +1,80 @@
+"""Generated subquery shapes split into those the DQN trains on and those held out
+(``rlsuite bench run queryopt_generated_learn``): the split's queries, the oracle's searches
+of them, the held-out results by shape, and the figure against greedy and the oracle."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def names(shapes: str) -> list[str]:
+    """The shapes named in a comma-separated list, checked."""
+    from rlsuite.apps.queryopt.workloads.shapes import check_shapes
+
+    return check_shapes([x.strip() for x in shapes.split(",") if x.strip()])
+
+
+def split_queries(db, w, s: Any) -> dict[int, tuple[str, str]]:
+    """Query id -> (shape, sql): the training shapes' queries, then the held-out ones'."""
+    from rlsuite.apps.queryopt.workloads.shapes import generate, planned_by
+
+    plans = planned_by(db, w.schema)
+    out: list[tuple[str, str]] = []
+    for i, names in enumerate((s.train_shapes, s.held_shapes)):
+        out += generate(s.n, s.query_seed + i, names(names), accept=plans)
+    return dict(enumerate(out))
+
+
+def search_split(s: Any, db, w, qs, cache, payload: dict, save: Callable[[dict], Any], say: Callable[[str], None]) -> None:  # fmt: skip
+    """The oracle's search of each query not yet searched (a held-out query faster than
+    ``s.min_s`` natively is only noted), ``payload`` saved after each."""
+    from rlsuite.apps.queryopt.oracle import result_dict, search
+
+    cap_ms = int(s.cap_s * 1000)
+    train = names(s.train_shapes)
+    for n, (shape, sql) in qs.items():
+        if str(n) in payload["searches"] or (str(n) in payload["fast"] and shape not in train):
+            continue
+        a = db.run(sql, w.schema, cap_ms)
+        if not a.timed_out:
+            a = db.run(sql, w.schema, cap_ms)  # the second run counts
+        o = s.cap_s if a.timed_out else a.runtime_s
+        if o < s.min_s and shape not in train:  # no gain to share; trained on all the same
+            payload["fast"][str(n)] = round(o, 4)
+            continue
+        t = time.time()
+        res = search(db, w.schema, sql, cache, o, cap_ms, s.depth, s.beam or None)
+        payload["searches"][str(n)] = dict(result_dict(res), shape=shape, orig_capped=a.timed_out)
+        save(payload)
+        say(f"[dim]{n:3d} {shape:18s} {o:7.3f} s -> oracle {res.best_s:7.3f} s {list(res.best)} ({time.time() - t:.0f} s)[/]")  # fmt: skip
+
+
+def by_shape(held: list[dict], qs) -> dict:
+    """Per shape: queries and the total seconds of PostgreSQL, the DQN and the oracle."""
+    out: dict[str, dict] = {}
+    for r in held:
+        e = out.setdefault(qs[r["query"]][0], {"queries": 0, "postgres_s": 0.0, "dqn_s": 0.0, "oracle_s": 0.0})  # fmt: skip
+        e["queries"] += 1
+        e["postgres_s"] += r["orig_s"]
+        e["dqn_s"] += r["dqn"]["s"]
+        e["oracle_s"] += r["oracle"]["s"]
+    return {k: {c: round(v, 3) for c, v in e.items()} for k, e in out.items()}
+
+
+def figure(held: list[dict], summ: dict, qs, scale: float):
+    """Each held-out query's speed-up under greedy, the DQN and the oracle (log)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(held) + 2), 4))
+    for off, key in ((-0.27, "greedy"), (0.0, "dqn"), (0.27, "oracle")):
+        ax.bar([i + off for i in range(len(held))], [r["orig_s"] / max(r[key]["s"], 1e-6) for r in held], 0.27, label=key)  # fmt: skip
+    ax.axhline(1.0, color="k", lw=0.6)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(held)), [qs[r["query"]][0] for r in held], fontsize=6, rotation=90)
+    ax.set_title(f"held-out shapes, TPC-DS SF {scale:g}: DQN gain {summ['dqn_gain_s']:.2f} s of the oracle's {summ['oracle_gain_s']:.2f} s ({summ['dqn_over_oracle']:.0%})", fontsize=9)  # fmt: skip
+    ax.set(ylabel="speed-up over PostgreSQL (log)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
