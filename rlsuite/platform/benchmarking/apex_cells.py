@@ -16,16 +16,10 @@ def learning_plan(seed: int):
     from rlsuite.platform.optimizers import make_plan
 
     return make_plan(
-        "apex",
-        env="CartPole-v1",
-        num_env_runners=3,
-        num_envs_per_env_runner=1,
-        num_replay_shards=2,
-        buffer_size=20_000,
-        target_update_freq=500,
-        training_intensity=4.0,
+        "apex", env="CartPole-v1", num_env_runners=3, num_envs_per_env_runner=1,
+        num_replay_shards=2, buffer_size=20_000, target_update_freq=500, training_intensity=4.0,
         seed=seed,
-    )
+    )  # fmt: skip
 
 
 def learn(seed: int, s: Any, say: Callable[[str], None]) -> dict:
