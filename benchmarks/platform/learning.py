@@ -19,7 +19,6 @@ budget, and ours' median wall time to it is at most 0.6x RLlib's.
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass
 
@@ -43,48 +42,29 @@ class Settings:
     """add the cells of these results names (other runs) to OUT, and run nothing"""
 
 
-def _picked(text: str, known: list[str], what: str) -> list[str]:
-    given = [x for x in text.split(",") if x] or known
-    for x in given:
-        if x not in known:
-            near = difflib.get_close_matches(x, known, n=1)
-            raise ValueError(
-                f"unknown {what} {x!r}" + (f"; did you mean {near[0]!r}?" if near else "")
-            )
-    return given
-
-
 def _load(ctx, stem: str) -> dict:
     path = ctx.path(stem)
     return json.loads(path.read_text()) if path.exists() else {}
 
 
 def _finish(ctx, results: dict) -> None:
-    from rlsuite.platform.benchmarking import learning_report as report
-    from rlsuite.platform.benchmarking.learning_tasks import TASKS, describe
+    from rlsuite.platform.benchmarking.learning_report import finish
 
-    results["tasks"] = {k: describe(t) for k, t in TASKS.items()}
-    results["summary"] = report.summarise(results)
-    results["overlap_vs_default"] = report.overlap_vs_default(results["summary"], results["cells"])
-    results["at_common_steps"] = report.at_common_steps(results)
-    results["criterion"] = (
-        "every seed of ours reaches RLlib's threshold within RLlib's budget, and ours' median "
-        f"wall time to it is <= {report.WALL_TARGET}x RLlib's"
-    )
+    fig = finish(results)
     ctx.save(ctx.settings.out, results)
-    fig = report.plot(results)
     if fig is not None:
         ctx.save_plot(ctx.settings.out, fig)
 
 
 def run(ctx) -> int:
+    from rlsuite.bench.settings import picked
     from rlsuite.platform.benchmarking import learning_cells as cells_
     from rlsuite.platform.benchmarking.learning_report import table_rows
     from rlsuite.platform.benchmarking.learning_tasks import TASKS
 
     s = ctx.settings
-    tasks = _picked(s.tasks, list(TASKS), "task")
-    impls = _picked(s.impls, sorted({i for t in TASKS.values() for i in t.impls}), "impl")
+    tasks = picked(s.tasks, list(TASKS), "task")
+    impls = picked(s.impls, sorted({i for t in TASKS.values() for i in t.impls}), "impl")
     results = _load(ctx, s.out)
     cells = results.setdefault("cells", {})
     for stem in s.merge:  # other runs' cells (e.g. a row run on a larger machine)

@@ -26,14 +26,13 @@ class Settings:
 
 
 def run(ctx) -> int:
+    from rlsuite.bench.settings import picked
     from rlsuite.platform.benchmarking import es_rows
     from rlsuite.platform.envs import spec
 
     s = ctx.settings
-    tasks, impls = s.tasks.split(","), s.impls.split(",")
-    for what, given, known in (("task", tasks, es_rows.TASKS), ("impl", impls, es_rows.IMPLS)):
-        if bad := [x for x in given if x not in known]:
-            raise ValueError(f"unknown {what} {bad[0]!r}; choose from {', '.join(known)}")
+    tasks = picked(s.tasks, list(es_rows.TASKS), "task")
+    impls = picked(s.impls, list(es_rows.IMPLS), "impl")
     for key in tasks:
         spec(es_rows.TASKS[key].env)  # without MuJoCo: the install line, before any run
     path = ctx.path(s.out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import difflib
 import inspect
 import textwrap
 import typing
@@ -78,3 +79,16 @@ def settings_from(cls: type, args: argparse.Namespace, quick: Mapping[str, Any])
         if given is not None:
             values[name] = tuple(given) if isinstance(given, list) else given
     return cls(**values)
+
+
+def picked(text: str, known: list[str], what: str) -> list[str]:
+    """The comma-separated names in ``text`` (all of ``known`` when none), each checked: an
+    unknown one is a one-line error naming the nearest known one."""
+    given = [x for x in text.split(",") if x] or known
+    for x in given:
+        if x not in known:
+            near = difflib.get_close_matches(x, known, n=1)
+            raise ValueError(
+                f"unknown {what} {x!r}" + (f"; did you mean {near[0]!r}?" if near else "")
+            )
+    return given

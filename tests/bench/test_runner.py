@@ -120,3 +120,12 @@ def test_quick_flags_of_a_script():
         "--no-flat",
     ]
     assert runner.quick_flags(("all", "60")) == ["all", "60"]
+
+
+def test_picked_names_are_all_by_default_and_an_unknown_one_names_the_nearest():
+    from rlsuite.bench.settings import picked
+
+    assert picked("", ["a", "bb"], "task") == ["a", "bb"]
+    assert picked("bb,", ["a", "bb"], "task") == ["bb"]
+    with pytest.raises(ValueError, match="unknown task 'b'; did you mean 'bb'"):
+        picked("b", ["a", "bb"], "task")

@@ -47,3 +47,10 @@ def test_cells_all_at_the_budget_need_no_common_step_comparison():
     a = _cell("ours", 0, [[500, 1.0, 100.0, 100], [1000, 2.0, 900.0, 100]])
     b = _cell("rllib", 0, [[500, 1.0, 80.0, 100], [1000, 2.0, 700.0, 100]])
     assert report.at_common_steps({"cells": {"a": a, "b": b}}) == {}
+
+
+def test_finish_completes_the_results_and_draws_nothing_without_cells():
+    results = {"cells": {}}
+    assert report.finish(results) is None
+    assert set(results) == {"cells", "tasks", "summary", "overlap_vs_default", "at_common_steps", "criterion"}  # fmt: skip
+    assert f"<= {report.WALL_TARGET}x" in results["criterion"]

@@ -233,3 +233,19 @@ def plot(results: dict[str, Any]) -> Any:
         )
         ax.legend()
     return fig
+
+
+def finish(results: dict):
+    """``results`` completed with the rows described, the summary, overlap against the
+    default, the comparison at common steps and the criterion; the figure (None: no cells)."""
+    from rlsuite.platform.benchmarking.learning_tasks import describe
+
+    results["tasks"] = {k: describe(t) for k, t in TASKS.items()}
+    results["summary"] = summarise(results)
+    results["overlap_vs_default"] = overlap_vs_default(results["summary"], results["cells"])
+    results["at_common_steps"] = at_common_steps(results)
+    results["criterion"] = (
+        "every seed of ours reaches RLlib's threshold within RLlib's budget, and ours' median "
+        f"wall time to it is <= {WALL_TARGET}x RLlib's"
+    )
+    return plot(results)
