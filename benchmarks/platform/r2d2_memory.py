@@ -176,6 +176,24 @@ def run(ctx) -> int:
 
 CMD = command("platform_r2d2_memory")
 
+
+def _seed_row(seed: int) -> Row:
+    """``r2d2``'s longest delay on another seed (its own run and file, ``replay`` not rerun:
+    a feed-forward policy is at chance for any k >= 1)."""
+    out = f"{OUT}_r2d2_seed{seed}"
+    return Row(
+        "platform",
+        "`r2d2` (R2D2) on RepeatFirst: repeat the first observation after k steps "
+        "(k = 0, 1, 2, 4, ..., 64; 20k env steps each)",
+        f"longest delay k solved (smoothed return >= 0.8; seed {seed})",
+        f"{out}.json",
+        Value(("longest_solved", "r2d2")),
+        here("feed-forward `replay`, seed 0's run", "longest_solved", "replay", file=f"{OUT}.json"),
+        command("platform_r2d2_memory", f"--plans r2d2 --seed {seed} --out {out}"),
+        fmt="{:.0f}",
+    )
+
+
 BENCHMARK = Benchmark(
     run=run,
     settings=Settings,
@@ -193,5 +211,6 @@ BENCHMARK = Benchmark(
             CMD,
             fmt="{:.0f}",
         ),
+        *(_seed_row(seed) for seed in (1, 2)),
     ),
 )
