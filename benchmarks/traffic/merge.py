@@ -41,25 +41,6 @@ class Settings:
     """results name"""
 
 
-class EntranceMeter:
-    """The probe: each AV holds 4 m/s over the first 15% of the highway (IDM under a 10 m
-    gap), then drives as the humans; the cars held behind it wait off the road."""
-
-    def __init__(self):
-        from rlsuite.apps.traffic import controllers
-        from rlsuite.apps.traffic.envs.merge import baseline_options
-
-        self.idm = controllers.IDMController(**baseline_options("idm"))
-
-    def reset(self, seed=None) -> None:
-        pass
-
-    def act(self, obs: dict) -> dict:
-        hold = {a: o[5] < 0.15 and o[2] * 270.0 > 10.0 for a, o in obs.items()}
-        return {a: np.array([np.clip(4.0 - o[0] * 15.0, -1.5, 1.5)], np.float32) if hold[a]
-                else self.idm.act(o) for a, o in obs.items()}  # fmt: skip
-
-
 def evaluate(controller, cfg: dict, seeds: list[int]) -> dict:
     """Mean metrics of a controller (a baseline name, a class or a checkpoint) on ``seeds``,
     with ``speed_with_waiting``: the cars held off the road counted at 0 m/s."""
@@ -79,6 +60,7 @@ def waiting(row: dict) -> dict:
 
 def run(ctx) -> int:
     from rlsuite.apps.traffic.envs.merge import all_human
+    from rlsuite.apps.traffic.probe_controllers import EntranceMeter
 
     s = ctx.settings
     seeds = list(range(1000, 1000 + s.episodes))

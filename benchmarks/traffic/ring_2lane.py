@@ -37,38 +37,13 @@ class Settings:
     """results name"""
 
 
-class WeaveProbe:
-    """A probe, not a baseline and not used in training: PI on the acceleration, and every
-    ``period`` steps it asks for the other lane for ``hold`` steps in a row (one request per
-    step: SUMO changes lanes only when the gaps are safe). It shows what lane changes can add
-    on this ring: a single request per change is nearly always refused in the dense lanes."""
-
-    name = PROBE
-
-    def __init__(self, hold: int = 150, period: int = 300):
-        from rlsuite.apps.traffic import scenarios
-
-        factory, _ = scenarios.controller_for(scenarios.get("ring_2lane"), "pi", {})
-        self.pi, self.hold, self.period, self.t = factory(), hold, period, 0
-
-    def reset(self, seed: int | None = None) -> None:
-        self.pi.reset(seed)
-        self.t = 0
-
-    def act(self, obs):
-        a = self.pi.act(obs)
-        self.t += 1
-        if self.t % self.period < self.hold:
-            a[1] = -1.0 if obs[3] > 0.5 else 1.0  # obs[3]: the AV's lane / (lanes - 1)
-        return a
-
-
 def run(ctx) -> int:
     from rich.console import Console
 
     from rlsuite.apps.traffic import scenarios
     from rlsuite.apps.traffic.benchmarking import evaluate_controllers
     from rlsuite.apps.traffic.plots import space_time_diagram
+    from rlsuite.apps.traffic.probe_controllers import WeaveProbe
     from rlsuite.platform import envs, evaluation
 
     s = ctx.settings
