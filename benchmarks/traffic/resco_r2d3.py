@@ -143,5 +143,13 @@ BENCHMARK = Benchmark(
             "traffic_resco_r2d3_ingolstadt1.json",
             "",
         ),
+        _row(
+            "DQfD (DQN with uniform replay and the large-margin loss, a tenth of each batch "
+            "from max-pressure's 20 episodes, 45 episodes)",
+            "traffic_resco_r2d3_ingolstadt1_dqfd.json",
+            "--large-margin-coeff 1.0 --demo-ratio 0.1 --no-prioritized --epsilon-share 0.5 "
+            "--episodes 45 --snapshot-every 5 --val-snapshots 9 --minutes 8 --tag dqfd",
+            "`resco_ingolstadt1_dqfd_maxpressure`",
+        ),
     ),
 )

@@ -259,6 +259,11 @@ class RLModuleController:
     def act(self, observation: Any) -> Any:
         if self.multi_agent:
             return {a: self._act_one(o, self.module_id(a), a) for a, o in observation.items()}
+        if isinstance(observation, Mapping) and not isinstance(self._space(None, 0), Mapping):
+            # a single-agent policy driving every agent of a multi-agent env that observes
+            # and acts as it trained (checkpoints.fit.check_fits lets it), e.g. the lights of
+            # a signals map trained through rlsuite/SignalsShared-v0
+            return {a: self._act_one(o, self.module_id(None), a) for a, o in observation.items()}
         return self._act_one(observation, self.module_id(None), None)
 
     def _space(self, agent_id: Any, which: int) -> Any:
@@ -279,7 +284,7 @@ class RLModuleController:
                 "records the training env config)"
             )
         if self.obs_filter is not None:
-            obs = self.obs_filter(obs, agent_id)
+            obs = self.obs_filter(obs, agent_id if self.multi_agent else None)
         return obs
 
     def action_values(self, observation: Any, agent_id: Any = None) -> np.ndarray:

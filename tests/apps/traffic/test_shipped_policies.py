@@ -13,7 +13,9 @@ from rlsuite.platform import checkpoints
 from rlsuite.platform.checkpoints.export import size_bytes
 
 POLICIES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks", "policies")
-TRAFFIC_ENVS = {s.env_id for s in scenarios.SCENARIOS.values()}
+SHARED = {"rlsuite/SignalsShared-v0": "rlsuite/Signals-v0"}
+"""Envs that train one policy for a scenario's agents as one single-agent env: its scenario's."""
+TRAFFIC_ENVS = {s.env_id for s in scenarios.SCENARIOS.values()} | set(SHARED)
 
 
 def _traffic(d: str) -> bool:
@@ -47,7 +49,8 @@ def test_shipped_policy_drives_its_scenario(name, tmp_path):
     meta = checkpoints.metadata(path)
     assert meta["plan_config"]["env_config"] == meta["env_config"]  # the training config
     assert meta.get("note"), "a shipped policy says how it was trained (its command)"
-    scen = next(s for s in scenarios.SCENARIOS.values() if s.env_id == meta["env"])
+    env = SHARED.get(meta["env"], meta["env"])
+    scen = next(s for s in scenarios.SCENARIOS.values() if s.env_id == env)
     js = tmp_path / "eval.json"
     if scen.name == "signals":  # RESCO's maps: 100 s of the map's window, 10 s decisions
         network = meta["env_config"]["network"]
