@@ -13,10 +13,13 @@ last one's score is kept beside). The demonstrator acts on the same held-out see
 Pass: every seed's policy scores at least twice the demonstrator's mean.
 
 ``--part lunar``: LunarLander-v3 (gymnasium's Box2D). A PPO expert that the ``sync`` plan
-trains here (its checkpoint kept under ``runs/bench/platform_r2d3/``, its held-out score
-recorded), 5,000 demonstration steps from it, then ``apex`` with and without them, each
-until the smoothed training return reaches 200 or its step or wall budget. Pass: both arms
-reach 200 and the arm with demonstrations in fewer env steps.
+trains here (rl-baselines3-zoo's settings; greedy probes of 10 episodes every 200k env steps
+choose its checkpoint, kept under ``runs/bench/platform_r2d3/``, its held-out score
+recorded), 5,000 demonstration steps of it acting greedily, then ``apex`` with and without
+them (every seed of one arm before the next), each until a greedy probe (5 episodes every
+20k) reaches 200 or its step or wall budget. Pass: both arms reach 200 and the arm with
+demonstrations in fewer env steps. The logic and the plans' settings are in
+``rlsuite/platform/benchmarking/r2d3_cells.py``.
 
 Writes ``platform_r2d3_weak.json`` / ``platform_r2d3_lunar.json`` (per arm and seed: reached,
 env steps and wall seconds, the held-out returns, the curve with the demonstrated share of
@@ -25,31 +28,9 @@ the learner's batches) and a PNG of each.
 
 from __future__ import annotations
 
-import os
-import statistics
 from dataclasses import dataclass
 
 from rlsuite.bench import Benchmark, Row, Value, command, here
-
-WEAK = "rlsuite.platform.benchmarking.r2d3_cells:CartPoleWeak"
-CARTPOLE_APEX = dict(
-    num_env_runners=3, num_envs_per_env_runner=1, num_replay_shards=2, buffer_size=20_000,
-    target_update_freq=500, training_intensity=4.0,
-)  # fmt: skip
-"""``apex`` on CartPole: RLlib's ``cartpole-apex.yaml`` (as in ``platform_cartpole450``)."""
-LUNAR_PPO = dict(
-    num_env_runners=2, num_envs_per_env_runner=8, hidden=(64, 64), activation="tanh",
-    lr=3e-4, gamma=0.999, lambda_=0.98, num_epochs=4, train_batch_size=8192,
-    minibatch_size=512, entropy_coeff=0.01, clip_param=0.2, vf_loss_coeff=0.5,
-)  # fmt: skip
-"""The PPO expert: rl-baselines3-zoo's LunarLander PPO (gamma 0.999, lambda 0.98, 4
-epochs, entropy 0.01), larger minibatches for 2 cores."""
-LUNAR_APEX = dict(
-    num_env_runners=2, num_envs_per_env_runner=4, num_replay_shards=2, buffer_size=100_000,
-    hidden=(256, 256), lr=5e-4, train_batch_size=64, n_step=3, gamma=0.99,
-    target_update_freq=2000, learning_starts=5000, training_intensity=16.0,
-)  # fmt: skip
-"""``apex`` on LunarLander, both arms."""
 
 
 @dataclass(frozen=True)
@@ -68,156 +49,24 @@ class Settings:
     """env steps per arm and seed (0: weak 100,000, lunar 400,000)"""
     max_wall_s: float = 300.0
     """give an arm's seed up after this long"""
-    expert_steps: int = 1_000_000
+    expert_steps: int = 3_000_000
     """lunar: the PPO expert's env steps at most"""
     expert_wall_s: float = 420.0
     """lunar: the PPO expert's wall seconds at most"""
+    expert_probe_every: int = 200_000
+    """lunar: env steps between the expert's greedy probes (10 episodes; it stops at 240 and
+    the best probe's policy is the expert)"""
     eval_episodes: int = 20
     """held-out episodes for each final policy and the demonstrator"""
     probe_every: int = 0
     """env steps between greedy probes (5 episodes) that stop a run (0: weak 5,000, lunar 20,000)"""
 
 
-def _steps(s: Settings) -> int:
-    return s.max_env_steps or (100_000 if s.part == "weak" else 400_000)
-
-
-def _plan(name: str, env: str, seed: int, values: dict, **more):
-    from rlsuite.platform.optimizers import make_plan
-
-    return make_plan(name, env=env, seed=seed, **values, **more)
-
-
-def _summary(cells: dict, steps: int, demonstrator: float | None) -> dict:
-    out = {}
-    for arm, seeds in cells.items():
-        cs = list(seeds.values())
-        finals = [c["held_out"]["mean"] for c in cs]
-        out[arm] = dict(
-            seeds=len(cs),
-            reached=sum(c["reached"] for c in cs),
-            median_env_steps=statistics.median(
-                c["env_steps"] if c["reached"] else steps for c in cs
-            ),
-            median_wall_s=statistics.median(c["wall_s"] if c["reached"] else c["wall_s_run"] for c in cs),
-            held_out_mean=round(statistics.mean(finals), 2),
-            held_out_min=min(finals),
-            over_demonstrator_min=round(min(finals) / demonstrator, 2) if demonstrator else None,
-        )  # fmt: skip
-    return out
-
-
-def _plot(cells: dict, title: str, lines: dict):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    for i, (arm, seeds) in enumerate(cells.items()):
-        for j, c in enumerate(seeds.values()):
-            xs, ys = [p[0] for p in c["curve"]], [p[2] for p in c["curve"]]
-            ax.plot(xs, ys, color=f"C{i}", alpha=0.8, label=arm if j == 0 else None)
-    for k, (label, y) in enumerate(lines.items()):
-        ax.axhline(y, color=f"C{k + 3}", ls="--", lw=0.9, label=label)
-    ax.set_xlabel("env steps")
-    ax.set_ylabel("smoothed training return")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(title, fontsize=9)
-    return fig
-
-
-def _arm_values(arm: str, s: Settings, demos: str) -> dict:
-    if arm == "demos":
-        return dict(demonstrations=demos, demo_ratio=s.demo_ratio)
-    if arm == "none":
-        return {}
-    raise ValueError(f"--arms takes demos and none, got {arm!r}")
-
-
-def weak(ctx) -> int:
-    from rlsuite.platform.benchmarking.r2d3_cells import CartPoleWeak, held_out, train
-
-    s, stem = ctx.settings, "platform_r2d3_weak"
-    old = ctx.load(stem) if ctx.resume else {}
-    cells = old.get("cells", {})
-    own = held_out(CartPoleWeak(), "CartPole-v1", s.eval_episodes)
-    ctx.say(f"the demonstrator on the held-out seeds: {own['mean']}")
-    demos = f"{WEAK}:{s.demo_episodes}"
-    for seed in ctx.seeds or (0,):
-        for arm in s.arms.split(","):
-            if str(seed) in cells.get(arm, {}):
-                continue
-            plan = _plan("apex", "CartPole-v1", seed, CARTPOLE_APEX, **_arm_values(arm, s, demos))
-            cells.setdefault(arm, {})[str(seed)] = train(
-                plan, max_env_steps=_steps(s), stop_return=475.0, max_wall_s=s.max_wall_s,
-                eval_episodes=s.eval_episodes, say=ctx.say, probe_every=s.probe_every or 5000,
-            )  # fmt: skip
-            out = dict(summary=_summary(cells, _steps(s), own["mean"]), demonstrator=own,
-                       demonstrations=demos, demo_ratio=s.demo_ratio, plan=CARTPOLE_APEX,
-                       cells=cells)  # fmt: skip
-            ctx.save(stem, out)
-    summ = _summary(cells, _steps(s), own["mean"])
-    ctx.save_plot(stem, _plot(cells, "CartPole-v1, apex with a weak demonstrator's episodes",
-                              {"the demonstrator (held-out)": own["mean"],
-                               "2x the demonstrator": 2 * own["mean"]}))  # fmt: skip
-    ctx.table([dict(arm=a, **v) for a, v in summ.items()], "held-out return of the final policy")
-    return ctx.verdict({
-        f"{arm}: every seed's final policy >= 2x the demonstrator ({own['mean']:.0f})":
-            all(c["held_out"]["mean"] >= 2 * own["mean"] for c in cells[arm].values())
-        for arm in cells
-    })  # fmt: skip
-
-
-def lunar(ctx) -> int:
-    from rlsuite.platform.benchmarking import r2d3_cells as cells_mod
-
-    s, stem, env = ctx.settings, "platform_r2d3_lunar", "LunarLander-v3"
-    root = os.path.abspath(ctx.run_dir("runs/bench/platform_r2d3"))
-    old = ctx.load(stem) if ctx.resume else {}
-    cells, expert = old.get("cells", {}), old.get("expert")
-    ckpt, demos = os.path.join(root, "lunar_expert"), os.path.join(root, "lunar_demos.parquet")
-    if not expert or not os.path.exists(ckpt):
-        plan = _plan("sync", env, 0, LUNAR_PPO)
-        expert = cells_mod.train(
-            plan, max_env_steps=s.expert_steps, stop_return=240.0, max_wall_s=s.expert_wall_s,
-            eval_episodes=s.eval_episodes, say=ctx.say, keep=ckpt,
-        )  # fmt: skip
-        expert.update(checkpoint=os.path.relpath(ckpt), plan=LUNAR_PPO)
-        ctx.save(stem, dict(expert=expert, cells=cells))
-    if not os.path.exists(demos):
-        expert["demonstrations"] = cells_mod.record_demonstrations(ckpt, env, s.demo_steps, demos)
-    ctx.say(f"expert: held-out {expert['held_out']['mean']}")
-    score = expert["held_out"]["mean"]
-    for seed in ctx.seeds or (0,):
-        for arm in s.arms.split(","):
-            if str(seed) in cells.get(arm, {}):
-                continue
-            plan = _plan("apex", env, seed, LUNAR_APEX, **_arm_values(arm, s, demos))
-            cells.setdefault(arm, {})[str(seed)] = cells_mod.train(
-                plan, max_env_steps=_steps(s), stop_return=200.0, max_wall_s=s.max_wall_s,
-                eval_episodes=s.eval_episodes, say=ctx.say, probe_every=s.probe_every or 20_000,
-            )  # fmt: skip
-            ctx.save(stem, dict(summary=_summary(cells, _steps(s), None), expert=expert,
-                                demo_ratio=s.demo_ratio, plan=LUNAR_APEX, max_env_steps=_steps(s),
-                                max_wall_s=s.max_wall_s, cells=cells))  # fmt: skip
-    summ = _summary(cells, _steps(s), None)
-    ctx.save_plot(stem, _plot(cells, "LunarLander-v3, apex with and without 5,000 expert steps",
-                              {"target 200": 200.0, "the PPO expert (held-out)": score}))  # fmt: skip
-    ctx.table([dict(arm=a, **v) for a, v in summ.items()], "LunarLander-v3 to 200")
-    checks = {f"{a} reaches 200 on every seed": v["reached"] == v["seeds"] for a, v in summ.items()}
-    if {"demos", "none"} <= set(summ):
-        checks["demonstrations reach 200 in fewer env steps"] = (
-            summ["demos"]["median_env_steps"] < summ["none"]["median_env_steps"]
-        )
-    return ctx.verdict(checks)
-
-
 def run(ctx) -> int:
     import torch
 
     from rlsuite.platform import cluster
+    from rlsuite.platform.benchmarking.r2d3_cells import lunar, weak
 
     torch.set_num_threads(1)
     part = {"weak": weak, "lunar": lunar}.get(ctx.settings.part)

@@ -1,6 +1,7 @@
-"""The steps of R2D3's measurements (``benchmarks/platform/r2d3.py``): a plan trained to a
-return or a budget, its final policy acting greedily on held-out env seeds, a demonstrator's
-own score on the same seeds, and demonstrations recorded from a checkpoint.
+"""R2D3's measurements (``benchmarks/platform/r2d3.py``, which declares their settings and
+rows): a plan trained to a return or a budget, its chosen policy acting greedily on held-out
+env seeds, a demonstrator's own score on the same seeds, demonstrations recorded from a
+checkpoint, and the two parts (:func:`weak`, :func:`lunar`) with their plans' settings.
 
 Env seeds: demonstrations are recorded on seeds from :data:`DEMO_SEEDS`, the held-out
 evaluation runs on seeds from :data:`HELD_OUT_SEEDS`; training envs are seeded by the plan.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -168,3 +170,166 @@ def record_demonstrations(controller: Any, env: str, steps: int, path: str) -> d
     return dict(path=path, transitions=steps, episodes=len(kept),
                 recorded_return_mean=info["return_mean"], recorded_episodes=episodes,
                 env_seeds=f"{DEMO_SEEDS}..{DEMO_SEEDS + len(kept) - 1}")  # fmt: skip
+
+
+WEAK = "rlsuite.platform.benchmarking.r2d3_cells:CartPoleWeak"
+"""The weak demonstrator, as ``demonstrations=CONTROLLER:N`` names it."""
+CARTPOLE_APEX = dict(
+    num_env_runners=3, num_envs_per_env_runner=1, num_replay_shards=2, buffer_size=20_000,
+    target_update_freq=500, training_intensity=4.0,
+)  # fmt: skip
+"""``apex`` on CartPole: RLlib's ``cartpole-apex.yaml`` (as in ``platform_cartpole450``)."""
+LUNAR_PPO = dict(
+    num_env_runners=2, num_envs_per_env_runner=8, hidden=(64, 64), activation="tanh",
+    lr=3e-4, gamma=0.999, lambda_=0.98, num_epochs=4, train_batch_size=8192,
+    minibatch_size=256, entropy_coeff=0.01, clip_param=0.2, vf_loss_coeff=0.5,
+)  # fmt: skip
+"""The PPO expert: rl-baselines3-zoo's LunarLander PPO (gamma 0.999, lambda 0.98, 4
+epochs, entropy 0.01), minibatches of 256 (the zoo's 64 is too slow on 2 cores; 512 left
+the greedy policy at 35 after 1M steps)."""
+LUNAR_APEX = dict(
+    num_env_runners=2, num_envs_per_env_runner=4, num_replay_shards=2, buffer_size=100_000,
+    hidden=(256, 256), lr=5e-4, train_batch_size=64, n_step=3, gamma=0.99,
+    target_update_freq=2000, learning_starts=5000, training_intensity=16.0,
+)  # fmt: skip
+"""``apex`` on LunarLander, both arms."""
+
+
+def _steps(s: Any) -> int:
+    return s.max_env_steps or (100_000 if s.part == "weak" else 400_000)
+
+
+def _plan(name: str, env: str, seed: int, values: dict, **more: Any) -> Any:
+    from rlsuite.platform.optimizers import make_plan
+
+    return make_plan(name, env=env, seed=seed, **values, **more)
+
+
+def _arm_values(arm: str, s: Any, demos: str) -> dict[str, Any]:
+    if arm == "demos":
+        return dict(demonstrations=demos, demo_ratio=s.demo_ratio)
+    if arm == "none":
+        return {}
+    raise ValueError(f"--arms takes demos and none, got {arm!r}")
+
+
+def summary(cells: dict, steps: int, demonstrator: float | None) -> dict[str, Any]:
+    """Per arm: seeds, how many reached the target, median env steps (a miss counts at
+    ``steps``) and wall seconds, and the held-out returns' mean and lowest."""
+    out = {}
+    for arm, seeds in cells.items():
+        cs = list(seeds.values())
+        finals = [c["held_out"]["mean"] for c in cs]
+        out[arm] = dict(
+            seeds=len(cs),
+            reached=sum(c["reached"] for c in cs),
+            median_env_steps=statistics.median(
+                c["env_steps"] if c["reached"] else steps for c in cs
+            ),
+            median_wall_s=statistics.median(c["wall_s"] if c["reached"] else c["wall_s_run"] for c in cs),
+            held_out_mean=round(statistics.mean(finals), 2),
+            held_out_min=min(finals),
+            over_demonstrator_min=round(min(finals) / demonstrator, 2) if demonstrator else None,
+        )  # fmt: skip
+    return out
+
+
+def plot(cells: dict, title: str, lines: dict[str, float]) -> Any:
+    """Each arm's and seed's smoothed training return against env steps, with ``lines``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for i, (arm, seeds) in enumerate(cells.items()):
+        for j, c in enumerate(seeds.values()):
+            xs, ys = [p[0] for p in c["curve"]], [p[2] for p in c["curve"]]
+            ax.plot(xs, ys, color=f"C{i}", alpha=0.8, label=arm if j == 0 else None)
+    for k, (label, y) in enumerate(lines.items()):
+        ax.axhline(y, color=f"C{k + 3}", ls="--", lw=0.9, label=label)
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("smoothed training return")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=9)
+    return fig
+
+
+def weak(ctx: Any) -> int:
+    """``--part weak``: CartPole past the weak demonstrator (see the benchmark's docstring)."""
+    s, stem = ctx.settings, "platform_r2d3_weak"
+    old = ctx.load(stem) if ctx.resume else {}
+    cells = old.get("cells", {})
+    own = held_out(CartPoleWeak(), "CartPole-v1", s.eval_episodes)
+    ctx.say(f"the demonstrator on the held-out seeds: {own['mean']}")
+    demos = f"{WEAK}:{s.demo_episodes}"
+    for seed in ctx.seeds or (0,):
+        for arm in s.arms.split(","):
+            if str(seed) in cells.get(arm, {}):
+                continue
+            plan = _plan("apex", "CartPole-v1", seed, CARTPOLE_APEX, **_arm_values(arm, s, demos))
+            cells.setdefault(arm, {})[str(seed)] = train(
+                plan, max_env_steps=_steps(s), stop_return=475.0, max_wall_s=s.max_wall_s,
+                eval_episodes=s.eval_episodes, say=ctx.say, probe_every=s.probe_every or 5000,
+            )  # fmt: skip
+            out = dict(summary=summary(cells, _steps(s), own["mean"]), demonstrator=own,
+                       demonstrations=demos, demo_ratio=s.demo_ratio, plan=CARTPOLE_APEX,
+                       cells=cells)  # fmt: skip
+            ctx.save(stem, out)
+    summ = summary(cells, _steps(s), own["mean"])
+    ctx.save_plot(stem, plot(cells, "CartPole-v1, apex with a weak demonstrator's episodes",
+                             {"the demonstrator (held-out)": own["mean"],
+                              "2x the demonstrator": 2 * own["mean"]}))  # fmt: skip
+    ctx.table([dict(arm=a, **v) for a, v in summ.items()], "held-out return of the final policy")
+    return ctx.verdict({
+        f"{arm}: every seed's final policy >= 2x the demonstrator ({own['mean']:.0f})":
+            all(c["held_out"]["mean"] >= 2 * own["mean"] for c in cells[arm].values())
+        for arm in cells
+    })  # fmt: skip
+
+
+def lunar(ctx: Any) -> int:
+    """``--part lunar``: the PPO expert (trained unless resumed), its demonstrations, then
+    ``apex`` per arm (all seeds of the first arm before the next)."""
+    s, stem, env = ctx.settings, "platform_r2d3_lunar", "LunarLander-v3"
+    root = os.path.abspath(ctx.run_dir("runs/bench/platform_r2d3"))
+    old = ctx.load(stem) if ctx.resume else {}
+    cells, expert = old.get("cells", {}), old.get("expert")
+    ckpt, demos = os.path.join(root, "lunar_expert"), os.path.join(root, "lunar_demos.parquet")
+    if not expert or not os.path.exists(ckpt):
+        expert = train(
+            _plan("sync", env, 0, LUNAR_PPO), max_env_steps=s.expert_steps, stop_return=240.0,
+            max_wall_s=s.expert_wall_s, eval_episodes=s.eval_episodes, say=ctx.say, keep=ckpt,
+            probe_every=s.expert_probe_every, probe_episodes=10,
+        )  # fmt: skip
+        expert.update(checkpoint=os.path.relpath(ckpt), plan=LUNAR_PPO)
+        ctx.save(stem, dict(expert=expert, cells=cells))
+        if os.path.exists(demos):
+            os.remove(demos)
+    if not os.path.exists(demos):
+        expert["demonstrations"] = record_demonstrations(ckpt, env, s.demo_steps, demos)
+    ctx.say(f"expert: held-out {expert['held_out']['mean']}")
+    for arm in s.arms.split(","):
+        for seed in ctx.seeds or (0,):
+            if str(seed) in cells.get(arm, {}):
+                continue
+            plan = _plan("apex", env, seed, LUNAR_APEX, **_arm_values(arm, s, demos))
+            cells.setdefault(arm, {})[str(seed)] = train(
+                plan, max_env_steps=_steps(s), stop_return=200.0, max_wall_s=s.max_wall_s,
+                eval_episodes=s.eval_episodes, say=ctx.say, probe_every=s.probe_every or 20_000,
+            )  # fmt: skip
+            ctx.save(stem, dict(summary=summary(cells, _steps(s), None), expert=expert,
+                                demo_ratio=s.demo_ratio, plan=LUNAR_APEX, max_env_steps=_steps(s),
+                                max_wall_s=s.max_wall_s, cells=cells))  # fmt: skip
+    summ = summary(cells, _steps(s), None)
+    ctx.save_plot(stem, plot(cells, "LunarLander-v3, apex with and without 5,000 expert steps",
+                             {"target 200": 200.0,
+                              "the PPO expert (held-out)": expert["held_out"]["mean"]}))  # fmt: skip
+    ctx.table([dict(arm=a, **v) for a, v in summ.items()], "LunarLander-v3 to 200")
+    checks = {f"{a} reaches 200 on every seed": v["reached"] == v["seeds"] for a, v in summ.items()}
+    if {"demos", "none"} <= set(summ):
+        checks["demonstrations reach 200 in fewer env steps"] = (
+            summ["demos"]["median_env_steps"] < summ["none"]["median_env_steps"]
+        )
+    return ctx.verdict(checks)
