@@ -22,8 +22,8 @@ def split_queries(db, w, s: Any) -> dict[int, tuple[str, str]]:
 
     plans = planned_by(db, w.schema)
     out: list[tuple[str, str]] = []
-    for i, names in enumerate((s.train_shapes, s.held_shapes)):
-        out += generate(s.n, s.query_seed + i, names(names), accept=plans)
+    for i, shapes in enumerate((s.train_shapes, s.held_shapes)):
+        out += generate(s.n, s.query_seed + i, names(shapes), accept=plans)
     return dict(enumerate(out))
 
 
