@@ -41,10 +41,11 @@ lint: install
 bench: install
 	$(VENV)/bin/rlsuite bench run platform_sampling
 
-# Every benchmark's --quick form (tiny budgets, files under runs/bench-quick/), one at a time
+# Every RESULTS command in its --quick form, and every benchmark without a row in its own
+# (tiny budgets, files under runs/bench-quick/; see rlsuite/bench/smoke.py), one at a time
 # under the heavy-job lock: about an hour on 2 cores, so not part of `make test`.
 bench-smoke: system-deps install sumo-1.9.2
-	$(VENV)/bin/rlsuite bench smoke
+	$(VENV)/bin/rlsuite bench smoke --rows
 
 # The table at the top of benchmarks/RESULTS.md, from benchmarks/results/<app>/*.json.
 results: install

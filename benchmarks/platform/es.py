@@ -67,7 +67,7 @@ def run(ctx) -> int:
 
 
 # fmt: off
-BENCHMARK = Benchmark(run=run, settings=Settings, quick=dict(part="scaling", generations=2, workers="1,2", pairs_per_worker=2), rows=(
+BENCHMARK = Benchmark(run=run, settings=Settings, quick=dict(part="scaling", generations=2, workers="1,2", pairs_per_worker=2, budget=20.0, ppo_budget=20.0), rows=(
     Row("platform", "`es` plan, Pendulum-v1", "seconds to return >= -200", "platform_es.json",
         Value(("solve", "es", "time_to_solve_s")),
         here("`sync` PPO, same run", "solve", "sync", "time_to_solve_s"),

@@ -96,7 +96,7 @@ def run(ctx) -> int:
 SAMPLING = "rlsuite bench run platform_sampling"
 
 # fmt: off
-BENCHMARK = Benchmark(run=run, settings=Settings, seeds=True, quick=dict(envs="CartPole-v1", sections="scaling", runners="1", steps=2000), rows=(
+BENCHMARK = Benchmark(run=run, settings=Settings, seeds=True, quick=dict(envs="CartPole-v1", sections="scaling", runners="1", steps=2000, rounds=1), rows=(
     Row("platform", "sampling, CartPole-v1", "env steps/s, 2 runners x 32 envs", "platform_sampling.json",
         Value(("envs", "CartPole-v1", "platform_default_steps_per_s")),
         here("RLlib 2.60 defaults", "envs", "CartPole-v1", "rllib_default_steps_per_s"),

@@ -71,7 +71,7 @@ def _resco_valsel(what: str, map_: str, json_file: str, learner: str, published:
 
 
 # fmt: off
-BENCHMARK = Benchmark(run=run, settings=RescoSettings, quick=dict(maps="cologne1", plan="sync", sumo="1.28", episodes=1, minutes=0.3, eval_seeds=1, no_baselines=True), rows=(
+BENCHMARK = Benchmark(run=run, settings=RescoSettings, quick=dict(maps="cologne1", plan="sync", sumo="1.28", episodes=1, minutes=0.3, eval_seeds=1, val_seeds=1, val_snapshots=1, no_baselines=True), rows=(
     _resco_valsel("cologne1 (1 light), shared DQN at RESCO's replay ratio on SUMO 1.9.2", "cologne1", "traffic_resco_learned_cologne1_replay_ri32.json",
                   "IDQN", 26.05, "--plan replay --episodes 100 --minutes 40 --val-seeds 4 --val-snapshots 8 --plan-set training_intensity=32 --tag ri32",
                   "- (not shipped: it jams at 1.2x demand and on SUMO 1.28; `resco_cologne1_replay` is the ratio-64 DQN, 26.41)",

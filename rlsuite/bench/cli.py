@@ -33,6 +33,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sm.add_argument("names", nargs="*", metavar="NAME", help="only these (default: all)")
     sm.add_argument("--app", help="only this app's benchmarks")
     sm.add_argument("--device", action="store_true", help="include the GPU-machine ones")
+    sm.add_argument(
+        "--rows",
+        action="store_true",
+        help="every distinct RESULTS command in its quick form, then the plain --quick of "
+        "benchmarks without a row (what make bench-smoke runs)",
+    )
     rep = bs.add_parser("report", help="regenerate RESULTS.md's table from the results JSON")
     rep.add_argument("--check", action="store_true", help="exit 1 if the table is stale")
     rep.add_argument("--target", type=Path, default=None, help="the markdown file")
@@ -71,40 +77,20 @@ def _list(decl, app: str | None) -> int:
 
 
 def _smoke(decl, args: argparse.Namespace) -> int:
-    """Each chosen benchmark's ``--quick`` form in turn, and a table. A benchmark passes when
-    it ran end to end: exit 0, or a results JSON written (a pass criterion that a tiny
-    budget does not meet exits 1 but is no breakage); an error or no JSON fails it."""
-    import time
-
-    from rich.console import Console
-    from rich.table import Table
-
-    from rlsuite.bench import runner
+    """The chosen benchmarks' quick forms (every RESULTS command's with ``--rows``), one table."""
+    from rlsuite.bench import smoke
 
     chosen = [decl.get(n) for n in args.names] or [
         b
         for b in decl.benchmarks
         if (not args.app or b.app == args.app) and (args.device or not b.device)
     ]
-    t = Table(title="bench smoke (--quick)")
-    for col in ("benchmark", "exit", "JSON written", "seconds (lock wait included)", "verdict"):
-        t.add_column(col)
-    failed = 0
-    for b in chosen:
-        t0 = time.time()
-        try:
-            rc = runner.run(b, decl.modules[b.name], ["--quick"])
-        except Exception as err:  # noqa: BLE001 - one broken benchmark must not hide the rest
-            print(f"{b.name}: {type(err).__name__}: {err}", file=sys.stderr)
-            rc = 1
-        wrote = [p.name for p in (runner.QUICK_ROOT / "results").rglob("*.json")
-                 if p.stat().st_mtime >= t0]  # fmt: skip
-        ok = rc == 0 or bool(wrote)
-        failed += not ok
-        t.add_row(b.name, str(rc), ", ".join(wrote) or "-", f"{time.time() - t0:.0f}",
-                  "ran" if ok else "FAILED")  # fmt: skip
-    Console().print(t)
-    return 1 if failed else 0
+    if args.rows:
+        rows = [r.command for r in decl.rows if not args.app or r.app == args.app]
+        todo = smoke.commands(chosen, rows, cli_rows=not args.names)
+        return smoke.run_all(decl, todo, "bench smoke --rows (every RESULTS command, --quick)")
+    todo = [smoke.SmokeCommand(b.name, ("--quick",)) for b in chosen]
+    return smoke.run_all(decl, todo, "bench smoke (--quick)")
 
 
 def _report(decl, args: argparse.Namespace) -> int:
