@@ -93,3 +93,27 @@ def test_a_run_to_target_stops_at_the_target_or_at_the_step_budget(ray_local):
     rows, hit = run(0.0)
     assert hit.reached and hit.reached["env_steps"] == hit.env_steps_run == rows[-1]
     assert hit.env_steps_run < 600
+
+
+def test_a_run_to_target_can_stop_on_its_own_score_and_finish_before_the_backend_stops(
+    ray_local, tmp_path
+):
+    from rlsuite.platform.backends.registry import make_backend
+    from rlsuite.platform.benchmarking.to_target import train_to_target
+    from tests._plans import ppo
+
+    finished: list[tuple[int, float]] = []
+
+    def finish(steps: int, wall: float) -> None:
+        backend.save(str(tmp_path))  # the backend still runs
+        finished.append((steps, wall))
+
+    backend = make_backend(ppo("CartPole-v1", 200, 100, 1, seed=0))
+    # a score of its own (a greedy probe's, say) stops it at the first row at
+    # 400 steps or more, whatever the return
+    run = train_to_target(backend, 1.0, 10_000, 600.0,
+                          lambda steps, wall, row: 2.0 if steps >= 400 else -math.inf, finish)  # fmt: skip
+    assert run.reached and run.reached["env_steps"] == run.env_steps_run >= 400
+    assert finished == [(run.env_steps_run, finished[0][1])]
+    assert 0 < finished[0][1] <= run.wall_s_run
+    assert any(tmp_path.iterdir())

@@ -85,6 +85,7 @@ def train(
     ``held_out`` is the chosen policy's, ``held_out_last`` the last one's. ``keep``: a
     folder to copy the chosen policy's checkpoint to."""
     from rlsuite.platform.backends.registry import make_backend
+    from rlsuite.platform.benchmarking.to_target import train_to_target
     from rlsuite.platform.checkpoints import load_controller
 
     def score(path: str, episodes: int, first: int) -> dict[str, Any]:
@@ -93,53 +94,56 @@ def train(
     work = tempfile.mkdtemp(prefix="r2d3-")
     chosen, probe, last = (os.path.join(work, d) for d in ("chosen", "probe", "last"))
     backend = make_backend(plan)
-    curve, probes, steps, best, reached, chosen_at = [], [], 0, -math.inf, None, None
-    t0 = time.perf_counter()
-    try:
-        while steps < max_env_steps and time.perf_counter() - t0 < max_wall_s:
-            row = backend.train()
-            steps += row["env_steps_this_iter"]
-            wall, ret = time.perf_counter() - t0, row["episode_return_mean"]
-            best = max(best, ret) if not math.isnan(ret) else best
-            share = row.get("demo_share", math.nan)
-            curve.append((steps, round(wall, 1), ret, share))
-            if len(curve) % 5 == 1:
-                say(f"{plan.name} seed {plan.seed}: {steps:>7} steps {wall:5.0f} s return "
-                    f"{ret:7.1f} demo share {share:.2f}")  # fmt: skip
-            stop = ret
-            if probe_every:
-                stop = -math.inf
-                if steps >= (len(probes) + 1) * probe_every:
-                    shutil.rmtree(probe, ignore_errors=True)
-                    stop = score(save_policy(backend, plan, steps, probe), probe_episodes,
-                                 PROBE_SEEDS)["mean"]  # fmt: skip
-                    if not probes or stop >= max(p[2] for p in probes):
-                        shutil.rmtree(chosen, ignore_errors=True)
-                        os.replace(probe, chosen)
-                        chosen_at = steps
-                    probes.append((steps, round(time.perf_counter() - t0, 1), stop))
-                    say(f"{plan.name} seed {plan.seed}: {steps:>7} steps, greedy probe {stop:.1f}")
-            if stop >= stop_return:
-                reached = dict(env_steps=steps, wall_s=round(time.perf_counter() - t0, 1))
-                break
-        wall_run = round(time.perf_counter() - t0, 1)
-        final_last = score(save_policy(backend, plan, steps, last), eval_episodes, HELD_OUT_SEEDS)
-        final = score(chosen, eval_episodes, HELD_OUT_SEEDS) if chosen_at else final_last
+    curve, probes, end = [], [], {}
+
+    def on_row(steps: int, wall: float, row: dict[str, Any]) -> float | None:
+        ret, share = row["episode_return_mean"], row.get("demo_share", math.nan)
+        curve.append((steps, round(wall, 1), ret, share))
+        if len(curve) % 5 == 1:
+            say(f"{plan.name} seed {plan.seed}: {steps:>7} steps {wall:5.0f} s return "
+                f"{ret:7.1f} demo share {share:.2f}")  # fmt: skip
+        if not probe_every:
+            return None
+        if steps < (len(probes) + 1) * probe_every:
+            return -math.inf
+        shutil.rmtree(probe, ignore_errors=True)
+        policy = save_policy(backend, plan, steps, probe)
+        probed = score(policy, probe_episodes, PROBE_SEEDS)["mean"]
+        if not probes or probed >= max(p[2] for p in probes):
+            shutil.rmtree(chosen, ignore_errors=True)
+            os.replace(probe, chosen)
+            end["chosen_at"] = steps
+        probes.append((steps, round(time.perf_counter() - t0, 1), probed))
+        say(f"{plan.name} seed {plan.seed}: {steps:>7} steps, greedy probe {probed:.1f}")
+        return probed
+
+    def finish(steps: int, wall: float) -> None:
+        end["wall_run"] = wall
+        end["last"] = score(save_policy(backend, plan, steps, last), eval_episodes, HELD_OUT_SEEDS)
+        picked = chosen if end.get("chosen_at") else last
+        end["final"] = (
+            score(chosen, eval_episodes, HELD_OUT_SEEDS) if picked == chosen else end["last"]
+        )
         if keep:
             shutil.rmtree(keep, ignore_errors=True)
-            shutil.copytree(chosen if chosen_at else last, keep)
+            shutil.copytree(picked, keep)
+
+    t0 = time.perf_counter()
+    try:
+        run = train_to_target(backend, stop_return, max_env_steps, max_wall_s, on_row, finish)
     finally:
-        backend.stop()
         shutil.rmtree(work, ignore_errors=True)
-    say(f"{plan.name} seed {plan.seed}: {steps} steps, best {best:.1f}, held-out {final['mean']}")
+    steps, final, chosen_at = run.env_steps_run, end["final"], end.get("chosen_at")
+    say(f"{plan.name} seed {plan.seed}: {steps} steps, best {run.best_return:.1f}, "
+        f"held-out {final['mean']}")  # fmt: skip
     return dict(
-        reached=reached is not None,
-        **(reached or {}),
-        best_return=best,
+        reached=run.reached is not None,
+        **(run.reached or {}),
+        best_return=run.best_return,
         env_steps_run=steps,
-        wall_s_run=wall_run,
+        wall_s_run=end["wall_run"],
         held_out=final,
-        held_out_last=final_last,
+        held_out_last=end["last"],
         chosen="the best greedy probe's policy" if chosen_at else "the last policy",
         chosen_at_env_steps=chosen_at or steps,
         curve_columns=["env_steps", "wall_s", "return", "demo_share"],
