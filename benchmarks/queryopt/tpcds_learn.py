@@ -41,17 +41,12 @@ class Settings(HeldOutSettings, TpcdsSettings):
 def plot(ctx, splits):
     import matplotlib.pyplot as plt
 
+    from rlsuite.apps.queryopt.shapes_heldout import speedup_bars
+
     fig, axes = plt.subplots(1, len(splits), figsize=(7 * len(splits), 4), squeeze=False)
     for ax, (name, sp) in zip(axes[0], splits.items(), strict=True):
         rows, s = sp["held_out"], sp["summary"]
-        for off, key in ((-0.27, "greedy"), (0.0, "dqn"), (0.27, "oracle")):
-            ax.bar([i + off for i in range(len(rows))], [r["orig_s"] / max(r[key]["s"], 1e-6) for r in rows], 0.27, label=key)  # fmt: skip
-        ax.axhline(1.0, color="k", lw=0.6)
-        ax.set_yscale("log")
-        ax.set_xticks(range(len(rows)), [str(r["query"]) for r in rows], fontsize=7, rotation=90)
-        ax.set_title(f"trained on {name}: DQN gain {s['dqn_gain_s']:.1f} s of the oracle's {s['oracle_gain_s']:.1f} s ({s['dqn_over_oracle']:.0%})", fontsize=9)  # fmt: skip
-        ax.set(xlabel="held-out TPC-DS query", ylabel="speed-up over PostgreSQL (log)")
-        ax.legend(fontsize=7)
+        speedup_bars(ax, rows, [str(r["query"]) for r in rows], f"trained on {name}: DQN gain {s['dqn_gain_s']:.1f} s of the oracle's {s['oracle_gain_s']:.1f} s ({s['dqn_over_oracle']:.0%})", "held-out TPC-DS query")  # fmt: skip
     ctx.save_plot(ctx.settings.out_name, fig)
 
 

@@ -68,13 +68,19 @@ def figure(held: list[dict], summ: dict, qs, scale: float):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(held) + 2), 4))
+    speedup_bars(ax, held, [qs[r["query"]][0] for r in held], f"held-out shapes, TPC-DS SF {scale:g}: DQN gain {summ['dqn_gain_s']:.2f} s of the oracle's {summ['oracle_gain_s']:.2f} s ({summ['dqn_over_oracle']:.0%})", fontsize=6)  # fmt: skip
+    fig.tight_layout()
+    return fig
+
+
+def speedup_bars(ax, held: list[dict], labels: list[str], title: str, xlabel: str = "", fontsize: int = 7) -> None:  # fmt: skip
+    """Bars on ``ax``: each held-out query's speed-up over PostgreSQL (``orig_s`` over its
+    seconds) under greedy, the DQN and the oracle, on a log scale, labelled ``labels``."""
     for off, key in ((-0.27, "greedy"), (0.0, "dqn"), (0.27, "oracle")):
         ax.bar([i + off for i in range(len(held))], [r["orig_s"] / max(r[key]["s"], 1e-6) for r in held], 0.27, label=key)  # fmt: skip
     ax.axhline(1.0, color="k", lw=0.6)
     ax.set_yscale("log")
-    ax.set_xticks(range(len(held)), [qs[r["query"]][0] for r in held], fontsize=6, rotation=90)
-    ax.set_title(f"held-out shapes, TPC-DS SF {scale:g}: DQN gain {summ['dqn_gain_s']:.2f} s of the oracle's {summ['oracle_gain_s']:.2f} s ({summ['dqn_over_oracle']:.0%})", fontsize=9)  # fmt: skip
-    ax.set(ylabel="speed-up over PostgreSQL (log)")
+    ax.set_xticks(range(len(held)), labels, fontsize=fontsize, rotation=90)
+    ax.set_title(title, fontsize=9)
+    ax.set(xlabel=xlabel, ylabel="speed-up over PostgreSQL (log)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
