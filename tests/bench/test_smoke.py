@@ -29,17 +29,11 @@ class Settings:
     """plan fields"""
 
 
+QUICK = dict(part="small", episodes=1, originals="quick")
 TOY = Benchmark(
-    name="platform_toy",
-    app="platform",
-    claim="a toy",
-    run=print,
-    settings=Settings,
-    seeds=True,
-    resume=True,
-    quick=dict(part="small", episodes=1, originals="quick"),
+    name="platform_toy", run=print, settings=Settings, seeds=True, resume=True, quick=QUICK
 )
-BARE = Benchmark(name="platform_bare", app="platform", claim="no rows", run=print)
+BARE = Benchmark(name="platform_bare", run=print)
 
 
 def test_choices_stay_budgets_and_outside_writes_go():
