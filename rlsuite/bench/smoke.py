@@ -148,38 +148,50 @@ def _one_episode(words: list[str]) -> tuple[str, ...]:
 def run_all(decl: Any, chosen: list[SmokeCommand], title: str) -> int:
     """Run ``chosen`` in turn and print one table; 1 when any failed. A command passes when it
     ran end to end: exit 0, or a results JSON written (a pass criterion that a tiny budget does
-    not meet exits 1 but is no breakage); an error, or neither, fails it."""
+    not meet exits 1 but is no breakage); an error, or neither, fails it. Each result is also
+    a line as it comes, and Ctrl-C stops the run with the table of what ran."""
     from rich.console import Console
     from rich.table import Table
-
-    from rlsuite.bench import runner
 
     t = Table(title=title)
     for col in ("benchmark", "command", "exit", "JSON written", "seconds", "verdict"):
         t.add_column(col)
-    failed, t_all = 0, time.time()
-    for n, c in enumerate(chosen, 1):
-        print(f"== smoke {n}/{len(chosen)}: {c.shown()}", flush=True)
-        t0 = time.time()
-        try:
-            if c.benchmark:
-                rc = runner.run(decl.get(c.name), decl.modules[c.name], list(c.argv))
-            else:
-                with runner.heavy_lock():
-                    exe = Path(sys.executable).parent / c.argv[0]
-                    rc = subprocess.run([str(exe), *c.argv[1:]]).returncode
-        except Exception as err:  # noqa: BLE001 - one broken command must not hide the rest
-            print(f"{c.name}: {type(err).__name__}: {err}", file=sys.stderr)
-            rc = 1
-        wrote = []
-        with contextlib.suppress(OSError):
-            wrote = [p.name for p in (runner.QUICK_ROOT / "results").rglob("*.json")
-                     if p.stat().st_mtime >= t0]  # fmt: skip
-        ok = rc == 0 or (c.benchmark and bool(wrote))
-        failed += not ok
-        t.add_row(c.name, " ".join(c.argv[1:] if not c.benchmark else c.argv), str(rc),
-                  ", ".join(wrote) or "-", f"{time.time() - t0:.0f}",
-                  "ran" if ok else "FAILED")  # fmt: skip
+    failed, done, t_all = 0, 0, time.time()
+    try:
+        for n, c in enumerate(chosen, 1):
+            print(f"== smoke {n}/{len(chosen)}: {c.shown()}", flush=True)
+            t0 = time.time()
+            rc, wrote = _run_one(decl, c, t0)
+            ok = rc == 0 or (c.benchmark and bool(wrote))
+            failed, done = failed + (not ok), n
+            row = (c.name, " ".join(c.argv if c.benchmark else c.argv[1:]), str(rc),
+                   ", ".join(wrote) or "-", f"{time.time() - t0:.0f}", "ran" if ok else "FAILED")  # fmt: skip
+            print("== smoke result: " + " | ".join(row), flush=True)
+            t.add_row(*row)
+    except KeyboardInterrupt:
+        print(f"== smoke stopped after {done} of {len(chosen)} commands", flush=True)
     Console(width=200).print(t)
-    print(f"{len(chosen)} commands, {failed} failed, {time.time() - t_all:.0f} s")
-    return 1 if failed else 0
+    print(f"{done} of {len(chosen)} commands run, {failed} failed, {time.time() - t_all:.0f} s "
+          "(seconds include waits for the heavy-job lock)")  # fmt: skip
+    return 1 if failed or done < len(chosen) else 0
+
+
+def _run_one(decl: Any, c: SmokeCommand, t0: float) -> tuple[int, list[str]]:
+    """One command's exit status and the results JSON it wrote (names)."""
+    from rlsuite.bench import runner
+
+    try:
+        if c.benchmark:
+            rc = runner.run(decl.get(c.name), decl.modules[c.name], list(c.argv))
+        else:
+            with runner.heavy_lock():
+                exe = Path(sys.executable).parent / c.argv[0]
+                rc = subprocess.run([str(exe), *c.argv[1:]]).returncode
+    except Exception as err:  # noqa: BLE001 - one broken command must not hide the rest
+        print(f"{c.name}: {type(err).__name__}: {err}", file=sys.stderr)
+        rc = 1
+    wrote: list[str] = []
+    with contextlib.suppress(OSError):
+        wrote = [p.name for p in (runner.QUICK_ROOT / "results").rglob("*.json")
+                 if p.stat().st_mtime >= t0]  # fmt: skip
+    return rc, wrote
