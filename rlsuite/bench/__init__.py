@@ -2,7 +2,8 @@
 
     rlsuite bench list                         every benchmark, its claim, the RESULTS rows it feeds
     rlsuite bench run NAME [--quick] [--resume] [--seeds 0,1,2] [its flags]
-    rlsuite bench smoke [NAME ...]             every (or each named) --quick form in turn
+    rlsuite bench smoke [--rows] [NAME ...]    every (or each named) --quick form in turn;
+                                               --rows: every RESULTS command in quick form
     rlsuite bench report [--check]             RESULTS.md's table from the JSON (make results)
 
 A benchmark is a file ``benchmarks/<app>/<name>.py`` (app: platform, traffic, queryopt or
