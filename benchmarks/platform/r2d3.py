@@ -124,6 +124,8 @@ BENCHMARK = Benchmark(
     settings=Settings,
     seeds=True,
     resume=True,
-    quick=dict(part="weak", max_env_steps=3000, max_wall_s=60.0, eval_episodes=2, expert_wall_s=20.0),
+    quick=dict(
+        part="weak", max_env_steps=3000, max_wall_s=60.0, eval_episodes=2, expert_wall_s=20.0
+    ),
     rows=_ROWS,
 )

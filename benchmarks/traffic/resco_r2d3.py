@@ -136,7 +136,9 @@ def _row(
 BENCHMARK = Benchmark(
     run=run,
     settings=Settings,
-    quick=dict(map="cologne1", episodes=2, demo_episodes=1, num_seconds=300, eval_seeds=1, minutes=0.5),
+    quick=dict(
+        map="cologne1", episodes=2, demo_episodes=1, num_seconds=300, eval_seeds=1, minutes=0.5
+    ),
     rows=(
         _row(
             "R2D3 (DQN, a quarter of each batch from max-pressure's 20 episodes)",
