@@ -185,14 +185,21 @@ def validate(
 
 
 class _RuleRewriter:
-    """What the rule rewriters share: applying rules in their engine session (``db``,
-    ``schema``, ``settings``, ``timeout_ms``, ``check_schema``: set by the subclass)."""
+    """What the rule rewriters share: their engine session (``db``, ``schema``,
+    ``settings``, ``timeout_ms``, ``check_schema``) and applying rules in it."""
 
-    db: Engine
-    schema: str
-    settings: dict[str, str]
-    timeout_ms: int
-    check_schema: str | None
+    def __init__(
+        self,
+        db: Engine,
+        schema: str,
+        settings: Mapping[str, str] | None,
+        timeout_ms: int,
+        check_schema: str | None,
+    ):
+        self.db, self.schema = db, schema
+        self.settings = dict(settings or {})
+        self.timeout_ms = timeout_ms
+        self.check_schema = check_schema
 
     def apply(self, sql: str, names: Sequence[str], check: bool) -> Decision:
         """:func:`rewrite` of ``sql`` with the rules ``names``, in this session."""
@@ -225,10 +232,8 @@ class FixedRules(_RuleRewriter):
     ):
         for n in names:
             R.get(n)  # unknown names fail here, with the list of rules
-        self.db, self.schema, self.names = db, schema, list(names)
-        self.settings = dict(settings or {})
-        self.timeout_ms = timeout_ms
-        self.check_schema = check_schema
+        super().__init__(db, schema, settings, timeout_ms, check_schema)
+        self.names = list(names)
         self.name = "rules: " + ", ".join(self.names)
 
     def rewrite(self, sql: str, check: bool = False) -> Decision:
@@ -253,10 +258,7 @@ class GreedyByCost(_RuleRewriter):
         max_rules: int = 3,
         check_schema: str | None = None,
     ):
-        self.db, self.schema = db, schema
-        self.settings = dict(settings or {})
-        self.timeout_ms = timeout_ms
-        self.check_schema = check_schema
+        super().__init__(db, schema, settings, timeout_ms, check_schema)
         self.max_rules = max_rules
         self.name = "greedy by estimated cost"
 
