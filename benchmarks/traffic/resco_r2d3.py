@@ -122,7 +122,11 @@ NAMES = {"greedy": "greedy", "maxpressure": "max-pressure"}
 
 
 def _row(
-    what: str, file: str, args: str, shipped: str | None = None, map: str = "ingolstadt1",
+    what: str,
+    file: str,
+    args: str,
+    shipped: str | None = None,
+    map: str = "ingolstadt1",
     demonstrator: str = "maxpressure",
 ) -> Row:
     """A row of a run with demonstrations: the validation-chosen checkpoint's held-out delay
