@@ -172,5 +172,14 @@ BENCHMARK = Benchmark(
             map="cologne1",
             demonstrator="greedy",
         ),
+        _row(
+            "DQfD (the same, 75 episodes with epsilon at 0 after the same 8,100 steps, stopped by "
+            "the 6-minute cap at 68)",
+            "traffic_resco_r2d3_cologne1_dqfd75.json",
+            "--large-margin-coeff 1.0 --demo-ratio 0.1 --no-prioritized --epsilon-share 0.3 "
+            "--episodes 75 --snapshot-every 5 --val-snapshots 9 --minutes 6 --tag dqfd75",
+            map="cologne1",
+            demonstrator="greedy",
+        ),
     ),
 )
