@@ -22,6 +22,14 @@ build excluded). ``r2d2``'s two runners explore with Ape-X's epsilons from a bas
 seconds to 350, best return, the curve) and ``OUT.png`` (return against env steps and wall
 seconds). Env steps compare across runs; wall seconds depend on the shared machine's load.
 
+RLlib's example samples ~50 env steps/s here (its config makes one update of 32 sequences
+per 3 env steps: one step per runner per training step), so its 200k steps take ~1 h a seed
+and are run in pieces: a seed cut by ``max_wall_s`` keeps an RLlib checkpoint (the replay
+buffer with it) under ``run_dir``/OUT/, and ``--resume`` goes on from it, ``max_wall_s``
+more per piece; the cell's env steps, wall seconds and curve count all pieces, and
+``pieces`` records each (its command, env steps, seconds). The other plans' cells, and the
+example's once it reached 350 or its budget, are kept as they are under ``--resume``.
+
 The memory task (the longest delay each plan can recall) is ``platform_r2d2_memory``.
 
 Pass criterion: ``r2d2`` and ``rllib_lstm`` reach 350 within 200k env steps on every seed
@@ -31,6 +39,7 @@ run; ``replay`` (feed-forward) does not, on any.
 from __future__ import annotations
 
 import os
+import shlex
 import statistics
 from dataclasses import dataclass
 
@@ -51,6 +60,9 @@ class Settings:
     """the plans to run, in turn: r2d2, replay, rllib_lstm (RLlib's example)"""
     out: str = "platform_r2d2_stateless_cartpole"
     """results name"""
+    run_dir: str = ""
+    """where RLlib's example keeps the checkpoint of a cut seed, under OUT/ (default
+    runs/bench/platform_r2d2); --resume reads the path the JSON records"""
 
 
 PLANS = ("r2d2", "replay", "rllib_lstm")
@@ -104,52 +116,64 @@ def plan_for(name: str, seed: int):
     )
 
 
-class ExampleBackend:
-    """RLlib's example (``rllib_lstm``) as a backend: its ``Algorithm`` built from the
-    example's config, seeded, on the CPU, smoothed over 20 episodes as the plans are."""
+def example_config(seed: int):
+    """RLlib's example (``rllib_lstm``): its config, seeded, on the CPU, smoothed over 20
+    episodes as the plans are."""
+    from rlsuite.platform.benchmarking.rllib_examples import dqn_lstm_stateless_cartpole
 
-    def __init__(self, seed: int):
-        from rlsuite.platform.benchmarking.rllib_examples import dqn_lstm_stateless_cartpole
-
-        config = (
-            dqn_lstm_stateless_cartpole(ENV)
-            .learners(num_gpus_per_learner=0)
-            .debugging(seed=seed)
-            .reporting(metrics_num_episodes_for_smoothing=20)
-        )
-        self.algo = config.build_algo()
-
-    def train(self) -> dict:
-        from rlsuite.platform.backends.rllib import flatten_result
-
-        return flatten_result(self.algo.train())
-
-    def stop(self) -> None:
-        self.algo.stop()
+    return (
+        dqn_lstm_stateless_cartpole(ENV)
+        .learners(num_gpus_per_learner=0)
+        .debugging(seed=seed)
+        .reporting(metrics_num_episodes_for_smoothing=20)
+    )
 
 
-def learn(ctx, name: str, seed: int) -> dict:
+def learn(ctx, name: str, seed: int, before: dict | None = None) -> dict:
+    """One plan's cell on ``seed``; RLlib's example goes on from ``before`` (its cut
+    cell) when given, and saves a checkpoint when cut (:mod:`...example_runs`)."""
     from rlsuite.platform.backends.rllib import RLlibBackend
+    from rlsuite.platform.benchmarking.example_runs import run_piece
     from rlsuite.platform.benchmarking.to_target import train_to_target
 
-    s, curve = ctx.settings, []
+    s = ctx.settings
+
+    def say(steps: int, wall: float, ret: float) -> None:
+        ctx.say(f"{name} seed {seed}: {steps:>7} steps {wall:6.0f} s  return {ret:6.1f}")
+
+    end = dict(loadavg_1min_at_end=None)
     if name == "rllib_lstm":
-        backend = ExampleBackend(seed)
-        config = dict(example=EXAMPLE, rllib_config=backend.algo.config.to_dict())
-    else:
-        backend = RLlibBackend(plan_for(name, seed))
-        config = dict(plan=backend.plan.to_dict())
+        folder = os.path.join(ctx.run_dir("runs/bench/platform_r2d2"), s.out)
+        cell = run_piece(lambda: example_config(seed), os.path.join(folder, f"{name}_seed{seed}"),
+                         s.target, s.max_env_steps, s.max_wall_s, before, say,
+                         command=command("platform_r2d2", shlex.join(ctx.argv)))  # fmt: skip
+        end["loadavg_1min_at_end"] = cell["pieces"][-1]["loadavg_1min_at_end"]
+        return dict(**cell, **end, example=EXAMPLE, rllib_config=example_config(seed).to_dict())
+    backend, curve = RLlibBackend(plan_for(name, seed)), []
 
     def point(steps: int, wall: float, row: dict) -> None:
         ret = row["episode_return_mean"]
         curve.append(dict(env_steps=steps, wall_s=round(wall, 1), episode_return_mean=ret))
-        ctx.say(f"{name} seed {seed}: {steps:>7} steps {wall:6.0f} s  return {ret:6.1f}")
+        say(steps, wall, ret)
 
     run = train_to_target(backend, s.target, s.max_env_steps, s.max_wall_s, point)
+    end["loadavg_1min_at_end"] = round(os.getloadavg()[0], 2)
     return dict(reached=run.reached is not None, **(run.reached or {}), best_return=run.best_return,
-                env_steps_run=run.env_steps_run, wall_s_run=run.wall_s_run,
-                loadavg_1min_at_end=round(os.getloadavg()[0], 2), curve=curve,
-                **config)  # fmt: skip
+                env_steps_run=run.env_steps_run, wall_s_run=run.wall_s_run, **end, curve=curve,
+                plan=backend.plan.to_dict())  # fmt: skip
+
+
+def resumable(ctx, cell: dict) -> bool:
+    """Whether a cell of an earlier run goes on under ``--resume``: RLlib's example cut
+    short, with its checkpoint still there."""
+    from rlsuite.platform.benchmarking.example_runs import finished
+
+    if "pieces" not in cell or finished(cell, ctx.settings.max_env_steps):
+        return False
+    if not os.path.isdir(cell["checkpoint"]):
+        ctx.say(f"the checkpoint {cell['checkpoint']} of a cut cell is gone: kept as cut")
+        return False
+    return True
 
 
 def _common_steps(out: dict, seed: str) -> int:
@@ -241,8 +265,9 @@ def run(ctx):
     try:
         for seed in seeds:  # saved after each plan and seed: a cut-short run keeps them
             for name in names:
-                if str(seed) not in out.get(name, {}):
-                    out.setdefault(name, {})[str(seed)] = learn(ctx, name, seed)
+                before = out.get(name, {}).get(str(seed))
+                if before is None or resumable(ctx, before):
+                    out.setdefault(name, {})[str(seed)] = learn(ctx, name, seed, before)
                     ctx.save(s.out, summary(out, s))
     finally:
         if ray.is_initialized():
