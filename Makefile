@@ -44,8 +44,10 @@ bench: install
 # Every RESULTS command in its --quick form, and every benchmark without a row in its own
 # (tiny budgets, files under runs/bench-quick/; see rlsuite/bench/smoke.py), one at a time
 # under the heavy-job lock: about an hour on 2 cores, so not part of `make test`.
+# BENCH_SMOKE_ARGS="--rows --hold-lock" keeps the lock for the whole run on a shared machine.
+BENCH_SMOKE_ARGS ?= --rows
 bench-smoke: system-deps install sumo-1.9.2
-	$(VENV)/bin/rlsuite bench smoke --rows
+	$(VENV)/bin/rlsuite bench smoke $(BENCH_SMOKE_ARGS)
 
 # The table at the top of benchmarks/RESULTS.md, from benchmarks/results/<app>/*.json.
 results: install

@@ -39,6 +39,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="every distinct RESULTS command in its quick form, then the plain --quick of "
         "benchmarks without a row (what make bench-smoke runs)",
     )
+    sm.add_argument(
+        "--hold-lock",
+        action="store_true",
+        help="hold the heavy-job lock across the whole run instead of taking it per command "
+        "(on a shared machine other jobs then wait, rather than slip in between)",
+    )
     rep = bs.add_parser("report", help="regenerate RESULTS.md's table from the results JSON")
     rep.add_argument("--check", action="store_true", help="exit 1 if the table is stale")
     rep.add_argument("--target", type=Path, default=None, help="the markdown file")
@@ -88,9 +94,15 @@ def _smoke(decl, args: argparse.Namespace) -> int:
     if args.rows:
         rows = [r.command for r in decl.rows if not args.app or r.app == args.app]
         todo = smoke.commands(chosen, rows, cli_rows=not args.names)
-        return smoke.run_all(decl, todo, "bench smoke --rows (every RESULTS command, --quick)")
-    todo = [smoke.SmokeCommand(b.name, ("--quick",)) for b in chosen]
-    return smoke.run_all(decl, todo, "bench smoke (--quick)")
+        title = "bench smoke --rows (every RESULTS command, --quick)"
+    else:
+        todo, title = [smoke.SmokeCommand(b.name, ("--quick",)) for b in chosen], "bench smoke"
+    if not args.hold_lock:
+        return smoke.run_all(decl, todo, title)
+    from rlsuite.bench.runner import heavy_lock
+
+    with heavy_lock():  # the runner's own lock per command then finds this one held
+        return smoke.run_all(decl, todo, title)
 
 
 def _report(decl, args: argparse.Namespace) -> int:

@@ -77,11 +77,16 @@ def _inherited_lock_fd(path: str) -> int | None:
 @contextlib.contextmanager
 def heavy_lock(path: str = LOCK, say=print) -> Iterator[None]:
     """Hold the shared heavy-job lock; waits (saying so) while another job holds it. Under
-    ``flock LOCK rlsuite bench run ...`` the lock ``flock`` took is used, not waited on."""
+    ``flock LOCK rlsuite bench run ...`` (or inside an outer ``heavy_lock`` of this process)
+    the lock already held is used, not waited on."""
     fd = _inherited_lock_fd(path)
     if fd is not None:
-        with contextlib.suppress(OSError):
+        try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already: succeeds at once
+            held = True
+        except OSError:
+            held = False
+        if held:  # the body's own errors pass through (not caught as a failed lock)
             yield
             return
     handle = open(path, "a+")  # noqa: SIM115 - held open for the block

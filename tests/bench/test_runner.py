@@ -113,6 +113,15 @@ def test_the_lock_an_outer_flock_holds_is_used_not_waited_on(tmp_path):
     assert out.returncode == 0 and out.stdout.strip() == "inside", out.stderr
 
 
+def test_a_lock_held_by_this_process_is_reused_and_a_body_error_passes_through(tmp_path):
+    lock = str(tmp_path / "heavy.lock")
+    with runner.heavy_lock(lock):  # bench smoke --hold-lock, then each command's own
+        with runner.heavy_lock(lock, say=pytest.fail):  # would wait (and say so) if not reused
+            pass
+        with pytest.raises(FileNotFoundError), runner.heavy_lock(lock, say=pytest.fail):
+            raise FileNotFoundError("a benchmark's own error")
+
+
 def test_quick_flags_of_a_script():
     assert runner.quick_flags({"minutes": 0.1, "no_flat": True, "off": False}) == [
         "--minutes",
