@@ -6,7 +6,7 @@ NAME
 
 SYNOPSIS
     qopt-bench serve [--chooser measured|rules|model] [--budget-s S] [--model PATH | --rules R1,R2 | --learn]
-                     [--workload W] [--socket PATH | --listen localhost:PORT]
+                     [--workload W [--scale SF]] [--socket PATH | --listen localhost:PORT]
                      [--wait-ms MS] [--rewards PATH] [--dsn DSN]
                      [--store PATH [--window N]] [--learn [--retrain-every N] [--retrain-seconds S]]
                      [--explore SHARE] [--regression-threshold X] [--regression-runs K] [--guard-margin X]
@@ -139,6 +139,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=WORKLOAD_NAMES,
         default=None,
         help="workload whose schema the queries use (default: the model's; joins for --rules)",
+    )
+    s.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="tpcds, tpch: the scale factor of the data served (default: the workload's, 1 "
+        "for tpcds)",
     )
     a = s.add_mutually_exclusive_group()
     a.add_argument("--socket", default=None, help=f"Unix socket path (default {default_socket()})")
@@ -330,6 +337,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ValueError(f"--budget-s must be > 0, got {args.budget_s}")
     if args.wait_ms < 0:
         raise ValueError(f"--wait-ms must be >= 0, got {args.wait_ms}")
+    wcfg = None
+    if args.scale is not None:
+        if args.workload not in ("tpcds", "tpch"):
+            raise ValueError("--scale goes with --workload tpcds or tpch")
+        if not args.scale > 0:
+            raise ValueError(f"--scale must be > 0, got {args.scale}")
+        wcfg = {"scale": args.scale}
     if args.learn and not args.store:
         raise ValueError("--learn needs --store PATH: a writable file for the experience store")
     online = OnlineConfig(
@@ -347,7 +361,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     check_address(address)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     shipped = (
-        chooser == "measured" and not args.rules and get(args.workload or "joins").shipped_model
+        chooser == "measured"
+        and not args.rules
+        and get(args.workload or "joins", **(wcfg or {})).shipped_model
     )
     if args.model or args.learn or shipped:
         import torch
@@ -367,22 +383,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
             decider = MeasuredDecider(
                 dsn,
                 args.workload or "joins",
+                wcfg,
                 budget_s=args.budget_s,
                 timeout_ms=args.timeout_ms,
                 rules=names,
                 max_steps=args.max_steps,
             )
         elif args.model:
-            decider = ModelDecider(
-                args.model, dsn, workload=args.workload, timeout_ms=args.timeout_ms
-            )
+            decider = ModelDecider(args.model, dsn, args.workload, wcfg, timeout_ms=args.timeout_ms)
         elif args.rules:
             names = [n.strip() for n in args.rules.split(",") if n.strip()]
             if not names:
                 raise ValueError("--rules needs at least one rule (see `qopt-bench rules`)")
-            decider = RulesDecider(dsn, args.workload or "joins", names, max_steps=args.max_steps)
+            decider = RulesDecider(
+                dsn, args.workload or "joins", names, wcfg, max_steps=args.max_steps
+            )
         else:  # --learn from nothing: the standard plan until a model passes the guard
-            decider = RulesDecider(dsn, args.workload or "joins", [], max_steps=args.max_steps)
+            decider = RulesDecider(
+                dsn, args.workload or "joins", [], wcfg, max_steps=args.max_steps
+            )
         store = None
         if args.store:
             store = ExperienceStore(args.store, decider.schema, window=args.window)

@@ -61,11 +61,12 @@ def planning_ms(db, schema: str, sql: str) -> tuple[float, str]:
     return float(doc[0]["Planning Time"]), doc[0].get("Query Optimizer", "")
 
 
-def psql_run(dsn: str, sql: str, options: str) -> tuple[float, list[str] | None, str]:
-    """Time one plain psql client; its output lines (None when psql failed) and stderr."""
+def psql_run(dsn: str, sql: str, options: str, sep: str = "|") -> tuple[float, list[str] | None, str]:  # fmt: skip
+    """Time one plain psql client; its output lines (fields split by ``sep``; None when psql
+    failed) and stderr."""
     env = dict(os.environ, PGOPTIONS=options)
     t0 = time.perf_counter()
-    cmd = ["psql", dsn, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql]
+    cmd = ["psql", dsn, "-X", "-q", "-A", "-t", "-F", sep, "-v", "ON_ERROR_STOP=1", "-c", sql]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     dt = time.perf_counter() - t0
     return dt, (p.stdout.splitlines() if p.returncode == 0 else None), p.stderr.strip()

@@ -52,6 +52,11 @@ def test_serve_chooser_flags_that_do_not_fit_are_refused(capsys):
     assert "goes without --model" in capsys.readouterr().out
     assert cli.main(["serve", "--budget-s", "0"]) == 2
     assert "--budget-s must be > 0" in capsys.readouterr().out
+    assert parse(["serve", "--workload", "tpcds", "--scale", "0.01"]).scale == 0.01
+    assert cli.main(["serve", "--scale", "0.01"]) == 2
+    assert "--scale goes with --workload tpcds or tpch" in capsys.readouterr().out
+    assert cli.main(["serve", "--workload", "tpcds", "--scale", "0"]) == 2
+    assert "--scale must be > 0" in capsys.readouterr().out
 
 
 def test_help_reads_like_a_man_page(capsys):
