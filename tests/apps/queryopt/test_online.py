@@ -55,6 +55,25 @@ def test_exploration_is_bounded_and_a_regression_falls_back():
     assert book.pick(sk, lambda a: True)[0] == ()
 
 
+def test_a_shape_whose_original_ran_past_the_timeout_is_never_explored():
+    # exploring its standard plan (or a candidate no one timed) would hold a client's
+    # statement for minutes; a shape of fast statements is explored as before
+    book = ShapeBook(OnlineConfig(explore_share=1.0, explore_window=10, regression_runs=3))
+    slow, fast = ("tpcds", "SELECT slow ?"), ("tpcds", "SELECT fast ?")
+    for sk in (slow, fast):
+        book.set_model_choice(sk, ("decorrelate_scalar",), 0)
+        book.add_candidates(sk, [("arm_no_nestloop",)])
+    book.set_no_explore(slow, "its original ran past the server's timeout")
+    kinds: dict = {slow: [], fast: []}
+    for _ in range(8):
+        for sk in (slow, fast):
+            applied, kind = book.pick(sk, lambda a: True)
+            kinds[sk].append(kind)
+            book.record(sk, applied, 100.0)
+    assert set(kinds[slow]) == {"model"} and book.state(slow).served() == ("decorrelate_scalar",)
+    assert {"standard", "explore"} <= set(kinds[fast])
+
+
 def test_a_drift_is_judged_against_a_standard_plan_measured_after_it():
     book = ShapeBook(OnlineConfig(explore_share=1.0, explore_window=10, regression_runs=3))
     sk = ("qopt_udf", "SELECT ?")

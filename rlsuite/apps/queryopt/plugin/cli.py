@@ -412,6 +412,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             rewards_path=args.rewards,
             online=online,
             store=store,
+            check_timeout_ms=args.timeout_ms,
         )
         if args.learn:
             wcfg = dict(decider.workload_config)

@@ -220,6 +220,11 @@ class Decider:
             self._verified[(sql, tuple(d.applied))] = d
         return self._served(sql, d)
 
+    def original_past_timeout(self, sql: str) -> bool:
+        """Whether the last decision on ``sql`` ran its original past the timeout (only a
+        decider that runs the original knows; the others say False)."""
+        return False
+
     def verified(self, sql: str, applied: Sequence[str]) -> Decision | None:
         """The served form of ``applied`` on ``sql`` when the rewriter's own decision
         verified it (its rows compared, as :meth:`validated` would), else None."""
@@ -392,10 +397,20 @@ class MeasuredDecider(Decider):
             check_schema=check_schema,
             reference=reference,
         )
+        self._past_timeout: set[str] = set()
         try:
             self._warm_sql: str | None = w.queries("train", 1, 0)[0]
         except ValueError:  # a schema of the user's own: no query to warm up on
             self._warm_sql = None
+
+    def decide(self, sql: str) -> Decision:
+        d = super().decide(sql)
+        if self.rewriter.last.original_timed_out:
+            self._past_timeout.add(sql)
+        return d
+
+    def original_past_timeout(self, sql: str) -> bool:
+        return sql in self._past_timeout
 
     def warm(self) -> float:
         """Imports, the catalog and the candidates of one training statement (plans only):

@@ -64,6 +64,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rlsuite.queryopt.serve")
 
+TOO_SLOW_TO_EXPLORE = (
+    "its original ran past the server's timeout: neither the standard plan nor an untimed "
+    "candidate is explored"
+)
+
 
 @dataclass
 class Statement:
@@ -303,7 +308,7 @@ class ModelServer:
                 self._later(("build", key, a), self._build, key, st, a)
             return isinstance(st.answers.get(a), dict)
 
-        if self.online.explore_share > 0:
+        if self.online.explore_share > 0 and not state.no_explore:
             # a shape's candidates are row-checked one at a time, in the background, as its
             # statements come (shapes take turns): the checks time them, so that the
             # fastest is served verified and slow ones are never explored
@@ -342,6 +347,8 @@ class ModelServer:
                 d = self._choose(sk, sql)
                 if not d.applied:
                     st.why = d.reasons.get("*", "")
+                if self.decider.original_past_timeout(sql):
+                    self.book.set_no_explore(sk, TOO_SLOW_TO_EXPLORE)
         except Exception as e:  # noqa: BLE001 - the standard plan, with the reason
             how = f"decider failed: {type(e).__name__}: {e}"
             self.book.set_model_choice(sk, (), self.version)
@@ -362,7 +369,7 @@ class ModelServer:
         except Exception as e:  # noqa: BLE001 - nothing to explore for this shape
             log.info("shape %s: no candidates (%s: %s)", sk[1], type(e).__name__, e)
             return
-        if self.online.explore_share > 0:
+        if self.online.explore_share > 0 and not state.no_explore:
             # the first candidate's row check at once, not at the shape's next request:
             # a rewrite it times faster is then served from that request on
             todo = [c for c in state.candidates if c not in state.checks]
@@ -425,12 +432,19 @@ class ModelServer:
         self, sql: str, sk: tuple[str, str], st: Statement, applied: tuple[str, ...]
     ) -> Decision | str:
         """:meth:`Decider.validated` against the original's rows (run once per statement)."""
+        if not st.checked and self.book.state(sk).no_explore:
+            # the shape's original ran past the timeout: a new statement of it is not run
+            # whole again (its rewrite's rows are compared with DuckDB's answer, or on the
+            # small copy), which would hold the one decision worker for the whole timeout
+            st.checked = True
         if not st.checked:
             r = self.decider.db.run(
                 sql, self.decider.schema, self.check_timeout_ms, self.decider.base
             )
             st.rows, st.checked = (None if r.timed_out else r.rows or []), True
             st.original_s = None if r.timed_out else r.runtime_s
+            if r.timed_out:
+                self.book.set_no_explore(sk, TOO_SLOW_TO_EXPLORE)
         timing: dict[str, float] = {}
         d = self.decider.validated(
             sql, applied, st.rows, self._check_timeout(st.original_s), timing

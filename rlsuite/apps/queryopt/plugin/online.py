@@ -19,7 +19,9 @@ Three pieces, as Bao has them:
   decision's last ``regression_runs`` executions are slower than the standard plan's
   by more than ``regression_threshold`` (saying why), as measured after those executions:
   a standard-plan runtime from before them may predate a drift, so the standard plan is
-  measured again before the shape is judged. Pure logic: no database.
+  measured again before the shape is judged. A shape whose original ran past the
+  server's timeout is never explored (:meth:`ShapeBook.set_no_explore`): one exploration
+  of its standard plan would hold a client's statement for minutes. Pure logic: no database.
 - :class:`OnlineLearner` retrains the DQN in the background every ``retrain_every``
   new rewards or ``retrain_seconds`` seconds, with the same learner as ``qopt-bench
   train`` (the platform's ``replay`` plan via :func:`rlsuite.apps.queryopt.train.train`)
@@ -169,6 +171,10 @@ class ShapeState:
     """Per decision: its last measured runtime over the standard plan's (see ``score``)."""
     cfg: OnlineConfig | None = None
     """The book's settings (None: serve the model's choice, no verification)."""
+    no_explore: str = ""
+    """Why this shape is never explored (its standard plan ran past the server's timeout:
+    an exploration of it, or of a candidate no one has timed, could hold a client's statement
+    for minutes); empty: explored within the share."""
 
     def model_served(self) -> Applied:
         """The model's choice, unless it was caught regressing."""
@@ -258,6 +264,14 @@ class ShapeBook:
             with self._lock:
                 self._state(sk).checks[tuple(applied)] = float(ratio)
 
+    def set_no_explore(self, sk: ShapeKey, reason: str) -> None:
+        """Never explore this shape again (:attr:`ShapeState.no_explore`)."""
+        with self._lock:
+            st = self._state(sk)
+            if not st.no_explore:
+                st.no_explore = reason
+                log.info("shape %s: not explored: %s", sk[1], reason)
+
     def set_model_choice(self, sk: ShapeKey, applied: Sequence[str], version: int) -> None:
         with self._lock:
             st = self._state(sk)
@@ -293,7 +307,7 @@ class ShapeBook:
                 kind = "model" if served or not st.blocked else "standard"
             choice: tuple[Applied, str] = (served, kind)
             budget = cfg.explore_share * cfg.explore_window
-            if cfg.explore_share > 0 and sum(self._window) + 1 <= budget:
+            if cfg.explore_share > 0 and not st.no_explore and sum(self._window) + 1 <= budget:
                 want = self._exploration(st, served, ready)
                 if want is not None:
                     choice = (want, "standard" if want == () else "explore")

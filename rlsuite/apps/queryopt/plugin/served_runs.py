@@ -70,6 +70,16 @@ def served_as(note: str) -> str:
     return "standard"
 
 
+def answered(before: dict, after: dict) -> dict[str, int]:
+    """The answers the server gave between two of its ``stats``, by kind (``model``,
+    ``verified``, ``explore``, ``standard``), over all shapes."""
+
+    def kinds(st: dict) -> Counter:
+        return sum((Counter(r.get("by_kind", {})) for r in st.get("shapes", [])), Counter())
+
+    return dict(kinds(after) - kinds(before))
+
+
 def wait_decided(note_of: Callable[[], str], wait_s: float, poll_s: float = 1.0) -> tuple[str, float]:  # fmt: skip
     """Ask EXPLAIN's note again until the server's decision has landed (the note no longer
     says it is deciding), ``wait_s`` at most: the note and the seconds waited."""
@@ -95,7 +105,8 @@ def serve_statement(
 ) -> dict:
     """One statement run ``runs`` times through pg_qopt (``run_psql``: psql with the plugin
     on, each run under ``cap_s``). Before the second run, the decision is waited for
-    (:func:`wait_decided`). ``native``: ``{"s", "capped", "lines"}``, PostgreSQL's plan
+    (:func:`wait_decided`). How a run was served: EXPLAIN's note just before it, unless the
+    server's counters say that the run itself got the standard plan or an exploration. ``native``: ``{"s", "capped", "lines"}``, PostgreSQL's plan
     alone (``lines`` None when it did not finish or was measured elsewhere);
     ``reference()``: the original's rows by DuckDB on the same tables."""
     from rlsuite.apps.queryopt.verify import has_order_by
@@ -117,7 +128,9 @@ def serve_statement(
             note = "standard plan: deciding (first sighting)" if fresh else "answered at once"
         capped = lines is None and "statement timeout" in err
         run = {"s": cap_s if capped else dt, "capped": capped, "note": note}
-        run["served"] = served_as(note)
+        run["served"], run["answered"] = served_as(note), answered(before, after)
+        if set(run["answered"]) & {"standard", "explore"}:  # not as EXPLAIN said just before
+            run["served"] = "standard" if "standard" in run["answered"] else "explore"
         run["error"] = "" if lines is not None or capped else err[:300]
         if lines is not None and k == 0 and run["served"] == "standard" and expected is None:
             expected, expected_from = psql_rows(lines), "PostgreSQL's plan (first run)"

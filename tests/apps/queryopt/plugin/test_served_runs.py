@@ -6,6 +6,7 @@ import decimal
 
 from rlsuite.apps.queryopt.plugin.served_runs import (
     SEP,
+    answered,
     canonical_rows,
     checks,
     psql_rows,
@@ -23,6 +24,10 @@ def test_psql_text_compares_with_typed_rows_as_the_row_check_does():
     assert not rows_equal(psql_rows(lines), canonical_rows(other), ordered=False)
     two = psql_rows(["1", "2"])
     assert rows_equal(two, two[::-1], ordered=False) and not rows_equal(two, two[::-1], True)
+    # how the server answered between two of its stats, over all shapes
+    before = {"shapes": [{"by_kind": {"model": 2}}]}
+    after = {"shapes": [{"by_kind": {"model": 2, "standard": 1}}, {"by_kind": {"model": 1}}]}
+    assert answered(before, after) == {"standard": 1, "model": 1}
 
 
 def _statement(outputs, notes, reference_rows):
