@@ -71,7 +71,9 @@ DESCRIPTION
     (on the shape's own executions, else in its check), otherwise the
     model's choice. At most --explore of any 100 answers try a decision not
     yet measured (or measure the standard plan again); one whose check ran
-    over 2x the original's is never tried. `serve --learn` starts its
+    over 2x the original's is never tried. A shape whose original ran past
+    --timeout-ms is never explored (one run of its standard plan would hold
+    a client's statement for minutes). `serve --learn` starts its
     retrain process before it listens. A shape whose served
     decision is slower than the standard plan by more than
     --regression-threshold over its last --regression-runs executions falls
