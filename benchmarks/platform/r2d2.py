@@ -188,12 +188,19 @@ def _best_within(curve: list, env_steps: int) -> float | None:
     return max(got) if got else None
 
 
+def _rate(cell: dict) -> float | None:
+    """A cell's env steps per training second (all its pieces)."""
+    return round(cell["env_steps_run"] / cell["wall_s_run"], 1) if cell.get("wall_s_run") else None
+
+
 def summary(out: dict, s: Settings) -> dict:
     """Per plan: seeds run and reached, the medians over the seeds that reached 350, the
     best return, and each seed's env steps and wall seconds run (a cut run says where)."""
     per = {}
     for name, seeds in out.items():
         done = [v for v in seeds.values() if v["reached"]]
+        within = {k: _best_within(v["curve"], _common_steps(out, k)) for k, v in seeds.items()}
+        got = [r for r in within.values() if r is not None]
         per[name] = dict(
             seeds=len(seeds),
             reached=len(done),
@@ -211,9 +218,10 @@ def summary(out: dict, s: Settings) -> dict:
             # the plans side by side at equal env steps: each seed's best return up to the
             # fewest env steps any plan ran on that seed (a plan that stops at 350 or is cut)
             common_env_steps={k: _common_steps(out, k) for k in seeds},
-            best_return_within_common_env_steps={
-                k: _best_within(v["curve"], _common_steps(out, k)) for k, v in seeds.items()
-            },
+            best_return_within_common_env_steps=within,
+            median_best_return_within_common_env_steps=statistics.median(got) if got else None,
+            env_steps_per_s={k: _rate(v) for k, v in seeds.items()},
+            pieces={k: len(v.get("pieces", [])) or 1 for k, v in seeds.items()},
         )
     return dict(plans=out, summary=per, target=s.target, max_env_steps=s.max_env_steps,
                 max_wall_s=s.max_wall_s, cpus=os.cpu_count())  # fmt: skip
