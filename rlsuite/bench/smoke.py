@@ -147,8 +147,9 @@ def _one_episode(words: list[str]) -> tuple[str, ...]:
 
 def run_all(decl: Any, chosen: list[SmokeCommand], title: str) -> int:
     """Run ``chosen`` in turn and print one table; 1 when any failed. A command passes when it
-    ran end to end: exit 0, or a results JSON written (a pass criterion that a tiny budget does
-    not meet exits 1 but is no breakage); an error, or neither, fails it. Each result is also
+    ran end to end: exit 0, or exit 1 with a results JSON written (a pass criterion that a tiny
+    budget does not meet exits 1 but is no breakage); an error (shown as exit -1), another
+    exit status, or exit 1 without a JSON fails it. Each result is also
     a line as it comes, and Ctrl-C stops the run with the table of what ran."""
     from rich.console import Console
     from rich.table import Table
@@ -162,7 +163,7 @@ def run_all(decl: Any, chosen: list[SmokeCommand], title: str) -> int:
             print(f"== smoke {n}/{len(chosen)}: {c.shown()}", flush=True)
             t0 = time.time()
             rc, wrote = _run_one(decl, c, t0)
-            ok = rc == 0 or (c.benchmark and bool(wrote))
+            ok = rc == 0 or (rc == 1 and c.benchmark and bool(wrote))
             failed, done = failed + (not ok), n
             row = (c.name, " ".join(c.argv if c.benchmark else c.argv[1:]), str(rc),
                    ", ".join(wrote) or "-", f"{time.time() - t0:.0f}", "ran" if ok else "FAILED")  # fmt: skip
@@ -189,7 +190,7 @@ def _run_one(decl: Any, c: SmokeCommand, t0: float) -> tuple[int, list[str]]:
                 rc = subprocess.run([str(exe), *c.argv[1:]]).returncode
     except Exception as err:  # noqa: BLE001 - one broken command must not hide the rest
         print(f"{c.name}: {type(err).__name__}: {err}", file=sys.stderr)
-        rc = 1
+        rc = -1  # an error, not a missed pass criterion (exit 1): failed even with a JSON
     wrote: list[str] = []
     with contextlib.suppress(OSError):
         wrote = [p.name for p in (runner.QUICK_ROOT / "results").rglob("*.json")
