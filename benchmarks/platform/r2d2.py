@@ -299,7 +299,7 @@ def run(ctx):
 
 
 CMD = command("platform_r2d2", "--seeds 0 --max-wall-s 158")
-RLLIB_PIECES_S = (400, 400, 398)
+RLLIB_PIECES_S = (400, 400, 398, 1500)
 """The ``--max-wall-s`` of each piece of the run beside RLlib's example, in turn."""
 CMD3 = command(
     "platform_r2d2", "--seeds 0,1,2 --plans r2d2 --out platform_r2d2_stateless_cartpole_r2d2_3seeds"
