@@ -57,11 +57,6 @@ def canonical_rows(rows: Sequence[tuple]) -> list[tuple]:
     return [tuple(_typed_value(v) for v in r) for r in rows]
 
 
-def rows_equal(a: list[tuple], b: list[tuple], ordered: bool) -> bool:
-    """Equal as multisets (as lists under ``ORDER BY``)."""
-    return a == b if ordered else Counter(a) == Counter(b)
-
-
 def served_as(note: str) -> str:
     """``rewritten``, ``planner arm`` or ``standard`` from EXPLAIN's Query Optimizer line."""
     for kind in ("rewritten", "planner arm"):
@@ -109,7 +104,7 @@ def serve_statement(
     server's counters say that the run itself got the standard plan or an exploration. ``native``: ``{"s", "capped", "lines"}``, PostgreSQL's plan
     alone (``lines`` None when it did not finish or was measured elsewhere);
     ``reference()``: the original's rows by DuckDB on the same tables."""
-    from rlsuite.apps.queryopt.verify import has_order_by
+    from rlsuite.apps.queryopt.verify import has_order_by, same_rows
 
     ordered = has_order_by(sql)
     expected = None if native.get("lines") is None else psql_rows(native["lines"])
@@ -142,7 +137,7 @@ def serve_statement(
                 except Exception as e:  # noqa: BLE001 - DuckDB cannot run it: unchecked
                     row["reference_error"] = f"{type(e).__name__}: {str(e)[:200]}"
             if expected is not None:
-                run["rows"], run["rows_match"] = len(lines), rows_equal(psql_rows(lines), expected, ordered)  # fmt: skip
+                run["rows"], run["rows_match"] = len(lines), same_rows(psql_rows(lines), expected, ordered)  # fmt: skip
         row["runs"].append(run)
     row["expected_from"] = expected_from
     row["expected_rows"] = None if expected is None else len(expected)

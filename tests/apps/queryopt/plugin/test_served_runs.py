@@ -10,10 +10,10 @@ from rlsuite.apps.queryopt.plugin.served_runs import (
     canonical_rows,
     checks,
     psql_rows,
-    rows_equal,
     serve_statement,
     summary,
 )
+from rlsuite.apps.queryopt.verify import same_rows as rows_equal
 
 
 def test_psql_text_compares_with_typed_rows_as_the_row_check_does():
