@@ -1,17 +1,22 @@
 """R2D3 on a RESCO map: the ``replay`` plan (DQN) with a hand-written controller's
 demonstrations inside its replay, against every hand-written controller on held-out seeds.
 
-The map's lights share one policy and one replay buffer (``rlsuite/SignalsShared-v0``; the
-one-light maps cologne1 and ingolstadt1, where the demonstrations are recorded). The plan is
-the shipped RESCO DQN runs' (MLP 64x64, dueling double DQN, 32 replayed per sampled step,
-one episode per iteration); ``--demonstrator`` (greedy or maxpressure) plays
+The map's lights share one policy and one replay buffer (``rlsuite/SignalsShared-v0``: the
+lights of a network are one vector env of one simulation, and the demonstrator's episodes
+are recorded light by light into the one buffer). The plan is the shipped RESCO DQN runs'
+(MLP 64x64, dueling double DQN, ``--training-intensity`` replayed per sampled step, one
+episode of every light per iteration); ``--demonstrator`` (greedy or maxpressure) plays
 ``--demo-episodes`` episodes into the demonstrations buffer, from which a quarter of every
 batch comes (``--demo-ratio``); ``--large-margin-coeff`` adds DQfD's large-margin loss on
-the demonstrated steps. A snapshot is kept every ``--snapshot-every`` iterations; the newest
+the demonstrated steps. ``--sumo`` picks the SUMO release (1.28, the project's; 1.9.2,
+RESCO's, where RESCO's published learners are the comparison); ``--light-index`` gives each
+light's observation its place among the network's lights. A snapshot is kept every
+``--snapshot-every`` iterations; the newest
 ``--val-snapshots`` are scored on validation seeds 900-903 and the best one (``learned_valsel``, beside the last: ``learned_final``) on
 held-out seeds 1000-1009 against fixed, actuated, greedy and max-pressure, with RESCO's
 delay and the jam rule (``resco_scoring.JAM_RULE``). Pass: the chosen policy's mean delay
-is below every hand-written controller's, and none of its held-out seeds jammed.
+is below every hand-written controller's, and none of its held-out seeds jammed; on SUMO
+1.9.2 also at or below RESCO's best published learner on the map (reported beside).
 """
 
 from dataclasses import dataclass
@@ -25,7 +30,13 @@ PROGRAMS = ("fixed", "actuated", "greedy", "maxpressure")
 @dataclass(frozen=True)
 class Settings:
     map: str = "ingolstadt1"
-    """a one-light RESCO map: ingolstadt1 or cologne1"""
+    """a RESCO map (its lights share the policy): ingolstadt1, cologne1, cologne3, cologne8 ..."""
+    sumo: str = "1.28"
+    """SUMO release: 1.28 (the project's) or 1.9.2 (RESCO's, installed apart)"""
+    light_index: bool = False
+    """each light's observation also holds its place among the network's lights"""
+    training_intensity: float = 32.0
+    """replayed per sampled step (each light's step counts)"""
     demonstrator: str = "maxpressure"
     """greedy or maxpressure"""
     demo_episodes: int = 20
@@ -54,29 +65,49 @@ class Settings:
     """suffix of the run directory and the result file (``""``: the first run's names)"""
 
 
-def run(ctx) -> int:
-    import functools
-    import os
+def plan_of(s: Settings):
+    """The env config, the map's number of lights and the ``replay`` plan of settings ``s``
+    (each light's step is an env step: an iteration is one episode of every light)."""
+    from rlsuite.apps.traffic import sumo_versions
+    from rlsuite.apps.traffic.envs.signals_vector import num_lights
+    from rlsuite.platform import optimizers
 
-    from rlsuite.apps.traffic.controllers import PerAgent, SignalProgram
-    from rlsuite.apps.traffic.resco_scoring import jam_report, run_seeds, snapshot
-    from rlsuite.platform import cluster, optimizers, training
-    from rlsuite.platform.checkpoints.loading import load_controller
-
-    s = ctx.settings
     cfg = {"network": s.map, **({"num_seconds": s.num_seconds} if s.num_seconds else {})}
-    steps = 360 if not s.num_seconds else s.num_seconds // 10
+    if s.sumo != sumo_versions.DEFAULT_SUMO:  # 1.28's runs keep their first config
+        cfg["sumo_version"] = s.sumo
+    if s.light_index:
+        cfg["light_index"] = True
+    lights = num_lights(**cfg)  # refuses a map that is not RESCO's
+    steps = lights * (360 if not s.num_seconds else s.num_seconds // 10)
     plan = optimizers.make_plan(
         "replay", env="rlsuite/SignalsShared-v0", env_config=cfg, seed=0, hidden=[64, 64],
         activation="relu", rollout_fragment_length=4, lr=1e-3, train_batch_size=32,
         buffer_size=10000, prioritized=s.prioritized, dueling=True, double_q=True, target_update_freq=500,
         learning_starts=steps, epsilon_timesteps=int(s.epsilon_share * steps * s.episodes),
-        final_epsilon=0.0, training_intensity=32, env_steps_per_iteration=steps, num_env_runners=1,
+        final_epsilon=0.0, training_intensity=s.training_intensity, env_steps_per_iteration=steps,
+        num_env_runners=1,
         demonstrations=f"rlsuite.apps.traffic.demonstrators:{s.demonstrator}:{s.demo_episodes}",
         demo_ratio=s.demo_ratio, large_margin_coeff=s.large_margin_coeff,
     )  # fmt: skip
+    return cfg, lights, plan
+
+
+def run(ctx) -> int:
+    import functools
+    import os
+
+    from rlsuite.apps.traffic import resco, sumo_versions
+    from rlsuite.apps.traffic.controllers import PerAgent, SignalProgram
+    from rlsuite.apps.traffic.resco_scoring import jam_report, run_seeds, snapshot
+    from rlsuite.apps.traffic.resco_training import LEARNERS
+    from rlsuite.platform import cluster, training
+    from rlsuite.platform.checkpoints.loading import load_controller
+
+    s = ctx.settings
+    cfg, lights, plan = plan_of(s)
     tag = f"_{s.tag}" if s.tag else ""
-    run_dir = ctx.run_dir(f"runs/bench/traffic_resco_r2d3/{s.map}_{s.demonstrator}{tag}")
+    release = "" if s.sumo == sumo_versions.DEFAULT_SUMO else f"_sumo{s.sumo}"
+    run_dir = ctx.run_dir(f"runs/bench/traffic_resco_r2d3/{s.map}_{s.demonstrator}{release}{tag}")
     with cluster.local_cluster(num_cpus=2):
         res = training.train(plan, s.episodes, run_dir, resume=True, progress=False,
                              checkpoint_every=s.snapshot_every,
@@ -95,21 +126,32 @@ def run(ctx) -> int:
     seeds = list(range(1000, 1000 + s.eval_seeds))
     ev: dict = {"seeds": seeds}
     ev["learned_valsel"] = run_seeds(learned(chosen), "learned_valsel", seeds, cfg, "held-out")
-    ev["learned_final"] = run_seeds(learned(snaps[-1]), "learned_final", seeds, cfg, "held-out")
+    ev["learned_final"] = (  # the same checkpoint is not scored twice
+        ev["learned_valsel"] if chosen == snaps[-1]
+        else run_seeds(learned(snaps[-1]), "learned_final", seeds, cfg, "held-out")
+    )  # fmt: skip
     for p in PROGRAMS:
         ev[p] = run_seeds(SignalProgram(p), p, seeds, {**cfg, "program": p}, "held-out")
     ev["jams"] = jam_report(ev)
     means = {k: v["delay_mean"] for k, v in ev.items() if isinstance(v, dict) and "delay_mean" in v}
     best = min(PROGRAMS, key=means.get)
     ctx.table([dict(controller=k, delay=v, jam_rate=ev["jams"][k]["jam_rate"]) for k, v in means.items()],
-              f"{s.map}, SUMO 1.28, held-out seeds {seeds[0]}-{seeds[-1]}: RESCO's delay (s/veh)")  # fmt: skip
+              f"{s.map}, SUMO {s.sumo}, held-out seeds {seeds[0]}-{seeds[-1]}: RESCO's delay (s/veh)")  # fmt: skip
     checks = {
         f"learned_valsel below every hand-written controller (best: {best} {means[best]:.2f})":
             means["learned_valsel"] < means[best],
         "learned_valsel jammed on no held-out seed": not ev["jams"]["learned_valsel"]["jammed_seeds"],
     }  # fmt: skip
-    ctx.save(f"traffic_resco_r2d3_{s.map}{tag}", dict(
-        map=s.map, sumo="1.28", env="rlsuite/SignalsShared-v0", demonstrator=s.demonstrator,
+    published = resco.PUBLISHED.get(s.map, {}) if s.sumo == "1.9.2" else {}
+    learners = {k: v for k, v in published.items() if k in LEARNERS and v is not None}
+    if learners:  # RESCO's numbers are SUMO 1.9.2's (its best training episode)
+        top = min(learners, key=learners.get)
+        checks[f"learned_valsel at or below RESCO's best learner ({top} {learners[top]:.2f})"] = (
+            means["learned_valsel"] <= learners[top]
+        )
+    ctx.save(f"traffic_resco_r2d3_{s.map}{release.replace('.', '')}{tag}", dict(
+        map=s.map, sumo=s.sumo, lights=lights, env="rlsuite/SignalsShared-v0", demonstrator=s.demonstrator,
+        resco_published=published,
         plan=plan.to_dict(), run_dir=run_dir, episodes_trained=res.iterations,
         env_steps=res.env_steps, checkpoint=res.checkpoint,
         validation=dict(seeds=[900, 901, 902, 903], delay_mean=score, chosen=chosen),
@@ -128,17 +170,21 @@ def _row(
     shipped: str | None = None,
     map: str = "ingolstadt1",
     demonstrator: str = "maxpressure",
+    sumo: str = "1.28",
+    lights: int = 1,
+    note: str = "",
 ) -> Row:
     """A row of a run with demonstrations: the validation-chosen checkpoint's held-out delay
     against its demonstrator's (the best static controller) on the same seeds."""
     name = NAMES[demonstrator]
+    release = "" if sumo == "1.28" else f"--sumo {sumo} "
     return Row(
-        "traffic", f"signals, RESCO {map} (1 light) on SUMO 1.28, {what}, with demonstrations",
-        "average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds", file,
+        "traffic", f"signals, RESCO {map} ({lights} light{'s' * (lights > 1)}) on SUMO {sumo}, {what}, with demonstrations",
+        f"average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds{note}", file,
         Value(("delay_means", "learned_valsel")),
         here(f"{name}, the demonstrator and the best static controller, same seeds",
              "delay_means", demonstrator),
-        f"rlsuite bench run traffic_resco_r2d3 --map {map} --demonstrator {demonstrator} {args}".strip(),
+        f"rlsuite bench run traffic_resco_r2d3 --map {map} {release}--demonstrator {demonstrator} {args}".strip(),
         shipped or f"- (not shipped: {name} is lower)", lower_is_better=True,
     )  # fmt: skip
 
@@ -180,6 +226,20 @@ BENCHMARK = Benchmark(
             "--episodes 75 --snapshot-every 5 --val-snapshots 9 --minutes 6 --tag dqfd75",
             map="cologne1",
             demonstrator="greedy",
+        ),
+        _row(
+            "DQfD (one DQN for the 8 lights with each light's index, uniform replay, the "
+            "large-margin loss, a tenth of each batch from greedy's 10 episodes, 8 replayed per "
+            "light's step, 45 episodes, stopped by the 11-minute cap at 43)",
+            "traffic_resco_r2d3_cologne8_sumo192_dqfd.json",
+            "--light-index --training-intensity 8 --demo-episodes 10 --large-margin-coeff 1.0 "
+            "--demo-ratio 0.1 --no-prioritized --epsilon-share 0.5 --episodes 45 --snapshot-every 5 "
+            "--val-snapshots 9 --minutes 11 --tag dqfd",
+            map="cologne8",
+            demonstrator="greedy",
+            sumo="1.9.2",
+            lights=8,
+            note="; RESCO's IPPO 21.62, best training episode",
         ),
     ),
 )
