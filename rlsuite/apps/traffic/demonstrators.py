@@ -11,11 +11,11 @@ rewards. That makes them demonstrations for the ``replay`` and ``apex`` plans (R
     rlsuite train --plan replay --env rlsuite/SignalsShared-v0 --env-set network=cologne1 \\
         --set demonstrations=rlsuite.apps.traffic.demonstrators:maxpressure:8
 
-Recording runs one scalar env (:func:`rlsuite.platform.demo_sources.record`), so the
-demonstrations come from a one-light map of ``rlsuite/SignalsShared-v0`` (cologne1,
-ingolstadt1), the single-agent env whose lights share one policy and one replay buffer;
-:class:`SignalDemonstrator` also answers for every light of the vector and multi-agent
-envs.
+Recording (:func:`rlsuite.platform.demo_sources.record`) runs ``rlsuite/SignalsShared-v0``,
+whose lights share one policy and one replay buffer: a one-light map (cologne1,
+ingolstadt1) as one scalar env, a network of several lights (cologne8) as the vector env of
+its lights, each light's steps an episode of their own. :class:`SignalDemonstrator` also
+answers for every light of the multi-agent env.
 """
 
 from __future__ import annotations
