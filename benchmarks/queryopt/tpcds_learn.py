@@ -51,12 +51,13 @@ def plot(ctx, splits):
 
 
 def search_all(ctx, db, w, qs, cache, orig, slow, payload) -> None:
+    from rlsuite.apps.queryopt.heldout import rule_list
     from rlsuite.apps.queryopt.oracle import result_dict, search
 
     s = ctx.settings
     for i, n in enumerate(n for n in slow if str(n) not in payload["searches"]):
         t, o = time.time(), orig[n]["postgres_s"]
-        res = search(db, w.schema, qs[n], cache, o, int(s.cap_s * 1000), s.depth, s.beam or None, first=tuple(orig[n]["measured"]["rules"]))  # fmt: skip
+        res = search(db, w.schema, qs[n], cache, o, int(s.cap_s * 1000), s.depth, s.beam or None, first=tuple(orig[n]["measured"]["rules"]), rules=rule_list(s))  # fmt: skip
         payload["searches"][str(n)] = dict(result_dict(res), search_s=round(time.time() - t, 1), orig_capped=bool(orig[n]["postgres_capped"]))  # fmt: skip
         ctx.save(s.out_name, payload)
         ctx.say(f"[dim][{i + 1}] Q{n:<3d} {o:7.2f} s -> oracle {res.best_s:7.3f} s {list(res.best)} ({res.distinct_plans} plans, {time.time() - t:.0f} s)[/]")  # fmt: skip

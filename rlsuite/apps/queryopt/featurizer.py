@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -113,6 +113,15 @@ class Featurizer:
     """Rewrite steps per episode (the step counter is a feature)."""
     version: int = VERSION
     """Layout version; a checkpoint from another version is refused."""
+    rules: tuple[str, ...] = field(default=R.RULE_NAMES)
+    """The actions, by rule name (default: the MDP's :data:`~.rules.RULES`; a model may be
+    trained over its own set, e.g. with :data:`~.rules.MORE_RULES`, which its checkpoint
+    then records)."""
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        """The actions whose applicability and use are features (the rewrite rules)."""
+        return self.rules
 
     @property
     def size(self) -> int:
@@ -121,7 +130,7 @@ class Featurizer:
             + len(PLAN_KEYS)
             + len(NODE_TYPES)
             + len(STRUCT_KEYS)
-            + 2 * len(R.RULES)
+            + 2 * len(self.rules)
             + 2
         )
 
@@ -130,7 +139,7 @@ class Featurizer:
         return {
             "version": self.version,
             "max_steps": self.max_steps,
-            "rules": list(R.RULE_NAMES),
+            "rules": list(self.rules),
             "query_keys": list(QUERY_KEYS),
             "plan_keys": list(PLAN_KEYS),
             "node_types": list(NODE_TYPES),
@@ -140,15 +149,15 @@ class Featurizer:
 
     @staticmethod
     def from_description(d: Mapping[str, Any]) -> Featurizer:
-        if d.get("version") != VERSION or list(d.get("rules", [])) != list(R.RULE_NAMES):
+        """The featurizer a checkpoint recorded, over the rules it was trained with."""
+        rules = tuple(d.get("rules", []))
+        if d.get("version") != VERSION or not rules or not set(rules) <= set(R.ALL_NAMES):
             raise ValueError(
                 f"the model was trained with featurizer v{d.get('version')} over rules "
-                f"{d.get('rules')}; this code has v{VERSION} over {list(R.RULE_NAMES)}. Retrain it."
+                f"{list(rules)}; this code has v{VERSION} over {list(R.ALL_NAMES)}. Retrain it."
             )
-        return Featurizer(max_steps=int(d["max_steps"]))
+        return Featurizer(max_steps=int(d["max_steps"]), rules=rules)
 
-    actions: ClassVar[tuple[str, ...]] = R.RULE_NAMES
-    """The actions whose applicability and use are features (the rewrite rules)."""
     bounds: ClassVar[tuple[float, float]] = (-math.inf, math.inf)
     """Every feature is clipped to this range."""
 

@@ -38,6 +38,17 @@ class HeldOutSettings:
     """train on censored times as runtimes (a lower bound; default: left out)"""
     seed: int = 0
     """the DQN's seed"""
+    rules: str = ""
+    """the DQN's and the oracle's actions: rule names, comma-separated, in order (empty: the
+    MDP's rules)"""
+
+
+def rule_list(s) -> tuple[str, ...]:
+    """The rule names of settings ``s``'s ``rules`` (empty: the MDP's rules), checked."""
+    from rlsuite.apps.queryopt import rules as R
+
+    names = tuple(x.strip() for x in s.rules.split(",") if x.strip())
+    return tuple(r.name for r in R.named(names))
 
 
 SPLITS = {"odd": 1, "even": 0}
@@ -146,7 +157,8 @@ def train_split(
     store_path = os.path.join(run_dir, "experience.sqlite")
     store = ExperienceStore(store_path, "qopt_tpcds", window=1_000_000)
     wcfg = {"scale": s.scale}
-    env = QueryRewriteEnv(dsn=db.dsn, workload="tpcds", workload_config=wcfg, max_steps=s.depth)
+    rules = rule_list(s)
+    env = QueryRewriteEnv(dsn=db.dsn, workload="tpcds", workload_config=wcfg, max_steps=s.depth, rules=rules)  # fmt: skip
     if train_q is None:
         train_q = [n for n in searched if n % 2 == SPLITS[split]]
     train_q = [n for n in train_q if n in searched]
@@ -163,7 +175,7 @@ def train_split(
         dsn=db.dsn, workload="tpcds", workload_config=wcfg, experience=store_path,
         max_steps=s.depth, iterations=s.iterations, num_env_runners=0,
         env_steps_per_iteration=s.steps_per_iteration, epsilon_timesteps=eps, seed=s.seed,
-        log_reward=s.log_reward,
+        log_reward=s.log_reward, rules=rules,
     )  # fmt: skip
     t = time.time()
     with cluster.local_cluster(num_cpus=2):
@@ -173,6 +185,7 @@ def train_split(
         "epsilon_timesteps": eps, "censored_rows": s.keep_censored, "log_reward": s.log_reward,
         "featurizer_version": VERSION, "iterations": s.iterations,
         "steps_per_iteration": s.steps_per_iteration, "seed": s.seed,
+        "actions": list(env.action_names),
     }  # fmt: skip
 
 

@@ -128,10 +128,12 @@ def search(
     depth: int = 3,
     beam: int | None = None,
     first: tuple[str, ...] = (),
+    rules: tuple[str, ...] = (),
 ) -> SearchResult:
     """The fastest sequence of at most ``depth`` applicable rewrites of ``sql`` (module
     doc). ``orig_s`` is the original's measured seconds (the starting bound); ``first``
-    names a sequence to time first (it only tightens the bound sooner)."""
+    names a sequence to time first (it only tightens the bound sooner); ``rules``: the
+    actions searched, in order (default: the MDP's :data:`~.rules.RULES`)."""
     from rlsuite.apps.queryopt.rewriter import catalog
 
     q0 = R.Query.parse(sql, catalog(db, schema))
@@ -155,7 +157,7 @@ def search(
         nxt: list[tuple[tuple[str, ...], R.Query]] = []
         children = []
         for seq, q in level:
-            for name, child in R.applicable(q).items():
+            for name, child in R.applicable(q, R.named(rules) if rules else R.RULES).items():
                 if isinstance(child, R.Query) and name not in seq:
                     children.append(((*seq, name), child))
         if d == 0 and first:

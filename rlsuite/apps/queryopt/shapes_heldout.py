@@ -30,6 +30,7 @@ def split_queries(db, w, s: Any) -> dict[int, tuple[str, str]]:
 def search_split(s: Any, db, w, qs, cache, payload: dict, save: Callable[[dict], Any], say: Callable[[str], None]) -> None:  # fmt: skip
     """The oracle's search of each query not yet searched (a held-out query faster than
     ``s.min_s`` natively is only noted), ``payload`` saved after each."""
+    from rlsuite.apps.queryopt.heldout import rule_list
     from rlsuite.apps.queryopt.oracle import result_dict, search
 
     cap_ms = int(s.cap_s * 1000)
@@ -45,7 +46,9 @@ def search_split(s: Any, db, w, qs, cache, payload: dict, save: Callable[[dict],
             payload["fast"][str(n)] = round(o, 4)
             continue
         t = time.time()
-        res = search(db, w.schema, sql, cache, o, cap_ms, s.depth, s.beam or None)
+        res = search(
+            db, w.schema, sql, cache, o, cap_ms, s.depth, s.beam or None, rules=rule_list(s)
+        )
         payload["searches"][str(n)] = dict(result_dict(res), shape=shape, orig_capped=a.timed_out)
         save(payload)
         say(f"[dim]{n:3d} {shape:18s} {o:7.3f} s -> oracle {res.best_s:7.3f} s {list(res.best)} ({time.time() - t:.0f} s)[/]")  # fmt: skip

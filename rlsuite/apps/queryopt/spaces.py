@@ -134,7 +134,18 @@ class RewriteSpace:
     def parse(self, eng: Engine, schema: str, sql: str) -> R.Query:
         return self._parse(sql, self._catalog(eng, schema))
 
-    def applicable(self, q: R.Query) -> dict[str, R.Query | str]:
+    def actions(self, names: Sequence[str] | None = None) -> tuple[str, ...]:
+        """The MDP's actions: the engine's (:attr:`names`), or a model's own set ``names``,
+        checked (PostgreSQL only)."""
+        if not names or tuple(names) == self.names:
+            return tuple(self.names)
+        raise ValueError(f"{self.label}'s actions are fixed: {', '.join(self.names)}")
+
+    def applicable(
+        self, q: R.Query, actions: tuple[str, ...] | None = None
+    ) -> dict[str, R.Query | str]:
+        """Each action's rewrite of ``q`` or why it does not apply (``actions``: a model's
+        own set of :meth:`actions`; default the engine's)."""
         return self._applicable(q)
 
     def key(self, q: R.Query) -> str:
@@ -153,8 +164,11 @@ class RewriteSpace:
         """The engine's plan of ``q`` for the featurizer."""
         return eng.explain(self.sql(q), schema, settings)
 
-    def featurizer(self, max_steps: int) -> Any:
-        return self._featurizer(max_steps=max_steps)
+    def featurizer(self, max_steps: int, actions: tuple[str, ...] | None = None) -> Any:
+        """The engine's featurizer (over ``actions``, checked by :meth:`actions`, when given)."""
+        if actions is None or tuple(actions) == self.names:
+            return self._featurizer(max_steps=max_steps)
+        return self._featurizer(max_steps=max_steps, rules=self.actions(actions))
 
     def featurizer_from(self, description: Mapping[str, Any]) -> Any:
         return self._featurizer.from_description(description)
@@ -272,6 +286,16 @@ class PostgresSpace(RewriteSpace):
         from rlsuite.apps.queryopt.workloads import WORKLOAD_NAMES
 
         return tuple(WORKLOAD_NAMES)
+
+    def actions(self, names: Sequence[str] | None = None) -> tuple[str, ...]:
+        """The rules of :data:`~.rules.RULES`, or a model's own rules ``names`` (any of
+        :data:`~.rules.ALL_RULES`, in its order)."""
+        return tuple(r.name for r in R.named(tuple(names))) if names else self.names
+
+    def applicable(
+        self, q: R.Query, actions: tuple[str, ...] | None = None
+    ) -> dict[str, R.Query | str]:
+        return R.applicable(q, R.named(actions) if actions else R.RULES)
 
     def descriptions(self) -> list[tuple[str, str]]:
         return [(r.name, " ".join(r.description.split())) for r in R.RULES]

@@ -104,6 +104,11 @@ class TrainConfig:
     log_reward: bool = False
     """With ``experience``: score the replay env's ratios as ``-log(ratio)`` instead of
     ``-ratio`` (what the plugin's guard reads as a predicted ratio; so offline use only)."""
+    rules: tuple[str, ...] = ()
+    """PostgreSQL: the DQN's actions, by rule name, in order (empty: the MDP's
+    :data:`~rlsuite.apps.queryopt.rules.RULES`; e.g. with ``decorrelate_scalar`` and
+    ``not_in_exact`` of :data:`~rlsuite.apps.queryopt.rules.MORE_RULES`). The model's
+    featurizer records them, so it acts over them wherever it is loaded."""
 
     def __post_init__(self) -> None:
         defaults = space_of(self.engine).defaults
@@ -136,6 +141,7 @@ class TrainConfig:
                 "env_steps_per_iteration",
             ),
         )
+        space.actions(self.rules)  # an unknown rule, or another engine's fixed actions
         if self.num_env_runners < 0:
             raise ValueError("num_env_runners must be >= 0")
         if self.experience:
@@ -153,6 +159,7 @@ class TrainConfig:
         return space.replay_env_id if self.experience else space.env_id
 
     def env_config(self) -> dict[str, Any]:
+        own = {"rules": list(self.rules)} if self.rules else {}
         if self.experience:
             return dict(
                 experience=os.path.abspath(self.experience),
@@ -160,6 +167,7 @@ class TrainConfig:
                 workload_config=dict(self.workload_config),
                 max_steps=self.max_steps,
                 **({"log_reward": True} if self.log_reward else {}),
+                **own,
             )
         options = {"dsn": self.dsn, "master": self.master, "spark_dir": self.spark_dir}
         cfg: dict[str, Any] = dict(
@@ -177,7 +185,7 @@ class TrainConfig:
         )
         if self.queries:
             cfg["queries"] = list(self.queries)
-        return cfg
+        return {**cfg, **own}
 
 
 PLAN_FIELDS = (
@@ -230,7 +238,7 @@ def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool =
     )
     sidecar = {
         "engine": cfg.engine,
-        "featurizer": space_of(cfg.engine).featurizer(cfg.max_steps).describe(),
+        "featurizer": space_of(cfg.engine).featurizer(cfg.max_steps, cfg.rules or None).describe(),
         "train_config": {**asdict(cfg), "dsn": "<not stored>"},
         "time": time.time(),
     }
@@ -297,6 +305,8 @@ class LearnedRewriter:
             env_cfg["workload"] = workload
         if workload_config is not None:
             env_cfg["workload_config"] = dict(workload_config)
+        if tuple(self.featurizer.actions) != tuple(self.space.names):  # the model's own rules
+            env_cfg["rules"] = list(self.featurizer.actions)
         env_cfg.update(
             engine=engine,
             dsn=dsn,

@@ -13,7 +13,8 @@ States
     step of a served decision.
 
 Actions
-    ``Discrete(len(RULES) + 1)`` as in ``QueryRewriteEnv``: apply rule ``i``, or STOP.
+    ``Discrete(len(RULES) + 1)`` as in ``QueryRewriteEnv``: apply rule ``i``, or STOP
+    (``rules=``: a model's own list of rules instead, as there).
 
 Rewards
     0 until the episode ends; then ``-runtime / standard runtime`` of the decision
@@ -152,15 +153,18 @@ class ReplayRewriteEnv(gym.Env):
         pessimism: float = 0.1,
         max_ratio: float = 10.0,
         log_reward: bool = False,
+        rules: Sequence[str] | None = None,
         worker_index: int = 0,
         vector_index: int = 0,
         **_ignored: Any,
     ):
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-        self.featurizer = Featurizer(max_steps=max_steps)
+        self.action_names = tuple(r.name for r in R.named(tuple(rules))) if rules else R.RULE_NAMES
+        self.stop_action = len(self.action_names)
+        self.featurizer = Featurizer(max_steps=max_steps, rules=self.action_names)
         self.observation_space = gym.spaces.Box(0.0, 100.0, (self.featurizer.size,), np.float32)
-        self.action_space = gym.spaces.Discrete(len(R.RULES) + 1)
+        self.action_space = gym.spaces.Discrete(self.stop_action + 1)
         self.experience, self.workload = experience, workload
         self.workload_config = dict(workload_config or {})
         self.schema = schema or f"qopt_{workload}"
@@ -209,11 +213,11 @@ class ReplayRewriteEnv(gym.Env):
         return -ratio
 
     def step(self, action: int):
-        a = step_action(action, R.STOP, self._shape is not None)
+        a = step_action(action, self.stop_action, self._shape is not None)
         obs = self._shape.states[self._applied]
-        if a == R.STOP:
+        if a == self.stop_action:
             return obs.copy(), self._end(self._applied), True, False, {}
-        nxt = (*self._applied, R.RULE_NAMES[a])
+        nxt = (*self._applied, self.action_names[a])
         if nxt not in self._shape.states:  # off the logged paths: unknown, ends pessimistic
             return obs.copy(), self._score(1.0 + self.pessimism), True, False, {"unlogged": True}
         self._applied, self._steps = nxt, self._steps + 1

@@ -19,7 +19,8 @@ States
 Actions
     ``Discrete(len(actions) + 1)``: apply action ``i`` of the engine's table, or STOP
     (the last action). PostgreSQL's are the rules of
-    :data:`rlsuite.apps.queryopt.rules.RULES`; Spark's are
+    :data:`rlsuite.apps.queryopt.rules.RULES` (or a model's own list of rules, ``rules=``,
+    which its checkpoint records); Spark's are
     :data:`rlsuite.apps.queryopt.spark_rules.ACTIONS` (the logical rules, a join hint on
     one relation, or an adaptive-execution switch). An action that does not apply leaves
     the query unchanged and costs ``invalid_action_penalty``.
@@ -82,13 +83,15 @@ class QueryRewriteEnv(gym.Env):
         cost_scale: float = 1e-5,
         invalid_action_penalty: float = 0.01,
         measure_baseline: bool = False,
+        rules: Sequence[str] | None = None,
         worker_index: int = 0,
         vector_index: int = 0,
     ):
         """``dsn`` is PostgreSQL's (default: the embedded server); ``master`` and
         ``spark_dir`` are Spark's. ``num_queries``, ``timeout_ms``, ``reward`` and
         ``repeat`` left out are the engine's defaults (PostgreSQL: 50, 1000, runtime, 1;
-        Spark: 20, 10000, relative, 2)."""
+        Spark: 20, 10000, relative, 2). ``rules`` (PostgreSQL): the actions, by rule name,
+        when a model has its own set (default: :data:`~rlsuite.apps.queryopt.rules.RULES`)."""
         from rlsuite.apps.queryopt import workloads
 
         self.space = space_of(engine)
@@ -112,9 +115,10 @@ class QueryRewriteEnv(gym.Env):
         self.reward_kind, self.cost_scale, self.repeat = reward, float(cost_scale), int(repeat)
         self.invalid_action_penalty = float(invalid_action_penalty)
         self.measure_baseline = bool(measure_baseline)
-        self.action_names = tuple(self.space.names)
+        self.action_names = self.space.actions(rules)
+        self._own = None if self.action_names == tuple(self.space.names) else self.action_names
         self.stop_action = len(self.action_names)
-        self.featurizer = self.space.featurizer(self.max_steps)
+        self.featurizer = self.space.featurizer(self.max_steps, self._own)
         self.observation_space = gym.spaces.Box(0.0, 100.0, (self.featurizer.size,), np.float32)
         self.action_space = gym.spaces.Discrete(self.stop_action + 1)
         self._db = None
@@ -191,7 +195,7 @@ class QueryRewriteEnv(gym.Env):
         assert self.query is not None
         k = self.space.key(self.query)
         if k not in self._applicable_cache:
-            self._applicable_cache[k] = self.space.applicable(self.query)
+            self._applicable_cache[k] = self.space.applicable(self.query, self._own)
         self._applicable = self._applicable_cache[k]
         ok = (k, self.steps)
         if ok not in self._obs_cache:

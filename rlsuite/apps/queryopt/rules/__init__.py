@@ -69,6 +69,7 @@ __all__ = [
     "applicable",
     "apply",
     "get",
+    "named",
     "with_settings",
 ]
 
@@ -130,6 +131,14 @@ def get(name: str) -> Rule:
         if r.name == name:
             return r
     raise ValueError(f"unknown rule {name!r}; rules: {', '.join(ALL_NAMES)}")
+
+
+def named(names: tuple[str, ...] | list[str]) -> tuple[Rule, ...]:
+    """The rules called ``names``, in that order (a model's own action set); raises on an
+    unknown or repeated name."""
+    if len(set(names)) != len(names):
+        raise ValueError(f"a rule is named twice in {list(names)}")
+    return tuple(get(n) for n in names)
 
 
 def apply(name: str, query: Query) -> Query:

@@ -1,0 +1,122 @@
+"""A model's own action set: the featurizer records its rules (the shipped models' 14 load as
+before), the trainer's envs and the replay env act over them, the oracle searches them, and
+a learned rewriter loaded from such a model acts over them again."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rlsuite.apps.queryopt import rules as R
+from rlsuite.apps.queryopt import train as T
+from rlsuite.apps.queryopt.featurizer import Featurizer
+
+OWN = ("decorrelate_scalar", *R.RULE_NAMES, "not_in_exact")
+TPCDS = "qopt_tpcds_sf0_01"
+
+
+def test_featurizer_records_its_rules_and_the_default_is_the_mdps():
+    base, own = Featurizer(max_steps=2), Featurizer(max_steps=2, rules=OWN)
+    assert base.actions == R.RULE_NAMES and own.actions == OWN
+    assert own.size == base.size + 4  # applicable and applied, per extra rule
+    assert Featurizer.from_description(base.describe()) == base
+    assert Featurizer.from_description(own.describe()) == own
+    for bad in ({**own.describe(), "rules": ["no_such_rule"]}, {**own.describe(), "version": 1}):
+        with pytest.raises(ValueError, match="Retrain"):
+            Featurizer.from_description(bad)
+    with pytest.raises(ValueError, match="unknown rule"):
+        R.named(("unnest_subqueries", "no_such_rule"))
+    with pytest.raises(ValueError, match="twice"):
+        R.named(("unnest_subqueries", "unnest_subqueries"))
+
+
+def test_train_config_carries_its_rules_into_envs_and_refuses_bad_ones(tmp_path):
+    cfg = T.TrainConfig(dsn="host=/nowhere", workload="tpcds", rules=OWN)
+    cfg.validate()
+    assert cfg.env_config()["rules"] == list(OWN)
+    assert "rules" not in T.TrainConfig(dsn="host=/nowhere").env_config()
+    store = tmp_path / "e.sqlite"
+    store.write_bytes(b"")
+    replay = T.TrainConfig(dsn="x", workload="tpcds", experience=str(store), rules=OWN)
+    assert replay.env_config()["rules"] == list(OWN)
+    with pytest.raises(ValueError, match="unknown rule"):
+        T.TrainConfig(dsn="x", rules=("no_such_rule",)).validate()
+    with pytest.raises(ValueError, match="actions are fixed"):
+        T.TrainConfig(engine="spark", rules=("decorrelate_scalar",)).validate()
+
+
+def test_replay_env_acts_over_its_own_rules(tmp_path):
+    from rlsuite.apps.queryopt.envs.replay import ReplayRewriteEnv
+    from rlsuite.apps.queryopt.plugin.experience import Experience, ExperienceStore
+
+    size = Featurizer(max_steps=2, rules=OWN).size
+    s0, s1 = (tuple(float(x) for x in np.full(size, v)) for v in (0.1, 0.2))
+    path = str(tmp_path / "x.sqlite")
+    store = ExperienceStore(path, "qopt_tpcds")
+    store.add(Experience("qopt_tpcds", "q", (), 1000.0, "standard", (s0,)))
+    store.add(Experience("qopt_tpcds", "q", ("decorrelate_scalar",), 10.0, "explore", (s0, s1)))
+    store.close()
+    env = ReplayRewriteEnv(experience=path, workload="tpcds", max_steps=2, rules=OWN)
+    assert env.action_space.n == len(R.RULE_NAMES) + 3 and env.stop_action == len(OWN)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (size,)
+    _, r, done, _, _ = env.step(OWN.index("decorrelate_scalar"))
+    assert not done and r == 0.0
+    _, r, done, _, _ = env.step(env.stop_action)
+    assert done and r == pytest.approx(-0.01)
+    # the MDP's own env knows no decorrelate_scalar: its states are another size
+    assert ReplayRewriteEnv(experience=path, workload="tpcds").action_space.n == R.STOP + 1
+
+
+@pytest.fixture(scope="module")
+def two_keys(tpcds):
+    from rlsuite.apps.queryopt.workloads.shapes import generate, planned_by
+
+    return generate(1, 7, ["scalar_two_keys"], accept=planned_by(tpcds, TPCDS))[0][1]
+
+
+def test_env_and_oracle_search_a_models_own_rules(tpcds, two_keys, tmp_path):
+    from rlsuite.apps.queryopt.envs.rewrite import QueryRewriteEnv
+    from rlsuite.apps.queryopt.oracle import RuntimeCache, search
+
+    env = QueryRewriteEnv(
+        dsn=tpcds.dsn, workload="tpcds", workload_config={"scale": 0.01}, max_steps=2, rules=OWN
+    )
+    try:
+        obs, _ = env.reset(seed=0, options={"sql": two_keys})
+        assert obs.shape == (env.featurizer.size,) and env.action_space.n == len(OWN) + 1
+        assert isinstance(env._applicable["decorrelate_scalar"], R.Query)
+        env.step(OWN.index("decorrelate_scalar"))
+        assert env.query.applied == ("decorrelate_scalar",)
+    finally:
+        env.close()
+    orig = tpcds.run(two_keys, TPCDS, 10_000).runtime_s
+    cache = RuntimeCache(str(tmp_path / "c.json"))
+    res = search(tpcds, TPCDS, two_keys, cache, orig, 10_000, depth=1, rules=("decorrelate_scalar",))  # fmt: skip
+    assert set(res.times) == {(), ("decorrelate_scalar",)}
+    assert ("decorrelate_scalar",) not in search(tpcds, TPCDS, two_keys, cache, orig, 10_000, depth=1).times  # fmt: skip
+
+
+def test_learned_rewriter_acts_over_the_rules_its_model_recorded(tpcds, two_keys, tmp_path, monkeypatch):  # fmt: skip
+    from rlsuite.platform import checkpoints
+
+    class Policy:  # decorrelate_scalar first, then STOP
+        def act(self, obs):
+            self.n = getattr(self, "n", 0) + 1
+            return OWN.index("decorrelate_scalar") if self.n == 1 else len(OWN)
+
+    side = {"engine": "postgres", "featurizer": Featurizer(max_steps=2, rules=OWN).describe()}
+    (tmp_path / T.SIDECAR).write_text(json.dumps(side))
+    meta = {"env_config": {"workload": "tpcds", "workload_config": {"scale": 0.01}}}
+    monkeypatch.setattr(checkpoints, "resolve", lambda m: m)
+    monkeypatch.setattr(checkpoints, "metadata", lambda p: meta)
+    monkeypatch.setattr(checkpoints, "load_controller", lambda p: Policy())
+    lr = T.LearnedRewriter(str(tmp_path), tpcds.dsn, timeout_ms=10_000)
+    try:
+        assert lr.env.action_names == OWN
+        q, notes = lr.choose(two_keys)
+        assert q.applied == ("decorrelate_scalar",) and not notes
+    finally:
+        lr.close()
