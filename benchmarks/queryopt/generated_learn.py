@@ -24,7 +24,7 @@ held-out shapes, nothing served slower, 0 wrong.
 from dataclasses import dataclass
 
 from rlsuite.apps.queryopt.heldout import HeldOutSettings
-from rlsuite.bench import Benchmark
+from rlsuite.bench import Benchmark, Row, Value, pub
 
 
 @dataclass(frozen=True)
@@ -127,4 +127,19 @@ BENCHMARK = Benchmark(
         min_s=0.0,
     ),  # fmt: skip
     resume=True,
+    rows=(
+        Row(
+            "queryopt",
+            "DQN on held-out generated shapes (trained on scalar_where, scalar_select, "
+            "scalar_having, exists, in; 7 held-out queries >= 0.05 s), TPC-DS SF 0.1, "
+            "PostgreSQL 15, 10 s cap",
+            "share of the oracle's total-time gain, 0 wrong, none slower",
+            "queryopt_generated_learn_sf0_1.json",
+            Value(("summary", "dqn_over_oracle")),
+            pub("target: >= 80% of the oracle's gain", 0.8),
+            "rlsuite bench run queryopt_generated_learn --scale 0.1 --n 10 --cap-s 10 --depth 2 "
+            "--iterations 10 --out queryopt_generated_learn_sf0_1",
+            fmt="{:.0%}",
+        ),
+    ),
 )
