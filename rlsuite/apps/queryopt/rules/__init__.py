@@ -119,9 +119,10 @@ MORE_RULES: tuple[Rule, ...] = (
     Rule("decorrelate_scalar", decorrelate_scalar, decorrelate_scalar.__doc__.splitlines()[0]),
     Rule("not_in_exact", not_in_exact, not_in_exact.__doc__.splitlines()[0]),
 )
-"""Rules that are not (yet) actions of the MDP: the trained models' action spaces stay the
-ones they were trained with. The measured chooser tries them, ``--rules`` applies them; a
-model retrained with them moves them into :data:`RULES`."""
+"""Rules that are not actions of the MDP by default: the shipped models' action spaces stay
+the ones they were trained with. The measured chooser tries them, ``--rules`` applies them;
+a model trained with them among its own actions (``TrainConfig.rules``, which its
+featurizer records) acts over them."""
 ALL_RULES: tuple[Rule, ...] = RULES + MORE_RULES
 ALL_NAMES: tuple[str, ...] = tuple(r.name for r in ALL_RULES)
 
