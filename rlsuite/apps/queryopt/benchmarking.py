@@ -228,12 +228,16 @@ def prewarm(db, schemas) -> dict:
     return {"s": round(time.time() - t, 1), "pages": pages}
 
 
-def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=False, pairs=False):
+def measure_query(
+    db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=False, pairs=False, chooser=None
+):
     """Query ``n`` of workload ``w``: PostgreSQL's own plan (run twice, the second timed),
     the greedy-by-cost rules, and, when the original takes at least ``measure_above_s``,
     the default decision (:class:`~rlsuite.apps.queryopt.choosers.MeasuredChooser`, the one
     ``qopt-bench rewrite`` makes) over the sequences of :func:`candidates`, with DuckDB's
-    answer ``duck`` on the same data as its reference when the original cannot finish."""
+    answer ``duck`` on the same data as its reference when the original cannot finish.
+    ``chooser``: a MeasuredChooser built as the command builds it (its own candidates,
+    budget and reference), whose decision alone is the ``measured`` column."""
     from rlsuite.apps.queryopt import rules as R
     from rlsuite.apps.queryopt.choosers import MeasuredChooser
     from rlsuite.apps.queryopt.engines.base import DatabaseError, RunResult
@@ -281,16 +285,19 @@ def measure_query(db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=F
     row["greedy"] = g
     # the default decision
     m = {"rules": [], "s": pg_s, "capped": pg_to, "rows": None, "tried": {}}
-    if g["served"] and g["rows"] and g["rules"] and g["s"] < pg_s:  # verified, measured above
+    # the fixed set's greedy choice, verified and measured above (a chooser's own has it)
+    if chooser is None and g["served"] and g["rows"] and g["rules"] and g["s"] < pg_s:
         m.update(rules=list(names), s=g["s"], capped=g["capped"], rows=True)
         m["checked_on"] = g.get("checked_on")
     if pg_s >= measure_above_s:
-        seqs = list(candidates(q0, names, new_rules, pairs))
-        ch = MeasuredChooser(
-            db, w.schema, {}, timeout_ms=cap_ms, check_schema=w.check_schema,
-            budget_s=3 * cap_ms / 1000.0 * (len(seqs) + 2), reference=reference,
-            reference_label=REFERENCE,
-        )  # fmt: skip
+        seqs, ch = None, chooser
+        if ch is None:
+            seqs = list(candidates(q0, names, new_rules, pairs))
+            ch = MeasuredChooser(
+                db, w.schema, {}, timeout_ms=cap_ms, check_schema=w.check_schema,
+                budget_s=3 * cap_ms / 1000.0 * (len(seqs) + 2), reference=reference,
+                reference_label=REFERENCE,
+            )  # fmt: skip
         d = ch.decide(sql, seqs, original=orig)
         m["tried"] = {
             ",".join(k): v if v is None else round(v, 4) for k, v in ch.last.tried.items()

@@ -160,3 +160,21 @@ def test_the_tpcds_benchmark_decides_with_the_default_chooser(tpcds):
         assert m["rows"] is True and m["checked_on"] == SMALL.schema and m["s"] < row["postgres_s"]
     else:
         assert "kept the original" in m["note"]
+
+
+def test_the_tpcds_benchmark_can_decide_with_the_commands_own_chooser(tpcds):
+    # --default-chooser: the chooser `rewrite` builds, over its own candidates (rules the
+    # fixed set leaves out among them), and its decision alone is the measured column
+    from rlsuite.apps.queryopt import benchmarking as T
+    from rlsuite.apps.queryopt.choosers import MeasuredChooser
+    from rlsuite.apps.queryopt.workloads.tpcds import queries
+
+    ch = MeasuredChooser(tpcds, SMALL.schema, timeout_ms=5000, check_schema=None, budget_s=30)
+    row = T.measure_query(tpcds, SMALL, 1, queries()[1], 5000, 0.0, chooser=ch)
+    m = row["measured"]
+    assert set(m["tried"]) == {",".join(k) for k in ch.last.tried}
+    assert any(k.startswith("decorrelate_scalar") for k in m["tried"])  # not in the fixed set
+    if m["rules"]:
+        assert m["rows"] is True and m["s"] == ch.last.chosen_s < row["postgres_s"]
+    else:
+        assert "kept the original" in m["note"] and m["s"] == row["postgres_s"]
