@@ -36,11 +36,9 @@ class Settings(TpcdsSettings):
     pair_candidates: bool = False
     """also try each query-shape rule followed by each planner arm"""
     default_chooser: bool = False
-    """the measured column is the chooser ``qopt-bench rewrite`` builds by default (its own
-    candidates, the shipped model's choice among them, DuckDB over the same tables as the
-    full-data reference), not the fixed candidate set; its budget is ``--budget-s``"""
+    """measure with the chooser ``qopt-bench rewrite`` builds, not the fixed candidates"""
     budget_s: float = 900.0
-    """with --default-chooser: the chooser's budget per query (s)"""
+    """with --default-chooser: its budget per query (s)"""
     out_name: str = "queryopt_tpcds"
     """results name"""
     dsn: str = ""
@@ -71,8 +69,8 @@ def resumed(ctx, payload, nums) -> tuple[list, set]:
     if not prev:
         return [], set(nums)
     for k in ("scale", "cap_s", "pair_candidates", "default_chooser", "budget_s"):
-        if prev.get(k, False) != payload[k]:
-            raise ValueError(f"{s.out_name}.json has {k}={prev.get(k)}, this run {payload[k]}")
+        if prev.get(k, False) != payload.get(k, False):
+            raise ValueError(f"{s.out_name}.json has {k}={prev.get(k)}, this run {payload.get(k, False)}")  # fmt: skip
     rows, before = list(prev["queries"]), prev["measure_above_s"]
     if s.measure_above_s > before:
         raise ValueError(f"{s.out_name}.json searched queries of >= {before} s; resume it with that --measure-above-s or a lower one")  # fmt: skip
@@ -86,26 +84,6 @@ def resumed(ctx, payload, nums) -> tuple[list, set]:
     return rows, (set(nums) | redo) - done
 
 
-@contextlib.contextmanager
-def default_chooser(db, w, s):
-    """Under ``--default-chooser``, the MeasuredChooser that ``qopt-bench rewrite --workload
-    tpcds --timeout-ms CAP --budget-s B`` builds (the shipped model's choice a candidate),
-    else None."""
-    if not s.default_chooser:
-        yield None
-        return
-    from rlsuite.apps.queryopt.spaces import PostgresSpace
-    from rlsuite.apps.queryopt.train import LearnedRewriter
-
-    cap_ms = int(s.cap_s * 1000)
-    model = LearnedRewriter(w.shipped_model, db.dsn, workload=w.name, workload_config={"scale": s.scale}, timeout_ms=cap_ms)  # fmt: skip
-    ch = PostgresSpace().rewriter(db, w, [], cap_ms, w.check_schema, chooser="measured", budget_s=s.budget_s, model=model)  # fmt: skip
-    try:
-        yield ch
-    finally:
-        ch.close()
-
-
 def run(ctx) -> int:
     from rlsuite.apps.queryopt import benchmarking as C
     from rlsuite.apps.queryopt.benchmarking import database
@@ -116,7 +94,7 @@ def run(ctx) -> int:
     nums = sorted(qs) if not s.queries else [int(x) for x in s.queries.split(",")]
     payload: dict = dict(scale=s.scale, cap_s=s.cap_s, schema=w.schema, measure_above_s=s.measure_above_s, new_rules=True)  # fmt: skip
     payload.update(candidates=list(C.ARMS) + list(C.NEW_RULES), pair_candidates=s.pair_candidates, answers=[], runs=[])  # fmt: skip
-    if s.default_chooser:
+    if s.default_chooser:  # resumed only with the same (an earlier file: False, no budget)
         payload.update(candidates="the default chooser's own", default_chooser=True, budget_s=s.budget_s)  # fmt: skip
     rows, todo = resumed(ctx, payload, nums)
 
@@ -128,7 +106,7 @@ def run(ctx) -> int:
         ctx.save(s.out_name, payload)
 
     answers = duckdb_tpcds(s.scale) if s.answers else contextlib.nullcontext()
-    with database(s.dsn) as db, answers as duck, default_chooser(db, w, s) as chooser:
+    with database(s.dsn) as db, answers as duck, C.default_chooser(db, w, s) as chooser:
         t = time.time()
         w.ensure(db)
         payload["ensure_s"] = round(time.time() - t, 1)

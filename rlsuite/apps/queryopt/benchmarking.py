@@ -228,6 +228,31 @@ def prewarm(db, schemas) -> dict:
     return {"s": round(time.time() - t, 1), "pages": pages}
 
 
+@contextlib.contextmanager
+def default_chooser(db, w, s):
+    """With ``s.default_chooser``, the MeasuredChooser that ``qopt-bench rewrite --workload
+    tpcds --timeout-ms CAP --budget-s B`` builds (the shipped model's choice one of its
+    candidates, DuckDB over the same tables its full-data check), else None."""
+    if not s.default_chooser:
+        yield None
+        return
+    from rlsuite.apps.queryopt.spaces import PostgresSpace
+    from rlsuite.apps.queryopt.train import LearnedRewriter
+
+    cap_ms = int(s.cap_s * 1000)
+    model = LearnedRewriter(
+        w.shipped_model, db.dsn, workload=w.name, workload_config={"scale": s.scale},
+        timeout_ms=cap_ms,
+    )  # fmt: skip
+    ch = PostgresSpace().rewriter(
+        db, w, [], cap_ms, w.check_schema, chooser="measured", budget_s=s.budget_s, model=model
+    )
+    try:
+        yield ch
+    finally:
+        ch.close()
+
+
 def measure_query(
     db, w, n, sql, cap_ms, measure_above_s, duck=None, new_rules=False, pairs=False, chooser=None
 ):
