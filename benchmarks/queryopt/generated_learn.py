@@ -141,5 +141,20 @@ BENCHMARK = Benchmark(
             "--iterations 10 --out queryopt_generated_learn_sf0_1",
             fmt="{:.0%}",
         ),
+        Row(
+            "queryopt",
+            "DQN on held-out generated shapes (trained on scalar_two_keys, scalar_where, "
+            "scalar_select, exists, in; 6 held-out queries >= 0.05 s), TPC-DS SF 0.1, "
+            "PostgreSQL 15, 10 s cap",
+            "share of the oracle's total-time gain, 0 wrong, none slower (greedy by cost: 100%)",
+            "queryopt_generated_learn_sf0_1_swap.json",
+            Value(("summary", "dqn_over_oracle")),
+            pub("target: >= 80% of the oracle's gain", 0.8),
+            "rlsuite bench run queryopt_generated_learn --scale 0.1 --n 10 --cap-s 10 --depth 2 "
+            "--iterations 10 --train-shapes scalar_two_keys,scalar_where,scalar_select,exists,in "
+            "--held-shapes scalar_where_join,scalar_having,not_exists,not_in "
+            "--out queryopt_generated_learn_sf0_1_swap",
+            fmt="{:.0%}",
+        ),
     ),
 )
