@@ -34,7 +34,7 @@ def test_every_light_of_a_multi_light_map_counts_as_an_env_step():
     try:
         sumo_versions.sumo_home_for("1.9.2")
     except ValueError:
-        pytest.skip("SUMO 1.9.2 is not installed")
+        pytest.skip("SUMO 1.9.2 is not installed here (make sumo-1.9.2 installs it)")
     s = S(map="cologne8", sumo="1.9.2", light_index=True, training_intensity=8.0,
           demonstrator="greedy", demo_episodes=10, **DQFD)  # fmt: skip
     cfg, lights, plan = plan_of(s)
