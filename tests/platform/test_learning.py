@@ -105,8 +105,16 @@ def test_sync_overlap_reaches_cartpole_150(ray_local, tmp_path):
 
 @pytest.mark.slow
 def test_async_improves_clearly_over_random(ray_local, tmp_path):
+    # RLlib's tuned APPO CartPole value weight (0.05) and a 4x learning rate: 35-47k env
+    # steps to the target on seeds 0 and 2 against 55-65k with the plan's defaults
     plan = optimizers.make_plan(
-        "async", env="CartPole-v1", num_env_runners=2, seed=0, min_time_s_per_iteration=1.0
+        "async",
+        env="CartPole-v1",
+        num_env_runners=2,
+        seed=0,
+        min_time_s_per_iteration=1.0,
+        lr=2e-3,
+        vf_loss_coeff=0.05,
     )
     # iterations last >= 1 s and stop at the target: on a loaded machine fewer steps arrive
     # per second, so the cap is loose and a quiet machine stops early
