@@ -151,7 +151,14 @@ class Featurizer:
     def from_description(d: Mapping[str, Any]) -> Featurizer:
         """The featurizer a checkpoint recorded, over the rules it was trained with."""
         rules = tuple(d.get("rules", []))
-        if d.get("version") != VERSION or not rules or not set(rules) <= set(R.ALL_NAMES):
+        unknown = [r for r in rules if r not in R.ALL_NAMES]
+        if d.get("version") == VERSION and unknown:
+            raise ValueError(
+                f"the model acts over rule {unknown[0]!r}, which this build of rlsuite does not "
+                "know: use it with the rlsuite that trained it, or retrain it over this build's "
+                "rules (`qopt-bench rules` lists them)"
+            )
+        if d.get("version") != VERSION or not rules:
             raise ValueError(
                 f"the model was trained with featurizer v{d.get('version')} over rules "
                 f"{list(rules)}; this code has v{VERSION} over {list(R.ALL_NAMES)}. Retrain it."

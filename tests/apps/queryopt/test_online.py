@@ -21,7 +21,8 @@ from rlsuite.apps.queryopt.plugin import modelserver as M
 from rlsuite.apps.queryopt.plugin import protocol as P
 from rlsuite.apps.queryopt.plugin.experience import KINDS, Experience, ExperienceStore, StoreError
 from rlsuite.apps.queryopt.plugin.guard import guard
-from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner, ShapeBook
+from rlsuite.apps.queryopt.plugin.learner import OnlineLearner
+from rlsuite.apps.queryopt.plugin.online import OnlineConfig, ShapeBook
 from rlsuite.apps.queryopt.rewriter import Decision
 from tests._procs import alive, descendants
 

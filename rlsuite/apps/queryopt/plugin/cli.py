@@ -65,6 +65,9 @@ DESCRIPTION
     are not predicted slower than the current model's by more than
     --guard-margin; a failed retrain keeps the current model. Without
     --model or --rules, --learn starts from no model (the standard plan).
+    A --model's actions are the rules it was trained over, in its order (a
+    16-rule model with decorrelate_scalar and not_in_exact retrains as one);
+    the store records them and refuses a model over other rules.
     Every rewrite has its rows checked against the original's before it is
     served, and that check times both: a shape is served the decision
     measured fastest when it is at least 1.25x faster than the standard plan
@@ -318,8 +321,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         RulesDecider,
     )
     from rlsuite.apps.queryopt.plugin.experience import ExperienceStore
+    from rlsuite.apps.queryopt.plugin.learner import OnlineLearner
     from rlsuite.apps.queryopt.plugin.modelserver import ModelServer
-    from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner
+    from rlsuite.apps.queryopt.plugin.online import OnlineConfig
     from rlsuite.apps.queryopt.plugin.protocol import check_address, default_socket
     from rlsuite.apps.queryopt.server import EmbeddedServer
     from rlsuite.apps.queryopt.workloads import get
@@ -406,7 +410,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
         store = None
         if args.store:
-            store = ExperienceStore(args.store, decider.schema, window=args.window)
+            store = ExperienceStore(
+                args.store, decider.schema, window=args.window, rules=decider.own_rules
+            )
         server = ModelServer(
             address,
             decider,
@@ -432,6 +438,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 ),
                 swap=server.swap,
                 current_choices=server.current_choices,
+                rules=decider.own_rules,  # the served model's actions: retrains keep them
             )
             console.print("starting the retrain process (Ray, the training code) before serving")
             server.learner.warm()

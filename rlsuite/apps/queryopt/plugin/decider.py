@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from rlsuite.apps.queryopt import rules as R
 from rlsuite.apps.queryopt.rewriter import Decision, FixedRules, Rewriter
 
 if TYPE_CHECKING:
@@ -80,6 +81,8 @@ class Decider:
     planner arm (what differs from the workload's own settings), and a new
     statement of a known shape gets the shape's rules replayed
     (:class:`~rlsuite.apps.queryopt.rewriter.FixedRules`) instead of the rewriter.
+    Statements are featurized over ``actions`` (a model's own rules, in order; empty: the
+    MDP's 14), what the server records with their runtimes and retrains over.
     """
 
     def __init__(
@@ -93,8 +96,11 @@ class Decider:
         env: Any = None,
         check_schema: str | None = None,
         reference: Any = None,
+        actions: Sequence[str] = (),
     ):
         self.rewriter = rewriter
+        self.actions: tuple[str, ...] = tuple(actions) or R.RULE_NAMES
+        """The actions statements are featurized over (the model's rules, in order)."""
         self.db = db
         self.base = served_settings(base)
         self.schema = rewriter.schema
@@ -118,6 +124,12 @@ class Decider:
         return True
 
     @property
+    def own_rules(self) -> tuple[str, ...]:
+        """:attr:`actions` when they are a model's own set, else ``()`` (the MDP's 14): what
+        the experience store and a retrain are told."""
+        return () if self.actions == R.RULE_NAMES else self.actions
+
+    @property
     def env(self) -> Any:
         """The MDP env that featurizes statements (the model's own, or one of ``max_steps``)."""
         if self._env is None:
@@ -128,6 +140,7 @@ class Decider:
                 workload=self.workload,
                 workload_config=self.workload_config,
                 max_steps=self.max_steps,
+                **({"rules": list(self.own_rules)} if self.own_rules else {}),
             )
         return self._env
 
@@ -137,8 +150,6 @@ class Decider:
 
     def candidates(self, sql: str) -> list[tuple[str, ...]]:
         """Each rule that applies to ``sql`` on its own (what exploration may try)."""
-        from rlsuite.apps.queryopt import rules as R
-
         self.env.reset(seed=0, options={"sql": sql})
         return [(n,) for n, q in self.env._applicable.items() if isinstance(q, R.Query)]
 
@@ -327,6 +338,7 @@ class ModelDecider(Decider):
             env,
             check_schema=getattr(w, "check_schema", None),
             reference=_full_data(db, w.schema),
+            actions=learned.featurizer.actions,
         )
         self.checkpoint = learned.checkpoint
 

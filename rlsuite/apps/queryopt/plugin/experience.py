@@ -20,7 +20,9 @@ deleted as new ones arrive), and it is durable: a restarted server reads it back
 It is a file of its own, marked as such in a ``meta`` table; a file that is not
 SQLite, or a SQLite file that is not an experience store (another program's, or of
 another format or workload schema), raises :class:`StoreError` naming the file, and
-is never written to.
+is never written to. The features are a model's input over its own actions (its rules,
+in order): a store records them (``meta.rules``; absent: the MDP's default 14), and one
+opened for a model over other actions is refused the same way.
 
 Example::
 
@@ -102,12 +104,21 @@ CREATE TABLE IF NOT EXISTS models (
 class ExperienceStore:
     """A bounded window of :class:`Experience` rows in one SQLite file (thread-safe)."""
 
-    def __init__(self, path: str | os.PathLike, schema: str, window: int = 5000):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        schema: str,
+        window: int = 5000,
+        rules: Sequence[str] = (),
+    ):
+        """``rules``: the actions the stored features are over (the served model's own rules,
+        in order; empty: the MDP's default 14)."""
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
         self.path = os.path.abspath(os.fspath(path))
         self.schema = schema
         self.window = int(window)
+        self.rules = tuple(rules)
         self._lock = threading.Lock()
         self._since_prune = 0
         self._closed_count: int | None = None
@@ -135,7 +146,8 @@ class ExperienceStore:
                 conn.executescript(SCHEMA_SQL)
                 conn.executemany(
                     "INSERT INTO meta VALUES (?, ?)",
-                    [("app", APP), ("format", str(FORMAT)), ("schema", self.schema)],
+                    [("app", APP), ("format", str(FORMAT)), ("schema", self.schema)]
+                    + ([("rules", json.dumps(list(self.rules)))] if self.rules else []),
                 )
                 conn.commit()
         except sqlite3.DatabaseError as e:
@@ -174,6 +186,13 @@ class ExperienceStore:
             raise StoreError(
                 f"experience store {self.path} holds experience of schema {meta.get('schema')}, "
                 f"this server serves {self.schema}; pass another --store"
+            )
+        rules = tuple(json.loads(meta.get("rules", "[]")))
+        if rules != self.rules:
+            raise StoreError(
+                f"experience store {self.path} holds features over "
+                f"{_rules(rules)}, this server's model acts over {_rules(self.rules)}; "
+                "pass another --store"
             )
         missing = {"runs", "models"} - tables
         if missing:
@@ -260,6 +279,10 @@ class ExperienceStore:
         with self._lock:
             self._conn.close()
             self._closed_count = n
+
+
+def _rules(rules: Sequence[str]) -> str:
+    return f"its own {len(rules)} rules {', '.join(rules)}" if rules else "the default rules"
 
 
 def _experience(r: Sequence) -> Experience:

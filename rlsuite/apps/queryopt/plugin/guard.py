@@ -9,7 +9,7 @@ verdict. Kept in a module of its own so that neither of the two imports the othe
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 Applied = tuple[str, ...]
@@ -17,25 +17,36 @@ Applied = tuple[str, ...]
 
 
 def walk(
-    values: Callable[[Any], Any], states: Mapping[Applied, Any], max_steps: int
+    values: Callable[[Any], Any],
+    states: Mapping[Applied, Any],
+    max_steps: int,
+    actions: Sequence[str] = (),
 ) -> tuple[Applied, float]:
     """A model's greedy decision over the stored states of one shape, and its Q-value
-    of the last action (the model's own prediction, minus the relative runtime)."""
+    of the last action (the model's own prediction, minus the relative runtime).
+    ``actions``: the model's rules, in order (empty: the MDP's
+    :data:`~rlsuite.apps.queryopt.rules.RULES`); STOP comes after the last."""
     from rlsuite.apps.queryopt import rules as R
 
+    names = tuple(actions) or R.RULE_NAMES
+    stop = len(names)
     applied: Applied = ()
     q_last = math.nan
     for _ in range(max_steps):
         q = values(states[applied])
+        if len(q) != stop + 1:
+            raise ValueError(
+                f"the model gives {len(q)} action values, but its actions are {stop} rules and STOP"
+            )
         a = int(max(range(len(q)), key=lambda i: q[i]))
         q_last = float(q[a])
         if not math.isfinite(q_last):
             raise FloatingPointError(f"the model's Q-values are not finite: {list(q)}")
-        if a == R.STOP:
+        if a == stop:
             break
-        if R.RULE_NAMES[a] in applied:  # not applicable again: the rewriter stops here
+        if names[a] in applied:  # not applicable again: the rewriter stops here
             break
-        nxt = (*applied, R.RULE_NAMES[a])
+        nxt = (*applied, names[a])
         if nxt not in states:
             return nxt, q_last
         applied = nxt
@@ -50,12 +61,14 @@ def guard(
     max_steps: int,
     margin: float,
     max_ratio: float = 10.0,
+    actions: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Compare a new model with the current one on recently seen shapes.
 
     ``shapes``: :class:`~rlsuite.apps.queryopt.envs.replay.ShapeExperience` per shape;
     ``current``: the current model's served decision per shape; ``new_values``: the new
-    model's Q-values of a state. Predicted runtime (in standard-plan units) of a decision:
+    model's Q-values of a state, over ``actions`` (its rules, in order; empty: the MDP's
+    default). Predicted runtime (in standard-plan units) of a decision:
     its measured ratio on the shape, else (new model only) its own Q-value, else 1.
     """
     rows, cur_total, new_total = [], 0.0, 0.0
@@ -64,7 +77,7 @@ def guard(
             continue
         w = float(weights.get(shp, 1.0))
         cur = tuple(current.get(shp, ()))
-        new, q = walk(new_values, sx.states, max_steps)
+        new, q = walk(new_values, sx.states, max_steps, actions)
         p_cur = sx.ratio(cur, max_ratio)
         p_cur = 1.0 if p_cur is None else p_cur
         p_new = sx.ratio(new, max_ratio)

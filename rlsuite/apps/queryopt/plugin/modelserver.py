@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from rlsuite.apps.queryopt.plugin.decider import Decider
 from rlsuite.apps.queryopt.plugin.experience import ExperienceStore
 from rlsuite.apps.queryopt.plugin.ledger import Ledger, Stats, checked_rewards, decision_key
-from rlsuite.apps.queryopt.plugin.online import OnlineConfig, OnlineLearner, ShapeBook
+from rlsuite.apps.queryopt.plugin.online import OnlineConfig, ShapeBook
 from rlsuite.apps.queryopt.plugin.protocol import (
     encode_line,
     handler_for,
@@ -60,6 +60,7 @@ from rlsuite.apps.queryopt.plugin.protocol import (
 from rlsuite.apps.queryopt.verify import guarantee
 
 if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.plugin.learner import OnlineLearner
     from rlsuite.apps.queryopt.rewriter import Decision
 
 log = logging.getLogger("rlsuite.queryopt.serve")

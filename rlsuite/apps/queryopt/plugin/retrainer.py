@@ -6,10 +6,11 @@ core for seconds at a time, and every answer waits behind it. So the online lear
 hands each retrain to a child process (:class:`ProcessRetrainer`): started with the
 ``spawn`` method, niced (``nice``, 10 by default) and with one torch thread, it keeps an
 embedded Ray of one CPU up between retrains, reads the experience store read-only,
-trains, checks the losses, applies the guard against the choices the server sent with
+trains over the served model's own actions (``RetrainRequest.rules``), checks the
+losses, applies the guard against the choices the server sent with
 the request, and answers with the candidate checkpoint. The server only loads a
 candidate that passed the guard and swaps it in (one reference; see
-:class:`~rlsuite.apps.queryopt.plugin.online.OnlineLearner`).
+:class:`~rlsuite.apps.queryopt.plugin.learner.OnlineLearner`).
 
 Failures stay in the child: a retrain that raises is answered with the reason; a child
 that dies (killed, out of memory) is logged, the retrain counts as failed, and a new
@@ -67,6 +68,9 @@ class RetrainRequest:
     seed: int = 1
     """The training seed: a new one per retrain, so that a candidate the guard refused is
     not trained again the same way on the same experience."""
+    rules: tuple[str, ...] = ()
+    """The served model's actions, by rule name, in order (empty: the MDP's default 14):
+    the candidate is trained over them, and the stored states are featurized over them."""
 
 
 class Retrainer(Protocol):
@@ -116,7 +120,8 @@ def _experience(req: RetrainRequest):
     from rlsuite.apps.queryopt.plugin.experience import read_only
 
     rows = [e for e in read_only(req.experience) if e.schema == req.schema]
-    shapes = summarise(rows, req.schema, size=Featurizer(max_steps=req.max_steps).size)
+    own = {"rules": tuple(req.rules)} if req.rules else {}
+    shapes = summarise(rows, req.schema, size=Featurizer(max_steps=req.max_steps, **own).size)
     shapes = {k: s for k, s in shapes.items() if () in s.states and s.ms.get(())}
     return rows, shapes
 
@@ -141,6 +146,7 @@ def _train(req: RetrainRequest) -> tuple[str, list[float]]:
         epsilon_timesteps=max(1, steps * req.iterations // 2),
         target_update_freq=50,
         seed=req.seed,
+        rules=tuple(req.rules),
     )
     res = T.train(cfg, req.run_dir, progress=False)
     losses = [float(v) for row in res.metrics for k, v in row.items() if k.endswith("qf_loss")]
@@ -167,6 +173,7 @@ def _guard(req: RetrainRequest, rows, shapes, values) -> dict[str, Any]:
         values,
         req.max_steps,
         req.guard_margin,
+        actions=req.rules,
     )
     return {k: g[k] for k in ("passed", "shapes", "current_predicted", "new_predicted", "rows")}
 
