@@ -16,34 +16,53 @@ def names(shapes: str) -> list[str]:
     return check_shapes([x.strip() for x in shapes.split(",") if x.strip()])
 
 
+HELD_BASE = 1000
+"""The held-out queries are numbered from here (the training ones from 0), so each query
+keeps its number when ``--n`` grows under ``--resume`` (the generator is prefix-stable)."""
+
+
 def split_queries(db, w, s: Any) -> dict[int, tuple[str, str]]:
-    """Query id -> (shape, sql): the training shapes' queries, then the held-out ones'."""
+    """Query id -> (shape, sql): the training shapes' queries (seed ``s.query_seed``, ids
+    from 0), then the held-out ones' (seed ``s.query_seed + 1``, ids from :data:`HELD_BASE`)."""
     from rlsuite.apps.queryopt.workloads.shapes import generate, planned_by
 
     plans = planned_by(db, w.schema)
-    out: list[tuple[str, str]] = []
+    out: dict[int, tuple[str, str]] = {}
     for i, shapes in enumerate((s.train_shapes, s.held_shapes)):
-        out += generate(s.n, s.query_seed + i, names(shapes), accept=plans)
-    return dict(enumerate(out))
+        qs = generate(s.n, s.query_seed + i, names(shapes), accept=plans)
+        if len(qs) > HELD_BASE:
+            raise ValueError(f"at most {HELD_BASE} queries per split, got {len(qs)}")
+        out.update({i * HELD_BASE + k: q for k, q in enumerate(qs)})
+    return out
+
+
+def still_valid(old: dict, qs: dict[int, tuple[str, str]]) -> dict:
+    """The searches and fast notes of an earlier payload ``old`` whose query (by id) has
+    the same SQL now, so a resumed run never reuses one made for another query."""
+    same = {str(n) for n, (_, sql) in qs.items() if old.get("queries", {}).get(str(n), {}).get("sql") == sql}  # fmt: skip
+    return {k: {n: v for n, v in old.get(k, {}).items() if n in same} for k in ("searches", "fast")}
 
 
 def search_split(s: Any, db, w, qs, cache, payload: dict, save: Callable[[dict], Any], say: Callable[[str], None]) -> None:  # fmt: skip
-    """The oracle's search of each query not yet searched (a held-out query faster than
-    ``s.min_s`` natively is only noted), ``payload`` saved after each."""
+    """The oracle's search of each query not yet searched, ``payload`` saved after each. A
+    query faster natively than ``s.min_s`` (held out) or ``s.min_train_s`` (training) is
+    only noted in ``payload["fast"]`` (and measured again only if the bound rises)."""
     from rlsuite.apps.queryopt.heldout import rule_list
     from rlsuite.apps.queryopt.oracle import result_dict, search
 
     cap_ms = int(s.cap_s * 1000)
     train = names(s.train_shapes)
     for n, (shape, sql) in qs.items():
-        if str(n) in payload["searches"] or (str(n) in payload["fast"] and shape not in train):
+        lo = s.min_train_s if shape in train else s.min_s
+        if str(n) in payload["searches"] or payload["fast"].get(str(n), lo) < lo:
             continue
         a = db.run(sql, w.schema, cap_ms)
         if not a.timed_out:
             a = db.run(sql, w.schema, cap_ms)  # the second run counts
         o = s.cap_s if a.timed_out else a.runtime_s
-        if o < s.min_s and shape not in train:  # no gain to share; trained on all the same
+        if o < lo:  # held out: no gain to share; training: too fast to teach (min_train_s)
             payload["fast"][str(n)] = round(o, 4)
+            save(payload)
             continue
         t = time.time()
         res = search(
