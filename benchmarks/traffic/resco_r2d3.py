@@ -1,22 +1,16 @@
-"""R2D3 on a RESCO map: the ``replay`` plan (DQN) with a hand-written controller's
-demonstrations inside its replay, against every hand-written controller on held-out seeds.
-
-The map's lights share one policy and one replay buffer (``rlsuite/SignalsShared-v0``: the
-lights of a network are one vector env of one simulation, and the demonstrator's episodes
-are recorded light by light into the one buffer). The plan is the shipped RESCO DQN runs'
-(MLP 64x64, dueling double DQN, ``--training-intensity`` replayed per sampled step, one
-episode of every light per iteration); ``--demonstrator`` (greedy or maxpressure) plays
-``--demo-episodes`` episodes into the demonstrations buffer, from which a quarter of every
-batch comes (``--demo-ratio``); ``--large-margin-coeff`` adds DQfD's large-margin loss on
-the demonstrated steps. ``--sumo`` picks the SUMO release (1.28, the project's; 1.9.2,
-RESCO's, where RESCO's published learners are the comparison); ``--light-index`` gives each
-light's observation its place among the network's lights. A snapshot is kept every
-``--snapshot-every`` iterations; the newest
-``--val-snapshots`` are scored on validation seeds 900-903 and the best one (``learned_valsel``, beside the last: ``learned_final``) on
-held-out seeds 1000-1009 against fixed, actuated, greedy and max-pressure, with RESCO's
-delay and the jam rule (``resco_scoring.JAM_RULE``). Pass: the chosen policy's mean delay
-is below every hand-written controller's, and none of its held-out seeds jammed; on SUMO
-1.9.2 also at or below RESCO's best published learner on the map (reported beside).
+"""R2D3 / DQfD on a RESCO map: the ``replay`` plan (DQN, MLP 64x64, dueling double) with a
+hand-written controller's (``--demonstrator``: greedy or maxpressure) ``--demo-episodes``
+inside its replay, ``--demo-ratio`` of each batch, and DQfD's large-margin loss with
+``--large-margin-coeff``. The lights share one network and one buffer
+(``rlsuite/SignalsShared-v0``, each light's steps an env step); ``--per-light`` gives each
+light its own network, replaying its own light's demonstrations (``rlsuite/Signals-v0``,
+``policies=per_agent``, one step of every light an env step). ``--sumo``: 1.28 or 1.9.2
+(RESCO's, where its learners are the comparison). A snapshot every ``--snapshot-every``
+iterations; the newest ``--val-snapshots`` scored on validation seeds 900-903, the best
+(``learned_valsel``, beside the last) on held-out seeds 1000-1009 against fixed, actuated,
+greedy and max-pressure (RESCO's delay, ``resco_scoring.JAM_RULE``). Pass: below every
+hand-written controller, no held-out seed jammed, and on 1.9.2 at or below RESCO's best
+published learner on the map.
 """
 
 from dataclasses import dataclass
@@ -35,6 +29,9 @@ class Settings:
     """SUMO release: 1.28 (the project's) or 1.9.2 (RESCO's, installed apart)"""
     light_index: bool = False
     """each light's observation also holds its place among the network's lights"""
+    per_light: bool = False
+    """one network per light (``rlsuite/Signals-v0``, ``policies=per_agent``, action masks),
+    each replaying its own light's demonstrations"""
     training_intensity: float = 32.0
     """replayed per sampled step (each light's step counts)"""
     demonstrator: str = "maxpressure"
@@ -70,6 +67,7 @@ def plan_of(s: Settings):
     (each light's step is an env step: an iteration is one episode of every light)."""
     from rlsuite.apps.traffic import sumo_versions
     from rlsuite.apps.traffic.envs.signals_vector import num_lights
+    from rlsuite.apps.traffic.resco_training import action_mask_offset
     from rlsuite.platform import optimizers
 
     cfg = {"network": s.map, **({"num_seconds": s.num_seconds} if s.num_seconds else {})}
@@ -78,16 +76,17 @@ def plan_of(s: Settings):
     if s.light_index:
         cfg["light_index"] = True
     lights = num_lights(**cfg)  # refuses a map that is not RESCO's
-    steps = lights * (360 if not s.num_seconds else s.num_seconds // 10)
+    steps = (1 if s.per_light else lights) * (360 if not s.num_seconds else s.num_seconds // 10)
+    per_light = dict(policies="per_agent", action_mask_offset=action_mask_offset(cfg)) if s.per_light else {}  # fmt: skip
     plan = optimizers.make_plan(
-        "replay", env="rlsuite/SignalsShared-v0", env_config=cfg, seed=0, hidden=[64, 64],
+        "replay", env=f"rlsuite/Signals{'' if s.per_light else 'Shared'}-v0", env_config=cfg, seed=0, hidden=[64, 64],
         activation="relu", rollout_fragment_length=4, lr=1e-3, train_batch_size=32,
         buffer_size=10000, prioritized=s.prioritized, dueling=True, double_q=True, target_update_freq=500,
         learning_starts=steps, epsilon_timesteps=int(s.epsilon_share * steps * s.episodes),
         final_epsilon=0.0, training_intensity=s.training_intensity, env_steps_per_iteration=steps,
         num_env_runners=1,
         demonstrations=f"rlsuite.apps.traffic.demonstrators:{s.demonstrator}:{s.demo_episodes}",
-        demo_ratio=s.demo_ratio, large_margin_coeff=s.large_margin_coeff,
+        demo_ratio=s.demo_ratio, large_margin_coeff=s.large_margin_coeff, **per_light,
     )  # fmt: skip
     return cfg, lights, plan
 
@@ -117,8 +116,9 @@ def run(ctx) -> int:
     root = os.path.join(run_dir, "snapshots")
     snaps = sorted(d for d in os.listdir(root) if d.startswith("iter_"))[-s.val_snapshots :]
 
-    def learned(name: str) -> PerAgent:
-        return PerAgent(functools.partial(load_controller, os.path.join(root, name)), "learned")
+    def learned(name: str):  # one module per light acts on the lights' dict itself
+        path = os.path.join(root, name)
+        return load_controller(path) if s.per_light else PerAgent(functools.partial(load_controller, path), "learned")  # fmt: skip
 
     val = {n: run_seeds(learned(n), n, [900, 901, 902, 903], cfg, "validation") for n in snaps}
     score = {n: r["delay_mean"] if not r["sumo_crashed"] else float("inf") for n, r in val.items()}
@@ -150,7 +150,7 @@ def run(ctx) -> int:
             means["learned_valsel"] <= learners[top]
         )
     ctx.save(f"traffic_resco_r2d3_{s.map}{release.replace('.', '')}{tag}", dict(
-        map=s.map, sumo=s.sumo, lights=lights, env="rlsuite/SignalsShared-v0", demonstrator=s.demonstrator,
+        map=s.map, sumo=s.sumo, lights=lights, env=plan.env, demonstrator=s.demonstrator,
         resco_published=published,
         plan=plan.to_dict(), run_dir=run_dir, episodes_trained=res.iterations,
         env_steps=res.env_steps, checkpoint=res.checkpoint,

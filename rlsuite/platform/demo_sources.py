@@ -196,9 +196,8 @@ def record(
 
     Returns ``{"episodes", "transitions", "return_mean"}`` (episodes of each sub-env).
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+    if env_registry.spec(env).multi_agent:
+        return _record_agents(ctrl, env, episodes, path, env_config, seed, name)
     n = env_registry.vector_size(env_registry.spec(env), env_config) or 1
     e = (
         env_registry.make_vector(env, n, env_config)
@@ -237,20 +236,101 @@ def record(
             returns.extend(total.tolist())
     finally:
         e.close()
+    return _write(cols, path, episodes * n, returns)
+
+
+def _write(cols: dict[str, list], path: str, episodes: int, returns: list) -> dict[str, float]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
     pq.write_table(pa.table(cols), path)
     return {
-        "episodes": float(episodes * n),
+        "episodes": float(episodes),
         "transitions": float(len(cols["t"])),
         "return_mean": float(np.mean(returns)),
     }
+
+
+def _record_agents(
+    ctrl: Any,
+    env: str,
+    episodes: int,
+    path: str,
+    env_config: Mapping[str, Any] | None,
+    seed: int,
+    name: str,
+) -> dict[str, float]:
+    """:func:`record` on a multi-agent env (a PettingZoo ``ParallelEnv``): the controller
+    answers a dict of observations with a dict of actions, and each agent's steps are an
+    episode of their own, its id in the ``agent_id`` column (so that each agent's steps can
+    go to its own policy's replay). A step of an agent counts when it acted and observed
+    again; its episode ends when it terminates, is truncated, or the env ends."""
+    e = env_registry.make(env, env_config)
+    keys = ("eps_id", "agent_id", "t", "obs", "actions", "rewards", "new_obs",
+            "terminateds", "truncateds")  # fmt: skip
+    cols: dict[str, list] = {k: [] for k in keys}
+    returns: list[float] = []
+    name = name or getattr(ctrl, "name", "") or type(ctrl).__name__
+    try:
+        if hasattr(ctrl, "attach"):
+            ctrl.attach(e)
+        for ep in range(episodes):
+            if hasattr(ctrl, "reset"):
+                ctrl.reset(seed + ep)
+            obs, _ = e.reset(seed=seed + ep)
+            totals: dict[Any, float] = {}
+            t = 0
+            while obs:
+                acts = ctrl.act(obs) if cols["t"] else _first_agent_acts(ctrl, e, obs, name, env)
+                nobs, r, term, trunc, _ = e.step(acts)
+                ends = not getattr(e, "agents", nobs)
+                for agent in obs:
+                    if agent not in acts or agent not in nobs:
+                        continue
+                    te, tr = bool(term.get(agent, False)), bool(trunc.get(agent, False))
+                    tr = tr or (ends and not te)
+                    row = (f"{seed}-{ep}-{agent}", str(agent), t,
+                           np.asarray(obs[agent], np.float32).ravel().tolist(),
+                           np.asarray(acts[agent]).tolist(), float(r.get(agent, 0.0)),
+                           np.asarray(nobs[agent], np.float32).ravel().tolist(), te, tr)  # fmt: skip
+                    for k, v in zip(keys, row):
+                        cols[k].append(v)
+                    totals[agent] = totals.get(agent, 0.0) + float(r.get(agent, 0.0))
+                t += 1
+                if ends:
+                    break
+                obs = {a: o for a, o in nobs.items() if not (term.get(a) or trunc.get(a))}
+            returns.extend(totals.values())
+    finally:
+        e.close()
+    return _write(cols, path, len(returns), returns)
+
+
+def _first_agent_acts(ctrl: Any, e: Any, obs: Mapping, name: str, env: str) -> Any:
+    """The demonstrator's first answer on a multi-agent env, refused in one sentence naming
+    both when it is not one valid action per agent."""
+    misfit = f"demonstrator {name!r} does not fit env {env!r}"
+    try:
+        acts = ctrl.act(obs)
+    except (ValueError, TypeError, IndexError, KeyError) as err:
+        raise ValueError(f"{misfit}: it cannot act on its observations ({err})") from None
+    if not isinstance(acts, Mapping) or set(acts) != set(obs):
+        raise ValueError(f"{misfit}: it answered {acts!r}, not one action per agent {sorted(obs)}")
+    for agent, a in acts.items():
+        space = e.action_space(agent) if callable(e.action_space) else e.action_space
+        if hasattr(space, "n") and not (np.ndim(a) == 0 and 0 <= int(a) < space.n):
+            raise ValueError(f"{misfit}: it answered {a!r} for {agent}, which acts in {space}")
+    return acts
 
 
 def load(path: str) -> dict[str, np.ndarray]:
     """Recorded transitions as arrays (obs and actions stacked, flags as float32)."""
     import pyarrow.parquet as pq
 
-    cols = pq.read_table(path, columns=list(COLUMNS)).to_pydict()
+    names = pq.read_schema(path).names
+    agents = ["agent_id"] if "agent_id" in names else []  # a multi-agent env's recording
+    cols = pq.read_table(path, columns=list(COLUMNS) + agents).to_pydict()
     if not cols["obs"]:
         raise ValueError(f"demonstrations {path!r} hold no transitions")
     out = {
@@ -262,6 +342,8 @@ def load(path: str) -> dict[str, np.ndarray]:
         "truncateds": np.asarray(cols["truncateds"], dtype=np.float32),
     }
     _, out["episode"] = np.unique(np.asarray(cols["eps_id"]), return_inverse=True)
+    if agents:  # whose steps they are
+        out["agent_id"] = np.asarray(cols["agent_id"])
     return out
 
 
@@ -297,6 +379,19 @@ def check_source(spec: str, env: str, env_config: Mapping[str, Any] | None, what
     """Raise ``ValueError`` when ``spec`` is not a source, or names a recorded file whose
     spaces do not fit ``env`` (a ``CONTROLLER:N`` source is recorded on the env itself)."""
     src = parse(spec)
-    if src.path:
-        obs_space, act_space = env_registry.spaces(env, env_config)[None]
-        check_spaces(load(src.path), obs_space, act_space, f"{what} {src.path!r}")
+    if not src.path:
+        return
+    data, spaces = load(src.path), env_registry.spaces(env, env_config)
+    if None in spaces:
+        check_spaces(data, *spaces[None], f"{what} {src.path!r}")
+        return
+    if "agent_id" not in data:
+        raise ValueError(
+            f"{what} {src.path!r} were not recorded on a multi-agent env (no agent_id column); "
+            f"record them on {env!r} itself"
+        )
+    for agent, (obs_space, act_space) in spaces.items():
+        rows = data["agent_id"] == str(agent)
+        if rows.any():
+            part = {k: v[rows] for k, v in data.items() if k in ("obs", "actions")}
+            check_spaces(part, obs_space, act_space, f"{what} {src.path!r} (agent {agent})")

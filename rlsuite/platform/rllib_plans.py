@@ -432,7 +432,8 @@ class QPlan(RLlibPlan):
     :mod:`rlsuite.platform.r2d2.demo_replay`; ``apex``: :mod:`rlsuite.platform.r2d2.demo_apex`).
     Single-agent envs, and vector envs whose sub-envs share the one buffer (a network's
     lights on ``rlsuite/SignalsShared-v0``: each light's steps recorded as its own
-    episodes). ``""``: none."""
+    episodes); on ``replay`` also multi-agent envs, each policy replaying its own agents'
+    demonstrations (with ``policies=per_agent``, each agent its own). ``""``: none."""
     demo_ratio: float = 0.25
     """The probability that an element of a learner batch is a demonstration (R2D3's
     rho: 1/256 on its hard 3-D tasks; DI-engine's LunarLander setup: 1/4)."""
@@ -461,10 +462,10 @@ class QPlan(RLlibPlan):
             )
         if self.demonstrations:
             _check(
-                not env_registry.spec(self.env).multi_agent,
-                f"demonstrations in replay are for single-agent envs; {self.env!r} is multi-agent "
-                "(agents that share one policy and one buffer run as one vector env, as "
-                "rlsuite/SignalsShared-v0 runs a network's lights)",
+                self.name == "replay" or not env_registry.spec(self.env).multi_agent,
+                f"demonstrations in the {self.name} plan are for single-agent envs; {self.env!r} "
+                "is multi-agent (the replay plan gives each policy its own agents' "
+                "demonstrations)",
             )
             demo_sources.check_source(
                 self.demonstrations, self.env, self.env_config, "demonstrations"

@@ -8,9 +8,15 @@ RLlib would, and then, element by element, demonstrations with probability
 ``demo_ratio`` until the agent's elements are all in (the same rule as the ``apex`` plan's,
 :mod:`rlsuite.platform.r2d2.demo_apex`), sampled with the same n-step settings. Priorities
 go back to the agent's buffer for its own elements only. Everything else (adding, metrics,
-state) is RLlib's buffer's. Single-agent envs only. With ``large_margin_coeff`` (DQfD's
+state) is RLlib's buffer's. With ``large_margin_coeff`` (DQfD's
 term, :mod:`rlsuite.platform.r2d2.margin_learner`) every element carries an ``is_demo``
 column, which the learner's term reads.
+
+On a multi-agent env the demonstrations are recorded agent by agent (their ``agent_id``
+column), and each policy gets a demonstrations buffer of its own agents' steps (the plan's
+policy mapping: with ``policies=per_agent`` each agent's network replays that agent's
+demonstrations, and no other's). RLlib's multi-agent buffer samples ``num_items`` elements
+for each policy; each policy's share of demonstrations is drawn by the same rule.
 """
 
 from __future__ import annotations
@@ -24,13 +30,21 @@ from rlsuite.platform import demo_sources
 from rlsuite.platform.local_sync import InPlaceSyncDQN, InPlaceSyncDQNConfig
 
 
-def episodes(data: dict[str, np.ndarray]) -> list[Any]:
-    """Recorded transitions (:func:`demo_sources.load`) as RLlib episodes."""
+def episodes(data: dict[str, np.ndarray], module_of: Any = None) -> list[Any]:
+    """Recorded transitions (:func:`demo_sources.load`) as RLlib episodes, one per recorded
+    episode id (rows of several episodes may interleave: a vector env's or a multi-agent
+    env's steps). A multi-agent recording's episodes carry their agent's id and its policy,
+    ``module_of(agent_id)``."""
     from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
     ep = data["episode"]
+    order = np.argsort(ep, kind="stable")  # each episode's rows together, in time order
     out = []
-    for idx in np.split(np.arange(len(ep)), np.flatnonzero(np.diff(ep)) + 1):
+    for idx in np.split(order, np.flatnonzero(np.diff(ep[order])) + 1):
+        ids = {}
+        if "agent_id" in data:
+            agent = str(data["agent_id"][idx[0]])
+            ids = dict(agent_id=agent, module_id=module_of(agent) if module_of else agent)
         out.append(
             SingleAgentEpisode(
                 observations=[*data["obs"][idx], data["new_obs"][idx[-1]]],
@@ -39,9 +53,26 @@ def episodes(data: dict[str, np.ndarray]) -> list[Any]:
                 terminated=bool(data["terminateds"][idx[-1]]),
                 truncated=not bool(data["terminateds"][idx[-1]]),
                 len_lookback_buffer=0,
+                **ids,
             )
         )
     return out
+
+
+def buffers(eps: list[Any], per_module: bool) -> Any:
+    """RLlib ``EpisodeReplayBuffer`` s holding ``eps``: one, or (``per_module``) one per
+    policy, keyed by the episodes' module id."""
+    from ray.rllib.utils.replay_buffers import EpisodeReplayBuffer
+
+    groups: dict[Any, list[Any]] = {}
+    for e in eps:
+        groups.setdefault(e.module_id if per_module else None, []).append(e)
+    out = {}
+    for key, part in groups.items():
+        steps = sum(len(e) for e in part)
+        out[key] = EpisodeReplayBuffer(capacity=steps + len(part) + 1)
+        out[key].add(part)
+    return out if per_module else out[None]
 
 
 def _lookback(values: list[float]) -> Any:
@@ -57,21 +88,36 @@ class DemoMixingBuffer:
     def __init__(self, agent: Any, demos: Any, rho: float, seed: int, mark: bool = False):
         self.agent, self.demos, self.rho, self.mark = agent, demos, float(rho), mark
         self.rng = np.random.default_rng([seed, 256])
-        self._agent_items = 0
+        self._agent_items: dict[Any, int] = {}
         self.counts = [0, 0]
         """Demonstrated elements and all elements sampled since the last read."""
 
-    def sample(self, num_items: int | None = None, **kwargs: Any) -> Any:
-        batch = self.agent.sample(num_items=num_items, **kwargs)
-        n = int(num_items or 0)
-        self._agent_items = n
+    def _draw(self, n: int) -> int:
+        """How many demonstrations join ``n`` of the agent's elements (each element of the
+        whole a demonstration with probability ``rho``, until ``n`` are the agent's)."""
         k = int(self.rng.negative_binomial(n, 1.0 - self.rho)) if n and 0 < self.rho < 1 else 0
         self.counts[0] += k
         self.counts[1] += n + k
-        batch = list(batch)
-        if not k and not self.mark:
+        return k
+
+    def sample(self, num_items: int | None = None, **kwargs: Any) -> Any:
+        batch = list(self.agent.sample(num_items=num_items, **kwargs))
+        if isinstance(self.demos, dict):  # one demonstrations buffer per policy
+            modules = [e.module_id for e in batch]
+            self._agent_items = {m: modules.count(m) for m in dict.fromkeys(modules)}
+            demos = []
+            for m, n in self._agent_items.items():
+                k = self._draw(n) if m in self.demos else 0
+                for e in self.demos[m].sample(num_items=k, **kwargs) if k else ():
+                    e.module_id = e.agent_id = m  # RLlib's sampled slices drop the ids
+                    demos.append(e)
+        else:
+            n = int(num_items or 0)
+            self._agent_items = {None: n}
+            k = self._draw(n)
+            demos = list(self.demos.sample(num_items=k, **kwargs)) if k else []
+        if not demos and not self.mark:
             return batch
-        demos = list(self.demos.sample(num_items=k, **kwargs)) if k else []
         for e in batch + demos:
             # per-step scalars in every element, as the prioritised buffer gives them (the
             # uniform one gives arrays, which RLlib's batching would take for batches)
@@ -86,7 +132,9 @@ class DemoMixingBuffer:
         return batch + demos
 
     def update_priorities(self, priorities: Any, *args: Any, **kwargs: Any) -> Any:
-        return self.agent.update_priorities(priorities[: self._agent_items], *args, **kwargs)
+        module = args[0] if args else kwargs.get("module_id")
+        n = self._agent_items.get(module, self._agent_items.get(None, len(priorities)))
+        return self.agent.update_priorities(priorities[:n], *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.agent, name)
@@ -96,16 +144,19 @@ class DemoReplayDQN(InPlaceSyncDQN):
     """The ``replay`` plan's DQN with demonstrations mixed into its replay samples."""
 
     def setup(self, config: Any) -> None:
-        from ray.rllib.utils.replay_buffers import EpisodeReplayBuffer
-
         super().setup(config)
         s = self.config.demo_settings
         data = demo_sources.load_for_run(
             s["demonstrations"], s["env_id"], dict(self.config.env_config), s["seed"]
         )
-        eps = episodes(data)
-        demos = EpisodeReplayBuffer(capacity=len(data["rewards"]) + len(eps) + 1)
-        demos.add(eps)
+        mapping = self.config.policy_mapping_fn
+        per_module = "agent_id" in data
+        demos = buffers(episodes(data, lambda a: mapping(a, None)), per_module)
+        self.demo_transitions = len(data["rewards"])
+        self.demo_per_module = (
+            {str(m): b.get_num_timesteps() for m, b in demos.items()} if per_module else None
+        )
+        """Each policy's demonstrated transitions (multi-agent envs)."""
         self.local_replay_buffer = DemoMixingBuffer(
             self.local_replay_buffer,
             demos,
@@ -113,7 +164,6 @@ class DemoReplayDQN(InPlaceSyncDQN):
             s["seed"],
             mark=bool(self.config.learner_config_dict.get("large_margin_coeff")),
         )
-        self.demo_transitions = len(data["rewards"])
 
     def step(self) -> dict[str, Any]:
         result = super().step()
@@ -121,14 +171,17 @@ class DemoReplayDQN(InPlaceSyncDQN):
         extra = result.setdefault("rlsuite", {})
         extra["demo_share"] = demo / total if total else float("nan")
         extra["demo_transitions"] = self.demo_transitions
+        if self.demo_per_module:
+            extra["demo_transitions_per_policy"] = self.demo_per_module
         self.local_replay_buffer.counts = [0, 0]
-        from ray.rllib.core import DEFAULT_MODULE_ID
-
         from rlsuite.platform.r2d2.margin_learner import KEY
 
-        margin = result.get("learners", {}).get(DEFAULT_MODULE_ID, {}).get(KEY)
-        if margin is not None:
-            extra[KEY] = float(margin)
+        margins = [
+            float(m[KEY]) for m in result.get("learners", {}).values()
+            if isinstance(m, dict) and m.get(KEY) is not None
+        ]  # fmt: skip
+        if margins:  # the policies' mean
+            extra[KEY] = float(np.mean(margins))
         return result
 
 

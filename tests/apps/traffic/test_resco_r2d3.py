@@ -1,5 +1,5 @@
 """The demonstrations benchmark's plan (``benchmarks/traffic/resco_r2d3.py``): a multi-light
-map's lights all count as env steps, SUMO's release and each light's index reach the env
+map's lights all count as env steps (one step of them all with one network per light), SUMO's release and each light's index reach the env
 config, the one-light runs keep the plan they ran with, and a network that is not RESCO's
 is refused. Nothing is trained or simulated (the networks' files are read)."""
 
@@ -44,6 +44,14 @@ def test_every_light_of_a_multi_light_map_counts_as_an_env_step():
     assert plan.epsilon_timesteps == int(0.5 * 8 * 360 * 45)
     assert plan.training_intensity == 8.0
     assert plan.demonstrations == "rlsuite.apps.traffic.demonstrators:greedy:10"
+
+
+def test_one_network_per_light_steps_the_lights_together_with_their_masks():
+    s = S(map="cologne3", demonstrator="greedy", per_light=True, **DQFD)
+    cfg, lights, plan = plan_of(s)
+    assert lights == 3 and plan.env == "rlsuite/Signals-v0" and plan.policies == "per_agent"
+    assert plan.env_steps_per_iteration == plan.learning_starts == 360  # one step of every light
+    assert plan.action_mask_offset >= 0 and plan.large_margin_coeff == 1.0
 
 
 def test_a_network_that_is_not_rescos_is_refused():
