@@ -192,6 +192,7 @@ BENCHMARK = Benchmark(
             "R2D3 (DQN, a quarter of each batch from max-pressure's 20 episodes)",
             "traffic_resco_r2d3_ingolstadt1.json",
             "",
+            note=" (measured before a fix to prioritised replay with demonstrations)",
         ),
         _row(
             "DQfD (DQN with uniform replay and the large-margin loss, a tenth of each batch "

@@ -7,7 +7,8 @@ RLlib's DQN training step: each ``sample`` draws the batch from the agent's buff
 RLlib would, and then, element by element, demonstrations with probability
 ``demo_ratio`` until the agent's elements are all in (the same rule as the ``apex`` plan's,
 :mod:`rlsuite.platform.r2d2.demo_apex`), sampled with the same n-step settings. Priorities
-go back to the agent's buffer for its own elements only. Everything else (adding, metrics,
+go back to the agent's buffer for its own elements only (and RLlib's step sends them:
+:class:`PrioritizedDemoMixingBuffer`). Everything else (adding, metrics,
 state) is RLlib's buffer's. With ``large_margin_coeff`` (DQfD's
 term, :mod:`rlsuite.platform.r2d2.margin_learner`) every element carries an ``is_demo``
 column, which the learner's term reads.
@@ -132,12 +133,43 @@ class DemoMixingBuffer:
         return batch + demos
 
     def update_priorities(self, priorities: Any, *args: Any, **kwargs: Any) -> Any:
+        """The TD errors of the last sample's elements (of one policy) as the agent buffer's
+        new priorities: the first ones, its own elements'; the demonstrations' that follow
+        are dropped (they have no place in its priority trees)."""
         module = args[0] if args else kwargs.get("module_id")
         n = self._agent_items.get(module, self._agent_items.get(None, len(priorities)))
         return self.agent.update_priorities(priorities[:n], *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.agent, name)
+
+
+class PrioritizedDemoMixingBuffer(DemoMixingBuffer):
+    """:class:`DemoMixingBuffer` around a prioritised buffer (single- or multi-agent)."""
+
+
+def _register_prioritized() -> None:
+    # RLlib's DQN step updates priorities only for an instance of its prioritised episode
+    # buffer (``update_priorities_in_episode_replay_buffer``). A wrapper around one offers
+    # the same interface (its own ``update_priorities``, which keeps the demonstrations'
+    # rows out of the agent buffer's trees, and the rest forwarded), so it is registered
+    # as a virtual subclass of RLlib's ABC: the type check passes for what the wrapper is,
+    # without copying RLlib's step. A wrapper around a uniform buffer stays outside.
+    from ray.rllib.utils.replay_buffers import PrioritizedEpisodeReplayBuffer
+
+    PrioritizedEpisodeReplayBuffer.register(PrioritizedDemoMixingBuffer)
+
+
+def mixing_buffer(agent: Any, demos: Any, rho: float, seed: int, mark: bool = False) -> Any:
+    """``agent`` (RLlib's replay buffer) with ``demos`` mixed into its samples: a
+    :class:`PrioritizedDemoMixingBuffer` when ``agent`` is prioritised, so that RLlib's
+    step updates its priorities."""
+    from ray.rllib.utils.replay_buffers import PrioritizedEpisodeReplayBuffer
+
+    if isinstance(agent, PrioritizedEpisodeReplayBuffer):
+        _register_prioritized()
+        return PrioritizedDemoMixingBuffer(agent, demos, rho, seed, mark)
+    return DemoMixingBuffer(agent, demos, rho, seed, mark)
 
 
 class DemoReplayDQN(InPlaceSyncDQN):
@@ -157,7 +189,7 @@ class DemoReplayDQN(InPlaceSyncDQN):
             {str(m): b.get_num_timesteps() for m, b in demos.items()} if per_module else None
         )
         """Each policy's demonstrated transitions (multi-agent envs)."""
-        self.local_replay_buffer = DemoMixingBuffer(
+        self.local_replay_buffer = mixing_buffer(
             self.local_replay_buffer,
             demos,
             s["demo_ratio"],
