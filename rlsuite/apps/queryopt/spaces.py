@@ -7,12 +7,13 @@ what differs between engines is one :class:`RewriteSpace` each, here:
 
 - PostgreSQL (:class:`PostgresSpace`): the rules of :mod:`~rlsuite.apps.queryopt.rules`
   (planner arms included) and the ``EXPLAIN (FORMAT JSON)`` featurizer; a rewrite's rows
-  are compared when asked (``--check``), and the trained policy's greedy action is taken;
+  are compared when asked (``--check``);
 - Spark (:class:`SparkSpace`): the actions of :mod:`~rlsuite.apps.queryopt.spark_rules`
   (the rules through Spark's dialect, join hints, AQE switches) and Spark's featurizer;
   every rewrite's rows are compared with Spark's own answer (in training and in use), a
-  rewrite Spark cannot plan is featurized with an empty plan, and the policy's best
-  action among those that apply is taken.
+  rewrite Spark cannot plan is featurized with an empty plan.
+
+On both, the trained policy takes its best action among STOP and those that apply.
 
 Example::
 
@@ -173,9 +174,21 @@ class RewriteSpace:
     def featurizer_from(self, description: Mapping[str, Any]) -> Any:
         return self._featurizer.from_description(description)
 
-    def choose(self, policy: Any, obs: np.ndarray, applicable: Mapping[str, Any]) -> int:
-        """The trained policy's action in state ``obs``."""
-        return int(policy.act(obs))
+    def choose(
+        self,
+        policy: Any,
+        obs: np.ndarray,
+        applicable: Mapping[str, Any],
+        names: Sequence[str] | None = None,
+    ) -> int:
+        """The trained policy's action in state ``obs``: the highest Q-value among STOP and
+        the actions that apply now (``applicable``: a rule that changes the query, an arm not
+        yet set); an action that would leave the query as it is is never taken. ``names``:
+        the actions in order (a model's own set; default :attr:`names`)."""
+        q = np.asarray(policy.action_values(obs), dtype=float)
+        names = tuple(names or self.names)
+        allowed = [i for i, n in enumerate(names) if isinstance(applicable.get(n), R.Query)]
+        return max([*allowed, len(names)], key=lambda i: q[i])
 
     def validate(
         self,
@@ -412,14 +425,6 @@ class SparkSpace(RewriteSpace):
             return super().plan(eng, q, schema, settings)
         except Exception:  # noqa: BLE001 - a rewrite Spark cannot plan: featurized as empty
             return {}
-
-    def choose(self, policy: Any, obs: np.ndarray, applicable: Mapping[str, Any]) -> int:
-        """The highest Q-value among the actions that apply now and STOP (an action that
-        would leave the query as it is is never taken)."""
-        q = np.asarray(policy.action_values(obs), dtype=float)
-        names = self.names
-        allowed = [i for i, n in enumerate(names) if isinstance(applicable.get(n), R.Query)]
-        return max(allowed + [len(names)], key=lambda i: q[i])
 
     def _refuse(self, dsn: str | None, master: str | None, spark_dir: str | None) -> None:
         if dsn:

@@ -252,8 +252,9 @@ class LearnedRewriter:
     """A :class:`~rlsuite.apps.queryopt.rewriter.Rewriter` run by a trained model; any
     failure means the original query.
 
-    The policy chooses rewrites on plans only (nothing runs); the engine's checks then
-    decide whether the rewrite is used. On PostgreSQL the rows are compared with
+    The policy chooses rewrites on plans only (nothing runs), at each step its best action
+    among STOP and those that apply; the engine's checks then decide whether the rewrite is
+    used. On PostgreSQL the rows are compared with
     ``check``. On Spark they always are, and with ``slower_than`` (default 1.0) a rewrite
     that ran slower than Spark's own plan in that check is dropped too; with ``check_runs``
     > 1 the check runs both that many times and keeps the rewrite only when its slowest
@@ -329,13 +330,12 @@ class LearnedRewriter:
         notes: dict[str, str] = {}
         names = self.env.action_names
         for _ in range(self.featurizer.max_steps):
-            a = self.space.choose(self.policy, obs, self.env._applicable)
+            # the best of STOP and the actions that apply (one that does not is never chosen)
+            a = self.space.choose(self.policy, obs, self.env._applicable, names)
             if a == self.env.stop_action:
                 break
-            nxt = self.env._applicable.get(names[a])
-            if not isinstance(nxt, R.Query):
-                notes[names[a]] = f"chosen but not applicable ({nxt}); stopped"
-                break
+            nxt = self.env._applicable[names[a]]
+            assert isinstance(nxt, R.Query)
             obs = self.env.advance(nxt)
         return self.env.query, notes
 

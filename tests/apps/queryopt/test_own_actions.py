@@ -71,6 +71,42 @@ def test_replay_env_acts_over_its_own_rules(tmp_path):
     assert ReplayRewriteEnv(experience=path, workload="tpcds").action_space.n == R.STOP + 1
 
 
+class Ranked:
+    """A policy valuing ``ranking`` (action indices, STOP included) highest first, the
+    other actions below them all; ``act`` is its greedy action, ignoring applicability."""
+
+    def __init__(self, ranking, n):
+        self.q = np.zeros(n)
+        for i, a in enumerate(ranking):
+            self.q[a] = len(ranking) - i
+
+    def action_values(self, obs):
+        return self.q.copy()
+
+    def act(self, obs):
+        return int(np.argmax(self.q))
+
+
+def test_the_policy_takes_its_best_applicable_action_on_both_engines():
+    from rlsuite.apps.queryopt.spaces import space_of
+
+    yes = object.__new__(R.Query)  # an action that applies: its rewrite of the query
+    for engine in ("postgres", "spark"):
+        space = space_of(engine)
+        top, nxt, stop = 0, 1, len(space.names)
+        pol = Ranked([top, nxt, stop], stop + 1)
+        app = {space.names[top]: "does not apply", space.names[nxt]: yes}
+        assert space.choose(pol, None, app) == nxt  # not the top action, which does not apply
+        assert space.choose(pol, None, {**app, space.names[top]: yes}) == top
+        assert space.choose(pol, None, {}) == stop  # nothing applies: STOP
+        assert space.choose(Ranked([top], stop + 1), None, {}) == stop  # even valued last
+    # a model's own action set: indices are its order, not the registry's
+    sp = space_of("postgres")
+    i, j = OWN.index("unnest_subqueries"), OWN.index("decorrelate_scalar")
+    app = {"unnest_subqueries": "no", "decorrelate_scalar": yes}
+    assert sp.choose(Ranked([i, j], len(OWN) + 1), None, app, OWN) == j
+
+
 @pytest.fixture(scope="module")
 def two_keys(tpcds):
     from rlsuite.apps.queryopt.workloads.shapes import generate, planned_by
@@ -104,9 +140,10 @@ def test_learned_rewriter_acts_over_the_rules_its_model_recorded(tpcds, two_keys
     from rlsuite.platform import checkpoints
 
     class Policy:  # decorrelate_scalar first, then STOP
-        def act(self, obs):
+        def action_values(self, obs):
             self.n = getattr(self, "n", 0) + 1
-            return OWN.index("decorrelate_scalar") if self.n == 1 else len(OWN)
+            best = OWN.index("decorrelate_scalar") if self.n == 1 else len(OWN)
+            return np.eye(len(OWN) + 1)[best]
 
     side = {"engine": "postgres", "featurizer": Featurizer(max_steps=2, rules=OWN).describe()}
     (tmp_path / T.SIDECAR).write_text(json.dumps(side))
@@ -119,5 +156,29 @@ def test_learned_rewriter_acts_over_the_rules_its_model_recorded(tpcds, two_keys
         assert lr.env.action_names == OWN
         q, notes = lr.choose(two_keys)
         assert q.applied == ("decorrelate_scalar",) and not notes
+    finally:
+        lr.close()
+
+
+def test_learned_rewriter_skips_a_top_action_that_does_not_apply(tpcds, two_keys, tmp_path, monkeypatch):  # fmt: skip
+    """unnest_subqueries valued first does not apply to a scalar subquery correlated on two
+    keys: the rewriter takes the next, decorrelate_scalar, instead of stopping there."""
+    from rlsuite.platform import checkpoints
+
+    i, j = OWN.index("unnest_subqueries"), OWN.index("decorrelate_scalar")
+    side = {"engine": "postgres", "featurizer": Featurizer(max_steps=2, rules=OWN).describe()}
+    (tmp_path / T.SIDECAR).write_text(json.dumps(side))
+    meta = {"env_config": {"workload": "tpcds", "workload_config": {"scale": 0.01}}}
+    monkeypatch.setattr(checkpoints, "resolve", lambda m: m)
+    monkeypatch.setattr(checkpoints, "metadata", lambda p: meta)
+    monkeypatch.setattr(checkpoints, "load_controller", lambda p: Ranked([i, j, len(OWN)], len(OWN) + 1))  # fmt: skip
+    lr = T.LearnedRewriter(str(tmp_path), tpcds.dsn, timeout_ms=10_000)
+    try:
+        lr.env.reset(seed=0, options={"sql": two_keys})
+        assert not isinstance(lr.env._applicable["unnest_subqueries"], R.Query)
+        q, notes = lr.choose(two_keys)
+        assert q.applied == ("decorrelate_scalar",) and not notes
+        d = lr.rewrite(two_keys, check=True)
+        assert d.applied == ("decorrelate_scalar",) and d.rows_match
     finally:
         lr.close()

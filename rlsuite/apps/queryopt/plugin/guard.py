@@ -44,7 +44,8 @@ def walk(
             raise FloatingPointError(f"the model's Q-values are not finite: {list(q)}")
         if a == stop:
             break
-        if names[a] in applied:  # not applicable again: the rewriter stops here
+        if names[a] in applied:  # not applicable again; the stored states do not say which
+            # others apply (the rewriter takes its best applicable one), so the walk stops here
             break
         nxt = (*applied, names[a])
         if nxt not in states:
