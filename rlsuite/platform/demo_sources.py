@@ -25,7 +25,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,12 +209,7 @@ def record(
     returns = []
     name = name or getattr(ctrl, "name", "") or type(ctrl).__name__
     try:
-        if hasattr(ctrl, "attach"):
-            ctrl.attach(e)
-        for ep in range(episodes):
-            if hasattr(ctrl, "reset"):
-                ctrl.reset(seed + ep)
-            obs, _ = e.reset(seed=seed + ep)
+        for ep, obs in _episode_starts(ctrl, e, episodes, seed):
             total, t = np.zeros(n), 0
             while True:
                 a = _first_act(ctrl, e, obs, name, env) if not cols["t"] else ctrl.act(obs)
@@ -237,6 +232,18 @@ def record(
     finally:
         e.close()
     return _write(cols, path, episodes * n, returns)
+
+
+def _episode_starts(ctrl: Any, e: Any, episodes: int, seed: int) -> Iterator[tuple[int, Any]]:
+    """Each episode's number and first observations: the controller attached to ``e`` once
+    (``attach``, when it has one), reset before each episode (``reset(seed + ep)``), and the
+    env reset with ``seed + ep``."""
+    if hasattr(ctrl, "attach"):
+        ctrl.attach(e)
+    for ep in range(episodes):
+        if hasattr(ctrl, "reset"):
+            ctrl.reset(seed + ep)
+        yield ep, e.reset(seed=seed + ep)[0]
 
 
 def _write(cols: dict[str, list], path: str, episodes: int, returns: list) -> dict[str, float]:
@@ -273,12 +280,7 @@ def _record_agents(
     returns: list[float] = []
     name = name or getattr(ctrl, "name", "") or type(ctrl).__name__
     try:
-        if hasattr(ctrl, "attach"):
-            ctrl.attach(e)
-        for ep in range(episodes):
-            if hasattr(ctrl, "reset"):
-                ctrl.reset(seed + ep)
-            obs, _ = e.reset(seed=seed + ep)
+        for ep, obs in _episode_starts(ctrl, e, episodes, seed):
             totals: dict[Any, float] = {}
             t = 0
             while obs:
