@@ -29,6 +29,8 @@ class Settings:
     """SUMO release: 1.28 (the project's) or 1.9.2 (RESCO's, installed apart)"""
     light_index: bool = False
     """each light's observation also holds its place among the network's lights"""
+    wave: bool = False
+    """each light's observation also holds each lane's vehicles within 50 m (greedy's view)"""
     per_light: bool = False
     """one network per light (``rlsuite/Signals-v0``, ``policies=per_agent``, action masks),
     each replaying its own light's demonstrations"""
@@ -73,8 +75,9 @@ def plan_of(s: Settings):
     cfg = {"network": s.map, **({"num_seconds": s.num_seconds} if s.num_seconds else {})}
     if s.sumo != sumo_versions.DEFAULT_SUMO:  # 1.28's runs keep their first config
         cfg["sumo_version"] = s.sumo
-    if s.light_index:
-        cfg["light_index"] = True
+    for key in ("light_index", "wave"):
+        if getattr(s, key):
+            cfg[key] = True
     lights = num_lights(**cfg)  # refuses a map that is not RESCO's
     steps = (1 if s.per_light else lights) * (360 if not s.num_seconds else s.num_seconds // 10)
     per_light = dict(policies="per_agent", action_mask_offset=action_mask_offset(cfg)) if s.per_light else {}  # fmt: skip

@@ -153,6 +153,36 @@ def test_light_index_appends_each_lights_place_and_leaves_the_rest():
         indexed.close()
 
 
+def test_wave_appends_greedys_view_from_which_greedys_choice_follows():
+    """``wave``: after the plain features, each incoming lane's vehicles within 50 m (/28,
+    padded lanes 0). Greedy's choice for every light is recomputed from the observation
+    alone, which RESCO's 200 m counts cannot do."""
+    plain = RescoSignalsEnv(network="cologne3", num_seconds=200)
+    waved = RescoSignalsEnv(network="cologne3", num_seconds=200, wave=True)
+    try:
+        a, _ = plain.reset(seed=5)
+        b, _ = waved.reset(seed=5)
+        dim, lanes = plain.observation_space("x").shape[0], waved.n_lanes
+        assert waved.observation_space("x").shape == (dim + lanes,)
+        seen = 0
+        for _ in range(12):
+            for x in waved.lights:
+                assert np.array_equal(b[x.id][:dim], a[x.id])
+                wave = np.rint(b[x.id][dim:] * 28.0)
+                assert not wave[len(x.lanes) :].any()
+                seen += int(wave.sum() > 0)
+                mov = [wave[i_in].sum() for i_in, _ in x.movements]
+                scores = [sum(sorted((mov[k] for k in ks), reverse=True)[:2]) for ks in x.served]
+                assert int(np.argmax(scores)) == waved.program_actions("greedy")[x.id]
+            act = {x.id: 0 for x in waved.lights}
+            a = plain.step(act)[0]
+            b = waved.step(act)[0]
+        assert seen > 0  # vehicles were within 50 m at some step
+    finally:
+        plain.close()
+        waved.close()
+
+
 def test_resco_env_passes_parallel_api_test():
     envs.check("rlsuite/Signals-v0", {"network": "ingolstadt1", "num_seconds": 100})
 

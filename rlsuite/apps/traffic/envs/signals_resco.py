@@ -37,7 +37,7 @@ class RescoSignalsConfig(EnvConfig):
     KIND: ClassVar[str] = "signals"
     POLICY_FIELDS: ClassVar[tuple[str, ...]] = (
         "reward_fn", "max_distance", "pad_lanes", "pad_phases", "step_length", "yellow_length",
-        "light_index",
+        "light_index", "wave",
     )  # fmt: skip
 
     network: str = ""
@@ -80,6 +80,10 @@ class RescoSignalsConfig(EnvConfig):
     """Append a one-hot of the light's place among the network's lights to its observation.
     RESCO's IDQN trains one network per light; a policy shared by lights of different
     layouts then still knows which light it serves. One network only (not ``networks=``)."""
+    wave: bool = False
+    """Append each incoming lane's vehicles within 50 m of the stop line (/28), queued or
+    approaching: greedy's (max-wave) view, which RESCO's 200 m counts do not resolve, so a
+    policy learning from greedy's demonstrations can see what greedy saw."""
     demand_scale: float = 1.0
     """Scale of the demand (SUMO's ``--scale``): below 1 SUMO drops that share of the route
     file's vehicles, above 1 it adds copies; the never-inserted vehicles of the delay are
@@ -249,8 +253,8 @@ class RescoSignalsEnv(ParallelEnv):
         detected vehicles within ``max_distance`` m that approach (/28), their total wait
         (/28), the queued ones (/28) and their summed speed (/20/28). RESCO marks the lane
         whose index equals the phase; the one-hot says the same without that quirk.
-        With ``light_index``, a one-hot of the light's place among the network's lights
-        follows.
+        With ``wave``, each incoming lane's vehicles within 50 m (/28) follow; with
+        ``light_index``, a one-hot of the light's place among the network's lights.
     Actions:
         per light, ``Discrete(pad_phases)``: the green phase for the next step (RESCO's
         green phases of program 0, in file order). A switch starts with ``yellow_length``
@@ -288,7 +292,7 @@ class RescoSignalsEnv(ParallelEnv):
                 )
         self.possible_agents = [x.id for x in self.lights]
         self.agents: list[str] = []
-        dim = 2 * self.n_phases + LANE_FEATURES * self.n_lanes
+        dim = 2 * self.n_phases + (LANE_FEATURES + self.cfg.wave) * self.n_lanes
         self._index_at = dim  # where the light's one-hot index starts (light_index)
         dim += len(self.lights) if self.cfg.light_index else 0
         self._obs_space = spaces.Box(0.0, np.inf, (dim,), np.float32)
@@ -421,6 +425,9 @@ class RescoSignalsEnv(ParallelEnv):
         f = self._lane[x.id][:, :LANE_FEATURES] / 28.0
         f[:, 3] /= 20.0
         o[2 * self.n_phases : 2 * self.n_phases + f.size] = f.reshape(-1)
+        if self.cfg.wave:  # after every lane's RESCO features, padded lanes stay 0
+            at = 2 * self.n_phases + LANE_FEATURES * self.n_lanes
+            o[at : at + len(x.lanes)] = self._lane[x.id][:, 4] / 28.0
         if self.cfg.light_index:
             o[self._index_at + self.lights.index(x)] = 1.0
         return o
