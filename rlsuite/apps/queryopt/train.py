@@ -376,3 +376,13 @@ def _find_sidecar(ckpt: str, model: str) -> dict[str, Any]:
             with open(p) as f:
                 return json.load(f)
     raise FileNotFoundError(f"{ckpt} has no {SIDECAR}: was it trained with qopt-bench train?")
+
+
+def model_actions(model: str) -> tuple[str, ...]:
+    """The actions a model of ``qopt-bench train`` acts over (its featurizer's rules, in its
+    order), read from what its checkpoint records, without loading it or a database."""
+    from rlsuite.platform.checkpoints import resolve
+
+    side = _find_sidecar(resolve(model), model)
+    featurizer = space_of(side.get("engine", "postgres")).featurizer_from(side["featurizer"])
+    return tuple(featurizer.actions)

@@ -5,7 +5,7 @@ NAME
     qopt-bench plugin - build/install the pg_qopt extension, or show its state
 
 SYNOPSIS
-    qopt-bench serve [--chooser measured|rules|model] [--budget-s S] [--model PATH | --rules R1,R2 | --learn]
+    qopt-bench serve [--chooser measured|rules|model] [--budget-s S] [--model PATH] [--rules R1,R2] [--learn]
                      [--workload W [--scale SF]] [--socket PATH | --listen localhost:PORT]
                      [--wait-ms MS] [--rewards PATH] [--dsn DSN]
                      [--store PATH [--window N]] [--learn [--retrain-every N] [--retrain-seconds S]]
@@ -63,11 +63,20 @@ DESCRIPTION
     niced process of its own (serving never waits on it; one that dies is
     restarted, and it ends with the server), and swaps the new model in only when, on recently seen shapes, its choices
     are not predicted slower than the current model's by more than
-    --guard-margin; a failed retrain keeps the current model. Without
-    --model or --rules, --learn starts from no model (the standard plan).
-    A --model's actions are the rules it was trained over, in its order (a
+    --guard-margin; a failed retrain keeps the current model.
+
+    What a server learns over (its actions: what exploration tries and a
+    retrained model chooses from) is recorded, by name, in the store, which
+    refuses a server over other rules. --learn alone starts from no model
+    (the standard plan) and learns over the MDP's default rules (`qopt-bench
+    rules`). --learn --rules R1,R2,R3 serves those rules in order until a
+    model passes the guard and learns over exactly them, in that order. A
+    --model's actions are the rules it was trained over, in its order (a
     16-rule model with decorrelate_scalar and not_in_exact retrains as one);
-    the store records them and refuses a model over other rules.
+    --rules with --model may only repeat them (in the model's order), and
+    other rules are refused: drop --rules, or leave out --model to learn
+    over the rules you name.
+
     Every rewrite has its rows checked against the original's before it is
     served, and that check times both: a shape is served the decision
     measured fastest when it is at least 1.25x faster than the standard plan
@@ -92,10 +101,16 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from rlsuite.cli_common import USER_ERRORS, add_flags, add_json_flag, json_text, write_json
+
+if TYPE_CHECKING:
+    from rlsuite.apps.queryopt.plugin.modelserver import ModelServer
+    from rlsuite.apps.queryopt.plugin.online import OnlineConfig
 
 console = Console()
 
@@ -122,9 +137,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("stats",),
         help="stats: show a running server's per-shape speed-ups, regressions and models",
     )
-    g = s.add_mutually_exclusive_group()
-    g.add_argument("--model", help="checkpoint or run directory from `qopt-bench train`")
-    g.add_argument("--rules", help="comma-separated fixed rules (no learned model)")
+    s.add_argument("--model", help="checkpoint or run directory from `qopt-bench train`")
+    s.add_argument(
+        "--rules",
+        help="comma-separated fixed rules, applied in order (no model); with --learn, the "
+        "rules learned over; with --model, only the model's own rules in its order",
+    )
     s.add_argument(
         "--chooser",
         choices=("measured", "rules", "model"),
@@ -312,24 +330,34 @@ def _ms(v: float | None) -> str:
     return "" if v is None else f"{v:.2f}"
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    import logging
+def _rule_names(text: str | None) -> list[str]:
+    return [n.strip() for n in (text or "").split(",") if n.strip()]
 
-    from rlsuite.apps.queryopt.plugin.decider import (
-        MeasuredDecider,
-        ModelDecider,
-        RulesDecider,
+
+def check_model_rules(model_rules: Sequence[str], named: Sequence[str]) -> None:
+    """``serve --model M --rules R1,R2``: the rules must be the model's own, in its order (a
+    model acts over the rules it was trained over and nothing else); raises ValueError with
+    one sentence that says what to do otherwise."""
+    from rlsuite.apps.queryopt.rules import RULE_NAMES
+
+    if tuple(named) == tuple(model_rules):
+        return
+    own = (
+        "the MDP's default 14 (`qopt-bench rules` lists them)"
+        if tuple(model_rules) == RULE_NAMES
+        else f"its own {len(model_rules)} ({', '.join(model_rules)})"
     )
-    from rlsuite.apps.queryopt.plugin.experience import ExperienceStore
-    from rlsuite.apps.queryopt.plugin.learner import OnlineLearner
-    from rlsuite.apps.queryopt.plugin.modelserver import ModelServer
-    from rlsuite.apps.queryopt.plugin.online import OnlineConfig
-    from rlsuite.apps.queryopt.plugin.protocol import check_address, default_socket
-    from rlsuite.apps.queryopt.server import EmbeddedServer
-    from rlsuite.apps.queryopt.workloads import get
+    raise ValueError(
+        f"--rules names {', '.join(named)}, but the model acts over the "
+        f"rules it was trained over, in their order, {own}: drop --rules to serve and retrain "
+        "the model over its own rules, or leave out --model to serve and learn over the rules "
+        "you name (serve --learn --rules R1,R2 --store PATH)"
+    )
 
-    if args.action == "stats":
-        return cmd_stats(args)
+
+def serve_chooser(args: argparse.Namespace) -> str | None:
+    """Check serve's flags (no database, no model loaded); the chooser (None: --learn from
+    no model or from --rules)."""
     chooser = args.chooser or ("model" if args.model else "rules" if args.rules else None)
     if chooser is None and not args.learn:
         chooser = "measured"
@@ -337,21 +365,111 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ValueError("--chooser model needs --model PATH")
     if chooser == "rules" and not args.rules:
         raise ValueError("--chooser rules needs --rules R1,R2")
+    if chooser == "rules" and args.model:
+        raise ValueError("--chooser rules serves fixed rules: leave out --model")
     if chooser == "measured" and (args.model or args.learn):
         raise ValueError("--chooser measured goes without --model and --learn")
+    if args.rules is not None:
+        from rlsuite.apps.queryopt.rules import named
+
+        if not _rule_names(args.rules):
+            raise ValueError("--rules needs at least one rule (see `qopt-bench rules`)")
+        named(_rule_names(args.rules))  # an unknown or repeated rule: refused with the list
+    if args.model and args.rules:
+        from rlsuite.apps.queryopt.train import model_actions
+
+        check_model_rules(model_actions(args.model), _rule_names(args.rules))
     if args.budget_s <= 0:
         raise ValueError(f"--budget-s must be > 0, got {args.budget_s}")
     if args.wait_ms < 0:
         raise ValueError(f"--wait-ms must be >= 0, got {args.wait_ms}")
-    wcfg = None
     if args.scale is not None:
         if args.workload not in ("tpcds", "tpch"):
             raise ValueError("--scale goes with --workload tpcds or tpch")
         if not args.scale > 0:
             raise ValueError(f"--scale must be > 0, got {args.scale}")
-        wcfg = {"scale": args.scale}
     if args.learn and not args.store:
         raise ValueError("--learn needs --store PATH: a writable file for the experience store")
+    return chooser
+
+
+def build_server(args: argparse.Namespace, dsn: str, online: OnlineConfig) -> ModelServer:
+    """The model server ``serve`` runs (not started), its decider, experience store and,
+    with --learn, its :class:`~.learner.OnlineLearner` (not started), on the server ``dsn``.
+
+    The server's actions, which the store records and every retrain learns over: a
+    --model's own rules; --rules's, in their order; else the MDP's default rules."""
+    from rlsuite.apps.queryopt.plugin.decider import MeasuredDecider, ModelDecider, RulesDecider
+    from rlsuite.apps.queryopt.plugin.experience import ExperienceStore
+    from rlsuite.apps.queryopt.plugin.learner import OnlineLearner
+    from rlsuite.apps.queryopt.plugin.modelserver import ModelServer
+    from rlsuite.apps.queryopt.plugin.protocol import default_socket
+    from rlsuite.apps.queryopt.workloads import get
+
+    chooser = serve_chooser(args)
+    wcfg = {"scale": args.scale} if args.scale is not None else None
+    names = _rule_names(args.rules)
+    if chooser == "measured":
+        decider = MeasuredDecider(
+            dsn,
+            args.workload or "joins",
+            wcfg,
+            budget_s=args.budget_s,
+            timeout_ms=args.timeout_ms,
+            rules=names,
+            max_steps=args.max_steps,
+        )
+    elif args.model:  # --rules, if given, are the model's own (serve_chooser checked)
+        decider = ModelDecider(args.model, dsn, args.workload, wcfg, timeout_ms=args.timeout_ms)
+    else:  # --rules in order; none: --learn from no model, the standard plan until a model
+        # passes the guard. Its actions: those rules, or the MDP's default ones
+        decider = RulesDecider(dsn, args.workload or "joins", names, wcfg, max_steps=args.max_steps)
+    store = None
+    if args.store:
+        store = ExperienceStore(
+            args.store, decider.schema, window=args.window, rules=decider.actions
+        )
+    server = ModelServer(
+        args.listen or args.socket or default_socket(),
+        decider,
+        wait_ms=args.wait_ms,
+        rewards_path=args.rewards,
+        online=online,
+        store=store,
+        check_timeout_ms=args.timeout_ms,
+    )
+    if args.learn:
+        wcfg = dict(decider.workload_config)
+        w = get(decider.workload, **wcfg)
+        server.learner = OnlineLearner(
+            online,
+            store,
+            args.models_dir or f"{store.path}.models",
+            dsn=dsn,
+            workload=w.name,
+            workload_config=wcfg,
+            max_steps=decider.max_steps,
+            make_decider=lambda ckpt: ModelDecider(
+                ckpt, dsn, workload=w.name, workload_config=wcfg, timeout_ms=args.timeout_ms
+            ),
+            swap=server.swap,
+            current_choices=server.current_choices,
+            rules=decider.own_rules,  # the server's actions: every retrain keeps them
+        )
+    return server
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from rlsuite.apps.queryopt.plugin.online import OnlineConfig
+    from rlsuite.apps.queryopt.plugin.protocol import check_address, default_socket
+    from rlsuite.apps.queryopt.server import EmbeddedServer
+    from rlsuite.apps.queryopt.workloads import get
+
+    if args.action == "stats":
+        return cmd_stats(args)
+    chooser = serve_chooser(args)
     online = OnlineConfig(
         explore_share=args.explore,
         regression_threshold=args.regression_threshold,
@@ -366,10 +484,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     address = args.listen or args.socket or default_socket()
     check_address(address)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    wcfg = {"scale": args.scale} if args.scale is not None else {}
     shipped = (
         chooser == "measured"
         and not args.rules
-        and get(args.workload or "joins", **(wcfg or {})).shipped_model
+        and get(args.workload or "joins", **wcfg).shipped_model
     )
     if args.model or args.learn or shipped:
         import torch
@@ -384,62 +503,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         srv.start()
         dsn = srv.dsn
     try:
-        if chooser == "measured":
-            names = [n.strip() for n in (args.rules or "").split(",") if n.strip()]
-            decider = MeasuredDecider(
-                dsn,
-                args.workload or "joins",
-                wcfg,
-                budget_s=args.budget_s,
-                timeout_ms=args.timeout_ms,
-                rules=names,
-                max_steps=args.max_steps,
-            )
-        elif args.model:
-            decider = ModelDecider(args.model, dsn, args.workload, wcfg, timeout_ms=args.timeout_ms)
-        elif args.rules:
-            names = [n.strip() for n in args.rules.split(",") if n.strip()]
-            if not names:
-                raise ValueError("--rules needs at least one rule (see `qopt-bench rules`)")
-            decider = RulesDecider(
-                dsn, args.workload or "joins", names, wcfg, max_steps=args.max_steps
-            )
-        else:  # --learn from nothing: the standard plan until a model passes the guard
-            decider = RulesDecider(
-                dsn, args.workload or "joins", [], wcfg, max_steps=args.max_steps
-            )
-        store = None
-        if args.store:
-            store = ExperienceStore(
-                args.store, decider.schema, window=args.window, rules=decider.own_rules
-            )
-        server = ModelServer(
-            address,
-            decider,
-            wait_ms=args.wait_ms,
-            rewards_path=args.rewards,
-            online=online,
-            store=store,
-            check_timeout_ms=args.timeout_ms,
-        )
-        if args.learn:
-            wcfg = dict(decider.workload_config)
-            w = get(decider.workload, **wcfg)
-            server.learner = OnlineLearner(
-                online,
-                store,
-                args.models_dir or f"{store.path}.models",
-                dsn=dsn,
-                workload=w.name,
-                workload_config=wcfg,
-                max_steps=decider.max_steps,
-                make_decider=lambda ckpt: ModelDecider(
-                    ckpt, dsn, workload=w.name, workload_config=wcfg, timeout_ms=args.timeout_ms
-                ),
-                swap=server.swap,
-                current_choices=server.current_choices,
-                rules=decider.own_rules,  # the served model's actions: retrains keep them
-            )
+        server = build_server(args, dsn, online)
+        decider = server.decider
+        if server.learner is not None:
             console.print("starting the retrain process (Ray, the training code) before serving")
             server.learner.warm()
             server.learner.start()

@@ -125,8 +125,8 @@ class Decider:
 
     @property
     def own_rules(self) -> tuple[str, ...]:
-        """:attr:`actions` when they are a model's own set, else ``()`` (the MDP's 14): what
-        the experience store and a retrain are told."""
+        """:attr:`actions` when they are a set of their own (a model's, or fixed rules'),
+        else ``()`` (the MDP's 14): what the featurizing env and a retrain are told."""
         return () if self.actions == R.RULE_NAMES else self.actions
 
     @property
@@ -262,7 +262,11 @@ class Decider:
 
 
 class RulesDecider(Decider):
-    """Fixed rules in order (the queryopt app's rewriter with its validation; no model)."""
+    """Fixed rules in order (the queryopt app's rewriter with its validation; no model).
+
+    Its actions are its rules, in their order (what statements are featurized over, what
+    exploration tries and what ``serve --learn --rules`` retrains over); with no rules (the
+    standard plan: ``serve --learn`` from no model), the MDP's default rules."""
 
     def __init__(
         self,
@@ -275,6 +279,7 @@ class RulesDecider(Decider):
         from rlsuite.apps.queryopt.engines.postgres import Database
         from rlsuite.apps.queryopt.workloads import get
 
+        actions = tuple(r.name for r in R.named(tuple(rules))) or R.RULE_NAMES  # unknown, twice
         w = get(workload, **(workload_config or {}))
         db = Database(_no_recursion(dsn))  # connects on first use
         super().__init__(
@@ -286,6 +291,7 @@ class RulesDecider(Decider):
             max_steps,
             check_schema=getattr(w, "check_schema", None),
             reference=_full_data(db, w.schema),
+            actions=actions,
         )
         self.rules = list(rules)
         self.name = "rules: " + ",".join(self.rules) if self.rules else "no model yet"

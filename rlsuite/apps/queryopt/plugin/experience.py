@@ -21,8 +21,9 @@ It is a file of its own, marked as such in a ``meta`` table; a file that is not
 SQLite, or a SQLite file that is not an experience store (another program's, or of
 another format or workload schema), raises :class:`StoreError` naming the file, and
 is never written to. The features are a model's input over its own actions (its rules,
-in order): a store records them (``meta.rules``; absent: the MDP's default 14), and one
-opened for a model over other actions is refused the same way.
+in order): a store records them by name in ``meta.rules`` (the MDP's default 14 too; a store
+made before that records none and is read as the default 14), and one opened for a server
+over other actions is refused the same way.
 
 Example::
 
@@ -112,13 +113,16 @@ class ExperienceStore:
         rules: Sequence[str] = (),
     ):
         """``rules``: the actions the stored features are over (the served model's own rules,
-        in order; empty: the MDP's default 14)."""
+        or ``serve --rules``'s, in order; empty: the MDP's default 14), recorded by name."""
+        from rlsuite.apps.queryopt.rules import RULE_NAMES
+
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
         self.path = os.path.abspath(os.fspath(path))
         self.schema = schema
         self.window = int(window)
-        self.rules = tuple(rules)
+        self.rules: tuple[str, ...] = tuple(rules) or RULE_NAMES
+        """The actions the features are over, by name, in order (never empty)."""
         self._lock = threading.Lock()
         self._since_prune = 0
         self._closed_count: int | None = None
@@ -147,7 +151,7 @@ class ExperienceStore:
                 conn.executemany(
                     "INSERT INTO meta VALUES (?, ?)",
                     [("app", APP), ("format", str(FORMAT)), ("schema", self.schema)]
-                    + ([("rules", json.dumps(list(self.rules)))] if self.rules else []),
+                    + [("rules", json.dumps(list(self.rules)))],
                 )
                 conn.commit()
         except sqlite3.DatabaseError as e:
@@ -187,11 +191,11 @@ class ExperienceStore:
                 f"experience store {self.path} holds experience of schema {meta.get('schema')}, "
                 f"this server serves {self.schema}; pass another --store"
             )
-        rules = tuple(json.loads(meta.get("rules", "[]")))
+        rules = recorded_rules(meta)
         if rules != self.rules:
             raise StoreError(
                 f"experience store {self.path} holds features over "
-                f"{_rules(rules)}, this server's model acts over {_rules(self.rules)}; "
+                f"{_rules(rules)}, this server acts over {_rules(self.rules)}; "
                 "pass another --store"
             )
         missing = {"runs", "models"} - tables
@@ -281,8 +285,19 @@ class ExperienceStore:
             self._closed_count = n
 
 
+def recorded_rules(meta: dict[str, str]) -> tuple[str, ...]:
+    """The rules a store's ``meta`` records (a store that records none: the default 14)."""
+    from rlsuite.apps.queryopt.rules import RULE_NAMES
+
+    return tuple(json.loads(meta["rules"])) if "rules" in meta else RULE_NAMES
+
+
 def _rules(rules: Sequence[str]) -> str:
-    return f"its own {len(rules)} rules {', '.join(rules)}" if rules else "the default rules"
+    from rlsuite.apps.queryopt.rules import RULE_NAMES
+
+    if tuple(rules) == RULE_NAMES:
+        return "the default rules"
+    return f"its own {len(rules)} rules {', '.join(rules)}"
 
 
 def _experience(r: Sequence) -> Experience:

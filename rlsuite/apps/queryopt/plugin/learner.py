@@ -5,9 +5,10 @@ background, over the served model's own actions, and swapped in after the guard.
 seconds (:class:`~.online.OnlineConfig`), with the same learner as ``qopt-bench train`` on
 the replayed experience, in a process of its own (:mod:`.retrainer`). A model's actions are
 its own setting (the rules its featurizer records, e.g. 16 with ``decorrelate_scalar`` and
-``not_in_exact``): each retrain trains, featurizes and guards over the served model's rules
-in their order (``rules``; empty: the MDP's 14 of :data:`~rlsuite.apps.queryopt.rules.RULES`),
-and a candidate over any other actions is never swapped in.
+``not_in_exact``), and a server with no model has the rules it serves (``serve --learn
+--rules``): each retrain trains, featurizes and guards over the server's rules in their order
+(``rules``; empty: the MDP's 14 of :data:`~rlsuite.apps.queryopt.rules.RULES`), and a
+candidate over any other actions is never swapped in.
 """
 
 from __future__ import annotations

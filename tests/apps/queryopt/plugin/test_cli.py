@@ -30,7 +30,6 @@ def test_register_adds_serve_and_plugin_to_any_parser():
 @pytest.mark.parametrize(
     "argv",
     [
-        ["serve", "--model", "m", "--rules", "r"],
         ["serve", "--rules", "r", "--socket", "/a", "--listen", "localhost:1"],
         ["serve", "--rules", "r", "--workload", "nope"],
         ["plugin"],
@@ -50,6 +49,11 @@ def test_serve_chooser_flags_that_do_not_fit_are_refused(capsys):
     assert "--chooser model needs --model PATH" in capsys.readouterr().out
     assert cli.main(["serve", "--chooser", "measured", "--model", "m"]) == 2
     assert "goes without --model" in capsys.readouterr().out
+    # --model with --rules: only the model's own rules (test_online_named_rules.py)
+    assert cli.main(["serve", "--model", "m", "--rules", "r"]) == 2
+    assert "unknown rule 'r'" in capsys.readouterr().out
+    assert cli.main(["serve", "--model", "m", "--rules", "eager_aggregation"]) == 2
+    assert "is not an rlsuite checkpoint" in capsys.readouterr().out
     assert cli.main(["serve", "--budget-s", "0"]) == 2
     assert "--budget-s must be > 0" in capsys.readouterr().out
     assert parse(["serve", "--workload", "tpcds", "--scale", "0.01"]).scale == 0.01
