@@ -224,6 +224,15 @@ BENCHMARK = Benchmark(
             demonstrator="greedy",
         ),
         _row(
+            "DQfD (the recipe above with each lane's vehicles within 50 m, greedy's view, in the "
+            "state; stopped by the 8-minute cap at 33 episodes)",
+            "traffic_resco_r2d3_cologne1_dqfdwave.json",
+            "--wave --large-margin-coeff 1.0 --demo-ratio 0.1 --no-prioritized --epsilon-share 0.5 "
+            "--episodes 45 --snapshot-every 5 --val-snapshots 9 --minutes 8 --tag dqfdwave",
+            map="cologne1",
+            demonstrator="greedy",
+        ),
+        _row(
             "DQfD (one DQN for the 8 lights with each light's index, uniform replay, the "
             "large-margin loss, a tenth of each batch from greedy's 10 episodes, 8 replayed per "
             "light's step, 45 episodes, stopped by the 11-minute cap at 43)",
