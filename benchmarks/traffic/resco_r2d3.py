@@ -251,5 +251,15 @@ BENCHMARK = Benchmark(
             "--val-snapshots 6 --minutes 26 --tag dqfdpl",
             **C8,
         ),
+        _row(
+            "DQfD with one DQN per light and each lane's vehicles within 50 m (greedy's view) in "
+            "the state, otherwise the row above's recipe, stopped by the 26-minute cap at 48",
+            "traffic_resco_r2d3_cologne8_sumo192_dqfdplw.json",
+            "--per-light --wave --training-intensity 8 --demo-episodes 10 --large-margin-coeff 1.0 "
+            "--demo-ratio 0.1 --no-prioritized --epsilon-share 0.5 --episodes 67 --snapshot-every 5 "
+            "--val-snapshots 6 --minutes 26 --tag dqfdplw",
+            "`resco_cologne8_dqfd_greedy_wave`",
+            **C8,
+        ),
     ),
 )

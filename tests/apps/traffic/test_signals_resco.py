@@ -183,6 +183,17 @@ def test_wave_appends_greedys_view_from_which_greedys_choice_follows():
         waved.close()
 
 
+def test_every_resco_policy_field_reaches_a_checkpoints_evaluation():
+    """The signals scenario's options carry every field that shapes what a RESCO policy
+    observes (``wave`` among them), so ``evaluate`` rebuilds the env a checkpoint saw."""
+    from rlsuite.apps.traffic import scenarios
+    from rlsuite.apps.traffic.envs.signals import SignalsOptions
+    from rlsuite.apps.traffic.envs.signals_resco import RescoSignalsConfig
+
+    assert set(RescoSignalsConfig.POLICY_FIELDS) <= set(SignalsOptions.POLICY_FIELDS)
+    assert scenarios.config_class("rlsuite/Signals-v0") is SignalsOptions
+
+
 def test_resco_env_passes_parallel_api_test():
     envs.check("rlsuite/Signals-v0", {"network": "ingolstadt1", "num_seconds": 100})
 

@@ -225,8 +225,9 @@ class SignalsOptions:
     POLICY_FIELDS: ClassVar[tuple[str, ...]] = (
         "reward_fn", "delta_time", "yellow_time", "min_green", "max_green",
         "max_distance", "pad_lanes", "pad_phases", "step_length", "yellow_length",
-        "light_index",
+        "light_index", "wave",
     )  # fmt: skip
+    """sumo-rl's and RESCO's (``RescoSignalsConfig.POLICY_FIELDS``) together."""
 
     @staticmethod
     def from_kwargs(**kwargs: Any) -> Any:
