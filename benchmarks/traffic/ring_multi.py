@@ -5,8 +5,10 @@ PettingZoo parallel env sharing one policy) on lengths drawn per reset from [220
 under Flow's env protocol, from scratch (``--plan-set init_from='"DIR"'`` warm-starts ES
 from a policy in DIR). Then it evaluates the policy with 2, 3 and 4 AVs at 230 and 260 m
 (and any ``--held-out-lengths``) beside PI with saturation on every AV and all-human
-driving, on the same seeds. Pass: the learned AVs match PI within 2% at 230 and 260 m for
-the trained count. Writes ``traffic_ring_multi.json`` and ``.png`` (``--out NAME``).
+driving, on the same seeds. ``--plan sync --demonstrations N`` warm-starts PPO from N
+recorded episodes of PI on every AV (the clone is evaluated too). Pass: the learned AVs
+match PI within 2% at 230 and 260 m for the trained count. Writes
+``traffic_ring_multi.json`` and ``.png`` (``--out NAME``).
 """
 
 from dataclasses import dataclass
@@ -29,11 +31,13 @@ class Settings(TrainingSettings):
     """seeded evaluation episodes"""
     held_out_lengths: tuple[int, ...] = ()
     """ring lengths (m) also evaluated and reported, outside the pass criterion"""
+    demonstrations: int = 0
+    """warm-start --plan sync from this many recorded episodes of PI on every AV (0: none)"""
 
 
 def run(ctx) -> int:
     from rlsuite.apps.traffic import scenarios
-    from rlsuite.apps.traffic.benchmarking import save_training, train_plan
+    from rlsuite.apps.traffic.benchmarking import clone_of, save_training, train_plan
     from rlsuite.apps.traffic.envs.ring import equilibrium_speed
     from rlsuite.cli_common import parse_sets
     from rlsuite.platform import envs, evaluation
@@ -46,18 +50,20 @@ def run(ctx) -> int:
     else:
         fields = dict(num_env_runners=s.workers, train_batch_size=12000, minibatch_size=2000,
                       num_epochs=6, gamma=0.999, lambda_=0.97, vf_clip_param=1e6)  # fmt: skip
-    plan, res, curve, train_s = train_plan(
-        ctx, s.plan, dict(env=ENV_ID, env_config=cfg, seed=0, **fields)
-    )
     scen = scenarios.get("ring_multi")
+    pi_demos = (scenarios.controller_for(scen, "pi", cfg)[0], s.demonstrations)
+    plan, res, curve, train_s = train_plan(ctx, s.plan, dict(env=ENV_ID, env_config=cfg, seed=0, **fields),
+                                           demonstrations=pi_demos if s.demonstrations else None)  # fmt: skip
+    training = "with demonstrations (PI)" if s.demonstrations else "from scratch"
+    clone = clone_of(plan)
     rows = []
     for k in COUNTS:
         for length in (*LENGTHS, *s.held_out_lengths):
             eval_cfg = dict(ring_length=length, num_avs=k)
             row = dict(avs=k, ring_length=length, uniform_flow=equilibrium_speed(length),
                        held_out=length not in LENGTHS)  # fmt: skip
-            for who in ("learned", "pi", "idm"):
-                ctrl = res.checkpoint if who == "learned" else scenarios.controller_for(
+            for who in ("learned", "pi", "idm", *(("clone",) if clone else ())):
+                ctrl = {"learned": res.checkpoint, "clone": clone}.get(who) or scenarios.controller_for(
                     scen, who, eval_cfg)[0]  # fmt: skip
                 ev = evaluation.evaluate(
                     ctrl, evaluation.scenarios(ENV_ID, s.episodes, eval_cfg), num_workers=0,
@@ -65,7 +71,7 @@ def run(ctx) -> int:
                 )  # fmt: skip
                 row[who] = ev.summary["mean_speed"]["mean"]
             rows.append(row)
-    ctx.table(rows, f"multi-AV ring: one shared policy trained with {s.avs} AVs ({plan.name}, "
+    ctx.table(rows, f"multi-AV ring: one shared policy trained with {s.avs} AVs {training} ({plan.name}, "
                     f"{res.iterations} it, {res.env_steps} steps, {train_s / 60:.1f} min); mean speed m/s")  # fmt: skip
     trained = [r for r in rows if r["avs"] == s.avs and not r["held_out"]]
     checks = {
@@ -77,6 +83,7 @@ def run(ctx) -> int:
             for r in trained if r["ring_length"] == 230 for w in ("learned", "pi", "idm")]  # fmt: skip
     return save_training(
         ctx, s.out or "traffic_ring_multi", plan, cfg, res, curve, rows, train_s, checks, bars,
+        dict(training=training, from_scratch=not s.demonstrations, clone=clone or None),
         metric="mean_speed", curve_label="episode return",
         curve_title=f"{plan.name} on the multi-AV ring", bar_label="mean speed (m/s)",
         bar_title=f"{s.avs} AVs, 230 m",

@@ -10,10 +10,9 @@ maximum likelihood and the critic fitted to the discounted returns
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,66 +53,51 @@ def clone_demonstrations(
     """Warm start: fit the policy to recorded transitions by maximum likelihood and
     the critic to their discounted returns, then send the weights to the env runners.
 
-    ``path`` is parquet from :func:`record_episodes`.
-    Returns the final ``nll`` (per action), ``value_mse`` and ``transitions``.
+    ``path`` is parquet from :func:`record_episodes`. On a multi-agent env each agent's
+    steps train the module the plan maps that agent to: with ``policies="shared"`` one
+    module learns every agent's steps, with ``per_agent`` each agent's module its own.
+    Returns the ``nll`` (per action) of the first and the last pass (``nll_first``,
+    ``nll``), the last pass's ``value_mse`` and the ``transitions``, over every module.
     """
-    import pyarrow.parquet as pq
-
-    cols = pq.read_table(path, columns=["eps_id", "obs", "actions", "rewards"]).to_pydict()
-    if not cols["obs"]:
-        raise ValueError(f"demonstrations {path!r} hold no transitions")
-    obs = np.asarray(cols["obs"], dtype=np.float32)
-    act = np.asarray(cols["actions"])
-    rew = np.asarray(cols["rewards"], dtype=np.float64)
-    eps = cols["eps_id"]
-    obs_space, space = env_registry.spaces(backend.plan.env, backend.plan.env_config)[None]
-    if obs.shape[1:] != tuple(obs_space.shape):
-        raise ValueError(
-            f"demonstrations {path!r} have observations of shape {obs.shape[1:]}, but "
-            f"{backend.plan.env!r} with this env_config observes {obs_space.shape}: "
-            "record them with the same env_config"
-        )
-    if getattr(backend.plan, "normalize_actions", False) and hasattr(space, "low"):
-        # the module acts in [-1, 1] and RLlib rescales to the env's bounds
-        act = 2.0 * (act - space.low) / (space.high - space.low) - 1.0
-    act = act.astype(np.float32 if hasattr(space, "low") else np.int64)
-    # discounted return-to-go within each recorded episode (no bootstrap at its end)
-    ret = np.zeros_like(rew)
-    g, gamma = 0.0, backend.plan.gamma
-    for i in range(len(rew) - 1, -1, -1):
-        if i == len(rew) - 1 or eps[i + 1] != eps[i]:
-            g = 0.0
-        g = rew[i] + gamma * g
-        ret[i] = g
-    ret = ret.astype(np.float32)
-    batch, lr = min(1024, len(obs)), 1e-3
+    data = _by_module(backend, path)
+    batch, lr = 1024, 1e-3
 
     def fit(learner: Any) -> dict[str, float]:
         import torch
         from ray.rllib.core.columns import Columns
 
-        module = learner.module[next(iter(learner.module.keys()))]  # single-agent
-        dist_cls = module.get_train_action_dist_cls()
-        opt = torch.optim.Adam(module.parameters(), lr=lr)
         gen = torch.Generator().manual_seed(seed)
-        dev = next(module.parameters()).device
-        o, a, r = (torch.as_tensor(x, device=dev) for x in (obs, act, ret))
-        scale = float(r.abs().mean()) + 1e-6  # value loss in units of a typical return
-        nll = vmse = math.nan
-        for _ in range(epochs):
-            for idx in torch.randperm(len(o), generator=gen).split(batch):
-                idx = idx.to(dev)
-                out = module.forward_train({Columns.OBS: o[idx]})
-                dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
-                lp = dist.logp(a[idx])
-                loss_pi = -(lp.sum(-1) if lp.dim() > 1 else lp).mean()
-                v = module.compute_values({Columns.OBS: o[idx]})
-                loss_v = ((v - r[idx]) / scale).pow(2).mean()
-                opt.zero_grad()
-                (loss_pi + loss_v).backward()
-                opt.step()
-                nll, vmse = loss_pi.item(), loss_v.item() * scale**2
-        return {"nll": nll, "value_mse": vmse}
+        sums = np.zeros(3)  # first pass's nll, last pass's nll and value mse, summed per step
+        for module_id, (obs, act, ret) in data.items():
+            # None: a single-agent plan's one module
+            module = learner.module[
+                next(iter(learner.module.keys())) if module_id is None else module_id
+            ]
+            dist_cls = module.get_train_action_dist_cls()
+            opt = torch.optim.Adam(module.parameters(), lr=lr)
+            dev = next(module.parameters()).device
+            o, a, r = (torch.as_tensor(x, device=dev) for x in (obs, act, ret))
+            scale = float(r.abs().mean()) + 1e-6  # value loss in units of a typical return
+            for epoch in range(epochs):
+                nll = vmse = 0.0
+                for idx in torch.randperm(len(o), generator=gen).split(min(batch, len(o))):
+                    idx = idx.to(dev)
+                    out = module.forward_train({Columns.OBS: o[idx]})
+                    dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
+                    lp = dist.logp(a[idx])
+                    loss_pi = -(lp.sum(-1) if lp.dim() > 1 else lp).mean()
+                    v = module.compute_values({Columns.OBS: o[idx]})
+                    loss_v = ((v - r[idx]) / scale).pow(2).mean()
+                    opt.zero_grad()
+                    (loss_pi + loss_v).backward()
+                    opt.step()
+                    nll += loss_pi.item() * len(idx)
+                    vmse += loss_v.item() * scale**2 * len(idx)
+                if epoch == 0:
+                    sums[0] += nll
+            sums[1:] += (nll, vmse)
+        n = sum(len(x[0]) for x in data.values())
+        return {"nll_first": sums[0] / n, "nll": sums[1] / n, "value_mse": sums[2] / n}
 
     res = [x.get() for x in backend.algo.learner_group.foreach_learner(fit)]
     group = backend.algo.env_runner_group
@@ -124,7 +108,76 @@ def clone_demonstrations(
             inference_only=True,
             timeout_seconds=None,
         )
-    return {**res[0], "transitions": float(len(obs))}
+    return {**res[0], "transitions": float(sum(len(x[0]) for x in data.values()))}
+
+
+def _by_module(backend: RLlibBackend, path: str) -> dict[Any, tuple[np.ndarray, ...]]:
+    """The recorded observations, actions (in the module's range) and discounted
+    returns-to-go of ``path``, grouped by the module that learns them (``None``: a
+    single-agent plan's one module; on a multi-agent env, the module the plan's policy
+    mapping gives each step's agent). Refused when they do not fit the plan's env."""
+    import pyarrow.parquet as pq
+
+    plan = backend.plan
+    names = pq.read_schema(path).names
+    agent_col = ["agent_id"] if "agent_id" in names else []
+    cols = pq.read_table(path, columns=["eps_id", "obs", "actions", "rewards", *agent_col])
+    cols = cols.to_pydict()
+    if not cols["obs"]:
+        raise ValueError(f"demonstrations {path!r} hold no transitions")
+    obs = np.asarray(cols["obs"], dtype=np.float32)
+    act = np.asarray(cols["actions"])
+    ret = returns_to_go(cols["eps_id"], cols["rewards"], plan.gamma)
+    spaces = env_registry.spaces(plan.env, plan.env_config)
+    if None in spaces:
+        rows = {None: np.arange(len(obs))}
+    elif not agent_col:
+        raise ValueError(
+            f"demonstrations {path!r} were not recorded on a multi-agent env (no agent_id "
+            f"column); record them on {plan.env!r} itself"
+        )
+    else:
+        ids = np.asarray(cols["agent_id"])
+        known = {str(a): a for a in spaces}
+        strangers = sorted(set(ids.tolist()) - set(known))
+        if strangers:
+            raise ValueError(
+                f"demonstrations {path!r} hold agents {strangers} that {plan.env!r} with this "
+                f"env_config does not have ({sorted(known)}): record them with the same env_config"
+            )
+        rows = {known[a]: np.flatnonzero(ids == a) for a in sorted(set(ids.tolist()))}
+    parts: dict[Any, list[tuple[np.ndarray, ...]]] = {}
+    for agent, idx in rows.items():
+        obs_space, space = spaces[agent]
+        if obs.shape[1:] != tuple(obs_space.shape):
+            raise ValueError(
+                f"demonstrations {path!r} have observations of shape {obs.shape[1:]}, but "
+                f"{plan.env!r} with this env_config observes {obs_space.shape}: "
+                "record them with the same env_config"
+            )
+        a = act[idx]
+        if getattr(plan, "normalize_actions", False) and hasattr(space, "low"):
+            # the module acts in [-1, 1] and RLlib rescales to the env's bounds
+            a = 2.0 * (a - space.low) / (space.high - space.low) - 1.0
+        a = a.astype(np.float32 if hasattr(space, "low") else np.int64)
+        module = None if agent is None else backend.algo.config.policy_mapping_fn(agent, None)
+        parts.setdefault(module, []).append((obs[idx], a, ret[idx]))
+    return {m: tuple(np.concatenate(x) for x in zip(*p)) for m, p in parts.items()}
+
+
+def returns_to_go(eps_ids: Sequence[Any], rewards: Sequence[float], gamma: float) -> np.ndarray:
+    """Each step's discounted return to the end of its own recorded episode (no bootstrap
+    there). An episode's steps may be interleaved with others' (a multi-agent or vector
+    env's recording writes every agent's step of one env step together), but are in order.
+
+    >>> returns_to_go(["a", "b", "a", "b"], [1.0, 10.0, 1.0, 10.0], 0.5).tolist()
+    [1.5, 15.0, 1.0, 10.0]
+    """
+    ret, g = np.zeros(len(rewards), np.float64), {}
+    for i in range(len(rewards) - 1, -1, -1):
+        g[eps_ids[i]] = rewards[i] + gamma * g.get(eps_ids[i], 0.0)
+        ret[i] = g[eps_ids[i]]
+    return ret.astype(np.float32)
 
 
 def warm_start(backend: RLlibBackend, run_dir: str) -> str:
@@ -138,6 +191,7 @@ def warm_start(backend: RLlibBackend, run_dir: str) -> str:
     write_meta(clone, plan, 0, 0)
     print(
         f"warm start: cloned {int(stats['transitions'])} demonstrated transitions "
-        f"(nll {stats['nll']:.3f}, value mse {stats['value_mse']:.3g}); saved to {clone}"
+        f"(nll {stats['nll_first']:.3f} in the first pass, {stats['nll']:.3f} in the last; "
+        f"value mse {stats['value_mse']:.3g}); saved to {clone}"
     )
     return clone

@@ -278,7 +278,9 @@ class SyncPlan(RecurrentCapablePlan):
     """Parquet of recorded transitions
     (:func:`rlsuite.platform.demonstrations.record_episodes`) to warm-start from: before the first PPO iteration the policy is cloned from them by maximum
     likelihood and the critic fitted to their discounted returns; RL then goes on from
-    the demonstrator (as DAPG and DQfD do). ``""``: start from random weights. A
+    the demonstrator (as DAPG and DQfD do). On a multi-agent env (recorded there, one
+    episode per agent) each agent's steps train the module it is mapped to: the shared
+    one, or with ``policies=per_agent`` its own. ``""``: start from random weights. A
     resumed run restores its checkpoint instead."""
     demo_epochs: int = 30
     """Passes over the demonstrations for that warm start."""
@@ -316,10 +318,6 @@ class SyncPlan(RecurrentCapablePlan):
         if self.demonstrations:
             import os
 
-            _check(
-                not env_registry.spec(self.env).multi_agent,
-                "the demonstrations warm start is for single-agent envs",
-            )
             _check(
                 not self.recurrent,
                 "the demonstrations warm start clones a feed-forward policy step by step; "

@@ -61,32 +61,74 @@ class TrainingSettings:
     """results name (default: the benchmark's)"""
 
 
-def train_plan(ctx: Any, plan_name: str, fields: Mapping[str, Any], run_dir: str = ""):
-    """Make the ``plan_name`` plan of ``fields`` (``--plan-set`` on top) and train it from
-    scratch for ``ctx.settings.minutes``. Returns the plan, the last ``TrainResult``, the
-    learning curve and the training seconds."""
+DEMO_SEED = 10_000
+"""The first seed of recorded demonstrations (as ``traffic_train`` records PI's)."""
+
+
+def train_plan(
+    ctx: Any, plan_name: str, fields: Mapping[str, Any], run_dir: str = "",
+    demonstrations: tuple[Any, int] | None = None,
+):  # fmt: skip
+    """Make the ``plan_name`` plan of ``fields`` (``--plan-set`` on top) and train it for
+    ``ctx.settings.minutes``: from scratch, or with ``demonstrations = (controller, N)``
+    warm-started from N of the controller's episodes (seeds from :data:`DEMO_SEED`) on the
+    training env config, recorded into the run folder first (the ``sync`` plan clones them
+    before RL into ``RUN_DIR/clone``; the recording counts toward the budget). Returns the
+    plan, the last ``TrainResult``, the learning curve and the seconds (recording included)."""
+    import shutil
+    import time
+
     from rich.console import Console
 
     from rlsuite.cli_common import parse_sets
+    from rlsuite.platform import demonstrations as demos
     from rlsuite.platform import optimizers
 
-    s = ctx.settings
+    s, console, t0 = ctx.settings, Console(width=140), time.time()
     plan = optimizers.make_plan(plan_name, **{**fields, **parse_sets(s.plan_set)})
     run_dir = ctx.run_dir(run_dir or os.path.join("runs", "benchmarks", ctx.bench.name))
-    res, curve, train_s = train_for_minutes(
-        plan, run_dir, s.minutes, s.chunk, s.workers, Console(width=140)
+    if demonstrations:
+        if not getattr(plan, "demonstrations_warm_start", False):
+            raise ValueError(
+                f"demonstrations warm-start the sync plan (PPO), not the {plan.name} plan: "
+                "use --plan sync, or drop --demonstrations"
+            )
+        controller, episodes = demonstrations
+        path = os.path.join(run_dir, "demonstrations.parquet")
+        shutil.rmtree(run_dir, ignore_errors=True)
+        info = demos.record_episodes(
+            controller, plan.env, episodes, path, plan.env_config, seed=DEMO_SEED
+        )
+        plan = plan.replace(demonstrations=path)
+        console.print(f"recorded {episodes} episodes ({int(info['transitions'])} transitions, "
+                      f"return {info['return_mean']:.0f}) in {time.time() - t0:.0f} s: {path}")  # fmt: skip
+    minutes = s.minutes - (time.time() - t0) / 60
+    res, curve, _ = train_for_minutes(
+        plan, run_dir, minutes, s.chunk, s.workers, console, clear=not demonstrations
     )
-    return plan, res, curve, train_s
+    return plan, res, curve, time.time() - t0
+
+
+def clone_of(plan: Any) -> str:
+    """The folder of the policy ``plan`` cloned from its demonstrations before RL (the
+    ``sync`` plan's warm start, beside the demonstrations), or ``""`` when it has none."""
+    from rlsuite.platform.demonstrations import CLONE
+
+    path = getattr(plan, "demonstrations", "")
+    return os.path.join(os.path.dirname(path), CLONE) if path else ""
 
 
 def save_training(
     ctx: Any, stem: str, plan, cfg: dict, res, curve: list[dict], rows: list[dict],
-    train_s: float, checks: Mapping[str, bool], bars: list[dict] | None = None, **plot: str,
+    train_s: float, checks: Mapping[str, bool], bars: list[dict] | None = None,
+    extra: Mapping[str, Any] | None = None, **plot: str,
 ) -> int:  # fmt: skip
     """Say each check's PASS/FAIL, save ``<stem>.json`` (plan, env config, curve, rows,
-    checks) and ``<stem>.png`` (:func:`training_figure`); 0 when every check passed."""
+    checks, and ``extra``'s keys) and ``<stem>.png`` (:func:`training_figure`); 0 when every
+    check passed."""
     ctx.save(stem, dict(plan=plan.to_dict(), env_config=cfg, curve=curve, rows=rows,
-                        train_s=train_s, checkpoint=res.checkpoint, checks=dict(checks)))  # fmt: skip
+                        train_s=train_s, checkpoint=res.checkpoint, checks=dict(checks),
+                        **dict(extra or {})))  # fmt: skip
     ctx.save_plot(stem, training_figure(curve, rows if bars is None else bars, **plot))
     return ctx.verdict(checks)
 
@@ -115,17 +157,20 @@ def training_figure(
     return fig
 
 
-def train_for_minutes(plan, run_dir: str, minutes: float, chunk: int, workers: int, console):
-    """Train ``plan`` from scratch in ``run_dir`` on an embedded Ray of ``workers`` CPUs, in
-    chunks of ``chunk`` iterations (resumed from the checkpoint) until ``minutes`` of wall-clock
-    have passed (at least one chunk). Returns the last ``TrainResult``, the learning curve
-    (one row per chunk) and the training seconds."""
+def train_for_minutes(
+    plan, run_dir: str, minutes: float, chunk: int, workers: int, console, clear: bool = True
+):
+    """Train ``plan`` in ``run_dir`` on an embedded Ray of ``workers`` CPUs, in chunks of
+    ``chunk`` iterations (resumed from the checkpoint) until ``minutes`` of wall-clock have
+    passed (at least one chunk). ``clear``: remove what ``run_dir`` held first (False: it
+    holds what the plan reads, its recorded demonstrations). Returns the last
+    ``TrainResult``, the learning curve (one row per chunk) and the training seconds."""
     import shutil
     import time
 
     from rlsuite.platform import cluster, training
 
-    if os.path.exists(run_dir):
+    if clear and os.path.exists(run_dir):
         shutil.rmtree(run_dir)
     t0 = time.time()
     curve: list[dict] = []

@@ -1,0 +1,95 @@
+"""PI's demonstrations on the multi-AV ring (real SUMO): recorded AV by AV with PI's own
+actions, and ``traffic_ring_multi --plan sync --demonstrations N`` in quick form, which
+clones them into one shared policy before PPO."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from rlsuite.apps.traffic import scenarios
+from rlsuite.apps.traffic.controllers import PISaturation
+from rlsuite.bench import registry, runner
+from rlsuite.platform import checkpoints, demo_sources, demonstrations, envs
+
+ENV_ID = "rlsuite/RingMulti-v0"
+SMALL = dict(num_avs=3, ring_length=230, warmup_steps=0, horizon=300, bunching=20.0)
+"""3 AVs on a ring bunched by 20 m, driven from t = 0 for 300 steps (30 s)."""
+
+
+def _pi_on_every_av():
+    return scenarios.controller_for(scenarios.get("ring_multi"), "pi", SMALL)[0]
+
+
+def test_pi_on_every_av_is_recorded_av_by_av_with_pis_own_actions(tmp_path):
+    path = str(tmp_path / "pi.parquet")
+    info = demonstrations.record_episodes(_pi_on_every_av(), ENV_ID, 2, path, SMALL, seed=10_000)
+    data = demo_sources.load(path)
+    avs = sorted(envs.spaces(ENV_ID, SMALL))
+    assert len(avs) == 3 and info["episodes"] == 6 and info["transitions"] == 2 * 3 * 300
+    assert sorted(set(data["agent_id"])) == avs
+    assert np.bincount(data["episode"]).tolist() == [300] * 6  # one episode per AV and run
+    assert data["truncateds"].sum() == 6 and data["actions"].std() > 0.05
+    firsts = set()
+    for ep in range(6):
+        rows = data["episode"] == ep
+        assert len(set(data["agent_id"][rows])) == 1
+        firsts.add(tuple(data["obs"][rows][0].round(4)))
+        # a fresh PI fed this AV's recorded observations in order answers every recorded
+        # action: they are PI's, for this AV (its own speed history), not another's
+        pi = PISaturation()
+        again = np.concatenate([pi.act(o) for o in data["obs"][rows]])
+        np.testing.assert_allclose(again, data["actions"][rows].ravel(), atol=1e-6)
+    assert len(firsts) == 6  # every AV of every run starts from its own observation
+
+
+def _bench_run(tmp_path, monkeypatch, argv) -> int:
+    """``rlsuite bench run traffic_ring_multi --quick ARGV`` writing under ``tmp_path``,
+    evaluated with 3 AVs at 230 m only."""
+    decl = registry.load()
+    module = decl.modules["traffic_ring_multi"]
+    monkeypatch.chdir(tmp_path)  # a quick run writes under runs/bench-quick here
+    monkeypatch.setattr(module, "COUNTS", (3,))
+    monkeypatch.setattr(module, "LENGTHS", (230,))
+    env = [f"--env-set={k}={v}" for k, v in SMALL.items() if k not in ("num_avs", "ring_length")]
+    argv = ["--quick", "--no-lock", "--minutes", "0", *env, *argv]
+    return runner.run(decl.get("traffic_ring_multi"), module, argv)
+
+
+@pytest.mark.slow
+def test_quick_run_clones_pi_on_every_av_into_the_shared_policy_before_ppo(
+    tmp_path, monkeypatch, capsys
+):
+    plan = ["train_batch_size=300", "minibatch_size=150", "num_epochs=1", "demo_epochs=300"]
+    argv = ["--plan", "sync", "--demonstrations", "1", *(f"--plan-set={p}" for p in plan)]
+    assert _bench_run(tmp_path, monkeypatch, argv) in (0, 1)  # 1: the check failed
+    out = capsys.readouterr().out
+    first, last = map(
+        float, re.search(r"nll (\S+) in the first pass, (\S+) in the last", out).groups()
+    )
+    assert last < first - 0.5, (first, last)
+    res = json.loads(
+        (tmp_path / "runs/bench-quick/results/traffic/traffic_ring_multi.json").read_text()
+    )
+    assert res["training"] == "with demonstrations (PI)" and res["from_scratch"] is False
+    assert res["plan"]["demonstrations"].endswith("demonstrations.parquet")
+    assert [(r["avs"], r["ring_length"]) for r in res["rows"]] == [(3, 230)]
+    assert res["rows"][0]["clone"] > 0 and res["rows"][0]["learned"] > 0
+    # on the recorded observations the clone acts as PI did: its typical error is a
+    # fraction of the typical spread of PI's actions (PI's rare jumps to full throttle
+    # come from its own speed history, which the three features do not show)
+    data = demo_sources.load(res["plan"]["demonstrations"])
+    clone = checkpoints.load_controller(res["clone"])
+    acts = np.concatenate([clone.act({a: o})[a] for a, o in zip(data["agent_id"], data["obs"])])
+    pi = data["actions"].ravel()
+    err, spread = np.median(np.abs(acts - pi)), np.median(np.abs(pi - np.median(pi)))
+    assert err < 0.5 * spread, (err, spread)
+
+
+def test_demonstrations_are_refused_for_es_before_anything_is_recorded(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="use --plan sync"):
+        _bench_run(tmp_path, monkeypatch, ["--plan", "es", "--demonstrations", "1"])
+    assert not (tmp_path / "runs/bench-quick/traffic_ring_multi").exists()
