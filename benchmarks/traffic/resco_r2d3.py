@@ -64,9 +64,10 @@ class Settings:
     """suffix of the run directory and the result file (``""``: the first run's names)"""
 
 
-def plan_of(s: Settings):
+def plan_of(s: Settings, episode_log: str = ""):
     """The env config, the map's number of lights and the ``replay`` plan of settings ``s``
-    (each light's step is an env step: an iteration is one episode of every light)."""
+    (each light's step is an env step: an iteration is one episode of every light); the
+    plan's env also appends each finished episode's delay to ``episode_log`` when given."""
     from rlsuite.apps.traffic import sumo_versions
     from rlsuite.apps.traffic.envs.signals_vector import num_lights
     from rlsuite.apps.traffic.resco_training import action_mask_offset
@@ -82,7 +83,8 @@ def plan_of(s: Settings):
     steps = (1 if s.per_light else lights) * (360 if not s.num_seconds else s.num_seconds // 10)
     per_light = dict(policies="per_agent", action_mask_offset=action_mask_offset(cfg)) if s.per_light else {}  # fmt: skip
     plan = optimizers.make_plan(
-        "replay", env=f"rlsuite/Signals{'' if s.per_light else 'Shared'}-v0", env_config=cfg, seed=0, hidden=[64, 64],
+        "replay", env=f"rlsuite/Signals{'' if s.per_light else 'Shared'}-v0", seed=0, hidden=[64, 64],
+        env_config={**cfg, "episode_log": episode_log} if episode_log else cfg,
         activation="relu", rollout_fragment_length=4, lr=1e-3, train_batch_size=32,
         buffer_size=10000, prioritized=s.prioritized, dueling=True, double_q=True, target_update_freq=500,
         learning_starts=steps, epsilon_timesteps=int(s.epsilon_share * steps * s.episodes),
@@ -106,16 +108,18 @@ def run(ctx) -> int:
     from rlsuite.platform.checkpoints.loading import load_controller
 
     s = ctx.settings
-    cfg, lights, plan = plan_of(s)
     tag = f"_{s.tag}" if s.tag else ""
     release = "" if s.sumo == sumo_versions.DEFAULT_SUMO else f"_sumo{s.sumo}"
     run_dir = ctx.run_dir(f"runs/bench/traffic_resco_r2d3/{s.map}_{s.demonstrator}{release}{tag}")
+    log = os.path.join(run_dir, "episodes.jsonl")
+    cfg, lights, plan = plan_of(s, episode_log=log)
     with cluster.local_cluster(num_cpus=2):
         res = training.train(plan, s.episodes, run_dir, resume=True, progress=False,
                              checkpoint_every=s.snapshot_every,
                              stop_after_s=s.minutes * 60 if s.minutes else None,
                              callback=lambda it, row: snapshot(run_dir))  # fmt: skip
     snapshot(run_dir)
+    episodes = training_episodes(log)
     root = os.path.join(run_dir, "snapshots")
     snaps = sorted(d for d in os.listdir(root) if d.startswith("iter_"))[-s.val_snapshots :]
 
@@ -140,6 +144,9 @@ def run(ctx) -> int:
     best = min(PROGRAMS, key=means.get)
     ctx.table([dict(controller=k, delay=v, jam_rate=ev["jams"][k]["jam_rate"]) for k, v in means.items()],
               f"{s.map}, SUMO {s.sumo}, held-out seeds {seeds[0]}-{seeds[-1]}: RESCO's delay (s/veh)")  # fmt: skip
+    if episodes["best"]:
+        print(f"best training episode (RESCO's rule): {episodes['best']['delay']:.2f} s/veh, "
+              f"episode {episodes['best']['episode']} of {len(episodes['delay'])}", flush=True)
     checks = {
         f"learned_valsel below every hand-written controller (best: {best} {means[best]:.2f})":
             means["learned_valsel"] < means[best],
@@ -156,10 +163,23 @@ def run(ctx) -> int:
         map=s.map, sumo=s.sumo, lights=lights, env=plan.env, demonstrator=s.demonstrator,
         resco_published=published,
         plan=plan.to_dict(), run_dir=run_dir, episodes_trained=res.iterations,
-        env_steps=res.env_steps, checkpoint=res.checkpoint,
+        env_steps=res.env_steps, checkpoint=res.checkpoint, training_episodes=episodes,
         validation=dict(seeds=[900, 901, 902, 903], delay_mean=score, chosen=chosen),
         heldout=ev, delay_means=means, checks=checks))  # fmt: skip
     return ctx.verdict(checks)
+
+
+def training_episodes(path: str) -> dict:
+    """The training episodes' delays from the env's episode log, and the best of them
+    (RESCO's own rule); the demonstrator's recorded episodes (seeded from
+    ``demo_sources.RUN_SEED_OFFSET`` up) are left out."""
+    from rlsuite.platform.demo_sources import RUN_SEED_OFFSET
+    from rlsuite.platform.metrics import read_jsonl
+
+    rows = [r for r in read_jsonl(path) if r["seed"] < RUN_SEED_OFFSET]
+    delays = [r["delay"] for r in rows]
+    best = min(range(len(delays)), key=delays.__getitem__) if delays else None
+    return {"delay": delays, "best": None if best is None else {"delay": delays[best], "episode": best + 1}}
 
 
 NAMES = {"greedy": "greedy", "maxpressure": "max-pressure"}

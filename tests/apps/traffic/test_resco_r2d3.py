@@ -57,3 +57,16 @@ def test_one_network_per_light_steps_the_lights_together_with_their_masks():
 def test_a_network_that_is_not_rescos_is_refused():
     with pytest.raises(ValueError, match="RESCO's maps"):
         plan_of(S(map="2x2grid"))
+
+
+def test_training_episodes_are_logged_and_the_best_is_rescos_rule(tmp_path):
+    module = sys.modules[BENCH.run.__module__]
+    log = str(tmp_path / "episodes.jsonl")
+    cfg, _, plan = plan_of(S(**DQFD), episode_log=log)
+    assert plan.env_config == {**cfg, "episode_log": log} and "episode_log" not in cfg
+    with open(log, "w") as f:  # the demonstrator's episodes are seeded from 10**6 up
+        for seed, delay in [(1_000_000, 9.0), (0, 30.0), (1, 21.5), (2, 24.0), (1_000_001, 8.0)]:
+            f.write(json.dumps({"seed": seed, "delay": delay}) + "\n")
+    got = module.training_episodes(log)
+    assert got == {"delay": [30.0, 21.5, 24.0], "best": {"delay": 21.5, "episode": 2}}
+    assert module.training_episodes(str(tmp_path / "none.jsonl")) == {"delay": [], "best": None}
