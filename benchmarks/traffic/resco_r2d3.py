@@ -144,9 +144,7 @@ def run(ctx) -> int:
     best = min(PROGRAMS, key=means.get)
     ctx.table([dict(controller=k, delay=v, jam_rate=ev["jams"][k]["jam_rate"]) for k, v in means.items()],
               f"{s.map}, SUMO {s.sumo}, held-out seeds {seeds[0]}-{seeds[-1]}: RESCO's delay (s/veh)")  # fmt: skip
-    if episodes["best"]:
-        print(f"best training episode (RESCO's rule): {episodes['best']['delay']:.2f} s/veh, "
-              f"episode {episodes['best']['episode']} of {len(episodes['delay'])}", flush=True)
+    print(f"best training episode (RESCO's rule): {episodes['best']}", flush=True)
     checks = {
         f"learned_valsel below every hand-written controller (best: {best} {means[best]:.2f})":
             means["learned_valsel"] < means[best],
@@ -177,9 +175,9 @@ def training_episodes(path: str) -> dict:
     from rlsuite.platform.metrics import read_jsonl
 
     rows = [r for r in read_jsonl(path) if r["seed"] < RUN_SEED_OFFSET]
-    delays = [r["delay"] for r in rows]
-    best = min(range(len(delays)), key=delays.__getitem__) if delays else None
-    return {"delay": delays, "best": None if best is None else {"delay": delays[best], "episode": best + 1}}
+    best = min(rows, key=lambda r: r["delay"], default=None)
+    top = best and {"delay": best["delay"], "episode": rows.index(best) + 1}
+    return {"delay": [r["delay"] for r in rows], "best": top}
 
 
 NAMES = {"greedy": "greedy", "maxpressure": "max-pressure"}
