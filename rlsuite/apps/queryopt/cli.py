@@ -159,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--num-env-runners", int, None, "parallel env runners (default 2; 0 on Spark: one JVM)"),
         ("--env-steps", int, None, "env steps per training iteration (default 1000; 100 on Spark)"),
         ("--seed", int, 0, "training seed"),
+        ("--rules", None, None, "comma-separated rules the DQN acts over, in this order (PostgreSQL; default: the MDP's actions; `qopt-bench rules` lists every rule)"),
         ("--resume", bool, False, "continue the run in --run-dir"),
     )
     # fmt: on

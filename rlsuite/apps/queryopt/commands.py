@@ -232,6 +232,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             env_steps_per_iteration=steps,
             learning_starts=min(100, steps),
             seed=args.seed,
+            rules=tuple(n.strip() for n in (args.rules or "").split(",") if n.strip()),
         )
         cfg.validate()
         eng.ensure_workload(w)
@@ -395,7 +396,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
         t.add_row(str(i), name, what)
     t.add_row(str(len(sp.names)), "STOP", "end the episode; run the current query")
     for name, what in sp.more_rules():
-        t.add_row("-", name, f"{what} (not an action yet: --rules and the measured chooser)")
+        t.add_row("-", name, f"{what} (not a default action: name it in --rules)")
     for name, why in sp.refused.items():
         t.add_row("-", name, f"refused: {why}")
     console.print(t)

@@ -62,6 +62,13 @@ def test_rewrite_check_and_json(capsys, db, dsn, tmp_path):
     assert "unknown rule 'nope'" in capsys.readouterr().out
 
 
+def test_train_refuses_an_unknown_rule_before_training(capsys, dsn, tmp_path):
+    run_dir = tmp_path / "run"
+    args = ["train", "--workload", "joins", "--rules", "unnest_subqueries,nope"]
+    assert cli.main([*args, "--run-dir", str(run_dir), "--dsn", dsn]) == 2
+    assert "unknown rule 'nope'" in capsys.readouterr().out and not run_dir.exists()
+
+
 def _run(tmp_path, dsn: str, args: str) -> dict:
     """``qopt-bench run ARGS --dsn DSN``, which must succeed; the JSON it wrote."""
     out_json = tmp_path / "r.json"
@@ -98,10 +105,18 @@ def test_train_then_run_with_the_model(ray_local, db, dsn, tmp_path, capsys):
             "0",  # sampled in the driver: remote runners are trained in test_train.py
             "--run-dir",
             str(run_dir),
+            "--rules",
+            "decorrelate_scalar, unnest_subqueries,arm_no_nestloop",
             "--dsn",
             dsn,
         ]
     )
     assert rc == 0 and (run_dir / "queryopt.json").exists()
+    side = json.loads((run_dir / "queryopt.json").read_text())  # the model acts over its own
+    assert side["train_config"]["rules"] == [
+        "decorrelate_scalar",
+        "unnest_subqueries",
+        "arm_no_nestloop",
+    ]
     res = _run(tmp_path, dsn, f"--workload joins --model {run_dir} --queries 1 --timeout-ms 100")
     assert res["summary"]["queries"] == 1 and res["summary"]["wrong_results"] == 0
