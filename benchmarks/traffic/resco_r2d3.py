@@ -202,6 +202,16 @@ def _row(what: str, file: str, args: str, shipped: str | None = None, map: str =
 
 
 C8 = dict(map="cologne8", demonstrator="greedy", sumo="1.9.2", lights=8, note="; RESCO's IPPO 21.62, best training episode")  # fmt: skip
+PLW = ("--per-light --wave --training-intensity 8 --demo-episodes 10 --large-margin-coeff 1.0 "
+       "--demo-ratio 0.1 --no-prioritized --epsilon-share 0.5 --episodes 67 --snapshot-every 5 "
+       "--val-snapshots 6 --minutes 26 --tag dqfdplw")  # fmt: skip
+WAVE = (
+    _row("DQfD with one DQN per light and each lane's vehicles within 50 m (greedy's view) in the state, "
+         "otherwise the row above's recipe, stopped by the 26-minute cap at 48",
+         "traffic_resco_r2d3_cologne8_sumo192_dqfdplw.json", PLW, "`resco_cologne8_dqfd_greedy_wave`", **C8),
+    _row("the row above's recipe (one DQN per light, greedy's 50 m view), stopped by the 26-minute cap at 48", "traffic_resco_r2d3_cologne8_dqfdplw.json", PLW,
+         "`resco_cologne8_dqfd_greedy_wave_sumo128`", **{**C8, "sumo": "1.28", "note": ""}),
+)  # fmt: skip
 BENCHMARK = Benchmark(
     run=run,
     settings=Settings,
@@ -269,15 +279,6 @@ BENCHMARK = Benchmark(
             "--val-snapshots 6 --minutes 26 --tag dqfdpl",
             **C8,
         ),
-        _row(
-            "DQfD with one DQN per light and each lane's vehicles within 50 m (greedy's view) in "
-            "the state, otherwise the row above's recipe, stopped by the 26-minute cap at 48",
-            "traffic_resco_r2d3_cologne8_sumo192_dqfdplw.json",
-            "--per-light --wave --training-intensity 8 --demo-episodes 10 --large-margin-coeff 1.0 "
-            "--demo-ratio 0.1 --no-prioritized --epsilon-share 0.5 --episodes 67 --snapshot-every 5 "
-            "--val-snapshots 6 --minutes 26 --tag dqfdplw",
-            "`resco_cologne8_dqfd_greedy_wave`",
-            **C8,
-        ),
+        *WAVE,
     ),
 )
