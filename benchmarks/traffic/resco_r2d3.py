@@ -209,8 +209,8 @@ WAVE = (
     _row("DQfD with one DQN per light and each lane's vehicles within 50 m (greedy's view) in the state, "
          "otherwise the row above's recipe, stopped by the 26-minute cap at 48",
          "traffic_resco_r2d3_cologne8_sumo192_dqfdplw.json", PLW, "`resco_cologne8_dqfd_greedy_wave`", **C8),
-    _row("the row above's recipe (one DQN per light, greedy's 50 m view), stopped by the 26-minute cap at 48", "traffic_resco_r2d3_cologne8_dqfdplw.json", PLW,
-         "`resco_cologne8_dqfd_greedy_wave_sumo128`", **{**C8, "sumo": "1.28", "note": ""}),
+    _row("the row above's recipe (one DQN per light, greedy's 50 m view), stopped by the 26-minute cap at 48",
+         "traffic_resco_r2d3_cologne8_dqfdplw.json", PLW, "`resco_cologne8_dqfd_greedy_wave_sumo128`", **{**C8, "sumo": "1.28", "note": ""}),
 )  # fmt: skip
 BENCHMARK = Benchmark(
     run=run,

@@ -176,7 +176,7 @@ def _rewriter(args: argparse.Namespace, eng: Engine, w):
                 f"--check-schema {check_schema!r} does not exist or this user may not read it; "
                 f"schemas it can see: {', '.join(eng.visible_schemas()) or 'none'}"
             )
-    names = [n.strip() for n in (args.rules or "").split(",") if n.strip()]
+    names = list(names_in(args.rules))
     budget = getattr(args, "budget_s", None) or 60.0
     return sp.rewriter(
         eng,
@@ -211,6 +211,11 @@ def cmd_setup(args: argparse.Namespace) -> int:
     return 0
 
 
+def names_in(text: str | None) -> tuple[str, ...]:
+    """The names of a comma-separated flag value (``--rules``, ``--shapes``), blanks dropped."""
+    return tuple(n.strip() for n in (text or "").split(",") if n.strip())
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from rlsuite.apps.queryopt import train as T
 
@@ -232,7 +237,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             env_steps_per_iteration=steps,
             learning_starts=min(100, steps),
             seed=args.seed,
-            rules=tuple(n.strip() for n in (args.rules or "").split(",") if n.strip()),
+            rules=names_in(args.rules),
         )
         cfg.validate()
         eng.ensure_workload(w)
@@ -337,7 +342,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     from rlsuite.apps.queryopt.workloads import shapes as G
 
-    names = G.check_shapes([n.strip() for n in (args.shapes or "").split(",") if n.strip()])
+    names = G.check_shapes(list(names_in(args.shapes)))
     if args.n < 1:
         raise ValueError(f"--n must be >= 1, got {args.n}")
     w = workload_of(args)
