@@ -33,16 +33,11 @@ def run(ctx) -> int:
     from rlsuite.bench import command, repo_root
 
     s = ctx.settings
-    s = dataclasses.replace(
-        s, run_root=s.run_root or ctx.run_dir("runs/benchmarks/traffic_resco_learned")
-    )
+    s = dataclasses.replace(s, run_root=s.run_root or ctx.run_dir("runs/benchmarks/traffic_resco_learned"))  # fmt: skip
     if not s.report:
         rt.train_maps(s, command("traffic_resco_learned", shlex.join(ctx.argv)))
     rows, stem = rt.collect(s), rt.results_stem(s)
-    ctx.save(
-        stem,
-        dict(protocol=PROTOCOL, pass_criterion=f"{PASS} on the same held-out seeds", rows=rows),
-    )
+    ctx.save(stem, dict(protocol=PROTOCOL, pass_criterion=f"{PASS} on the same held-out seeds", rows=rows))  # fmt: skip
     if trained := [r for r in rows if r["training_delay"]]:
         ctx.save_plot(stem, rt.figure(trained))
     for r in rows if s.ship else ():

@@ -21,9 +21,7 @@ def run(ctx) -> int:
     from rlsuite.bench import command, repo_root, results_dir
 
     s = ctx.settings
-    s = dataclasses.replace(
-        s, run_root=s.run_root or ctx.run_dir("runs/benchmarks/traffic_resco_together")
-    )
+    s = dataclasses.replace(s, run_root=s.run_root or ctx.run_dir("runs/benchmarks/traffic_resco_together"))  # fmt: skip
     maps = parse_networks(s.maps)
     mm.check_maps(maps)
     name = "+".join(maps)
@@ -53,9 +51,7 @@ def run(ctx) -> int:
         "done" if done else ("trained" if state.get("done_training") else "training: run again")
     )
     ctx.say(f"{name} ({s.plan}): {len(eps)} episodes, {status}")
-    return ctx.verdict(
-        {f"{r['map']}: {k}": v for r in rows for k, v in r.get("checks", {}).items()}
-    )
+    return ctx.verdict({f"{r['map']}: {k}": v for r in rows for k, v in r.get("checks", {}).items()})  # fmt: skip
 
 
 QUICK = dict(maps="cologne1,ingolstadt1", plan="sync", sumo="1.28", episodes=1, minutes=0.3)

@@ -67,14 +67,16 @@ DEMO_SEED = 10_000
 
 def train_plan(
     ctx: Any, plan_name: str, fields: Mapping[str, Any], run_dir: str = "",
-    demonstrations: tuple[Any, int] | None = None,
+    demonstrations: tuple[Any, int] | None = None, after_chunk: Any = None,
 ):  # fmt: skip
     """Make the ``plan_name`` plan of ``fields`` (``--plan-set`` on top) and train it for
     ``ctx.settings.minutes``: from scratch, or with ``demonstrations = (controller, N)``
     warm-started from N of the controller's episodes (seeds from :data:`DEMO_SEED`) on the
     training env config, recorded into the run folder first (the ``sync`` plan clones them
-    before RL into ``RUN_DIR/clone``; the recording counts toward the budget). Returns the
-    plan, the last ``TrainResult``, the learning curve and the seconds (recording included)."""
+    before RL into ``RUN_DIR/clone``; the recording counts toward the budget).
+    ``after_chunk(res)`` runs after each chunk (e.g. to score its checkpoint on validation
+    seeds; its time counts toward the budget). Returns the plan, the last ``TrainResult``,
+    the learning curve and the seconds (recording included)."""
     import shutil
     import time
 
@@ -104,8 +106,9 @@ def train_plan(
                       f"return {info['return_mean']:.0f}) in {time.time() - t0:.0f} s: {path}")  # fmt: skip
     minutes = s.minutes - (time.time() - t0) / 60
     res, curve, _ = train_for_minutes(
-        plan, run_dir, minutes, s.chunk, s.workers, console, clear=not demonstrations
-    )
+        plan, run_dir, minutes, s.chunk, s.workers, console, clear=not demonstrations,
+        after_chunk=after_chunk,
+    )  # fmt: skip
     return plan, res, curve, time.time() - t0
 
 
@@ -116,6 +119,33 @@ def clone_of(plan: Any) -> str:
 
     path = getattr(plan, "demonstrations", "")
     return os.path.join(os.path.dirname(path), CLONE) if path else ""
+
+
+class KeepBest:
+    """An ``after_chunk`` for :func:`train_plan`: scores each chunk's checkpoint with
+    ``score(path)`` (higher is better, e.g. on validation seeds) and keeps the best one so far
+    in ``best_dir``. ``first`` (e.g. the clone of a warm start, there after the first chunk)
+    is scored before that chunk's checkpoint, as iteration 0. ``history`` lists every score."""
+
+    def __init__(self, best_dir: str, score: Callable[[str], float], first: str = ""):
+        self.best_dir, self.score, self.first = best_dir, score, first
+        self.history: list[dict] = []
+        self.best: dict = {}
+
+    def __call__(self, res: Any) -> None:
+        import shutil
+
+        todo = [(self.first, 0)] if self.first and not self.history else []
+        for path, iteration in [*todo, (res.checkpoint, res.iterations)]:
+            if not os.path.isdir(path):
+                continue
+            score = float(self.score(path))
+            self.history.append(dict(iteration=iteration, score=score))
+            print(f"validation: iteration {iteration} scores {score:.4f}", flush=True)
+            if not self.best or score > self.best["score"]:
+                shutil.rmtree(self.best_dir, ignore_errors=True)
+                shutil.copytree(path, self.best_dir)
+                self.best = dict(iteration=iteration, score=score)
 
 
 def save_training(
@@ -158,12 +188,14 @@ def training_figure(
 
 
 def train_for_minutes(
-    plan, run_dir: str, minutes: float, chunk: int, workers: int, console, clear: bool = True
-):
+    plan, run_dir: str, minutes: float, chunk: int, workers: int, console, clear: bool = True,
+    after_chunk: Any = None,
+):  # fmt: skip
     """Train ``plan`` in ``run_dir`` on an embedded Ray of ``workers`` CPUs, in chunks of
     ``chunk`` iterations (resumed from the checkpoint) until ``minutes`` of wall-clock have
     passed (at least one chunk). ``clear``: remove what ``run_dir`` held first (False: it
-    holds what the plan reads, its recorded demonstrations). Returns the last
+    holds what the plan reads, its recorded demonstrations). ``after_chunk(res)``, when
+    given, runs after each chunk, inside the budget. Returns the last
     ``TrainResult``, the learning curve (one row per chunk) and the training seconds."""
     import shutil
     import time
@@ -185,6 +217,8 @@ def train_for_minutes(
                               wall_s=time.time() - t0, episode_return_mean=res.final_return))  # fmt: skip
             console.print(f"it {res.iterations}: {res.env_steps} env steps, return "
                           f"{res.final_return:.1f}, {(time.time() - t0) / 60:.1f} min")  # fmt: skip
+            if after_chunk is not None:
+                after_chunk(res)
     return res, curve, time.time() - t0
 
 

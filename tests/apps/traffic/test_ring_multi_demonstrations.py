@@ -64,7 +64,8 @@ def test_quick_run_clones_pi_on_every_av_into_the_shared_policy_before_ppo(
     tmp_path, monkeypatch, capsys
 ):
     plan = ["train_batch_size=300", "minibatch_size=150", "num_epochs=1", "demo_epochs=300"]
-    argv = ["--plan", "sync", "--demonstrations", "1", *(f"--plan-set={p}" for p in plan)]
+    argv = ["--plan", "sync", "--demonstrations", "1", "--validate"]
+    argv += [f"--plan-set={p}" for p in plan]
     assert _bench_run(tmp_path, monkeypatch, argv) in (0, 1)  # 1: the check failed
     out = capsys.readouterr().out
     first, last = map(
@@ -77,7 +78,15 @@ def test_quick_run_clones_pi_on_every_av_into_the_shared_policy_before_ppo(
     assert res["training"] == "with demonstrations (PI)" and res["from_scratch"] is False
     assert res["plan"]["demonstrations"].endswith("demonstrations.parquet")
     assert [(r["avs"], r["ring_length"]) for r in res["rows"]] == [(3, 230)]
-    assert res["rows"][0]["clone"] > 0 and res["rows"][0]["learned"] > 0
+    row = res["rows"][0]
+    assert row["clone"] > 0 and row["learned"] > 0
+    # --validate scored the clone (iteration 0), then the chunk's checkpoint, on seeds of
+    # its own, against PI there, and the one reported as learned is the better of the two
+    val = res["validation"]
+    assert val["seeds"] == [500] and val["pi"]["230"] > 0
+    assert [v["iteration"] for v in val["scores"]] == [0] + [c["iteration"] for c in res["curve"]]
+    assert val["best"] == max(val["scores"], key=lambda v: v["score"])
+    assert res["learned"].endswith("best") and res["learned"] != res["checkpoint"]
     # on the recorded observations the clone acts as PI did: its typical error is a
     # fraction of the typical spread of PI's actions (PI's rare jumps to full throttle
     # come from its own speed history, which the three features do not show)
@@ -93,3 +102,24 @@ def test_demonstrations_are_refused_for_es_before_anything_is_recorded(tmp_path,
     with pytest.raises(ValueError, match="use --plan sync"):
         _bench_run(tmp_path, monkeypatch, ["--plan", "es", "--demonstrations", "1"])
     assert not (tmp_path / "runs/bench-quick/traffic_ring_multi").exists()
+
+
+def test_keep_best_scores_the_first_folder_once_then_each_checkpoint_and_keeps_the_best(tmp_path):
+    from types import SimpleNamespace
+
+    from rlsuite.apps.traffic.benchmarking import KeepBest
+
+    ckpt, clone = tmp_path / "checkpoint", tmp_path / "clone"
+    clone.mkdir()
+    (clone / "who").write_text("clone")
+    keep = KeepBest(str(tmp_path / "best"), lambda p: scores.pop(0), first=str(clone))
+    ckpt.mkdir()
+    scores = [0.9, 0.8, 0.95, 0.7]  # clone, it 1, it 2, it 3
+    for it in (1, 2, 3):
+        (ckpt / "who").write_text(f"it {it}")  # one checkpoint folder, rewritten each chunk
+        keep(SimpleNamespace(checkpoint=str(ckpt), iterations=it))
+        if it == 1:  # the clone beat the first chunk: it is the one kept
+            assert (tmp_path / "best" / "who").read_text() == "clone"
+    assert [h["iteration"] for h in keep.history] == [0, 1, 2, 3] and not scores
+    assert keep.best == dict(iteration=2, score=0.95)
+    assert (tmp_path / "best" / "who").read_text() == "it 2"
