@@ -128,7 +128,9 @@ class KeepBest:
     is scored before that chunk's checkpoint, as iteration 0. ``history`` lists every score."""
 
     def __init__(self, best_dir: str, score: Callable[[str], float], first: str = ""):
-        self.best_dir, self.score, self.first = best_dir, score, first
+        # absolute: the kept folder is loaded by Ray workers, whose cwd may be another one
+        self.best_dir, self.score = os.path.abspath(best_dir), score
+        self.first = os.path.abspath(first) if first else ""
         self.history: list[dict] = []
         self.best: dict = {}
 
