@@ -118,7 +118,8 @@ def clone_of(plan: Any) -> str:
     from rlsuite.platform.demonstrations import CLONE
 
     path = getattr(plan, "demonstrations", "")
-    return os.path.join(os.path.dirname(path), CLONE) if path else ""
+    # absolute: Ray workers load it, whose cwd may be another one
+    return os.path.abspath(os.path.join(os.path.dirname(path), CLONE)) if path else ""
 
 
 class KeepBest:
