@@ -279,6 +279,8 @@ def evaluate(
         finally:
             worker.close()
     else:
+        if isinstance(controller, str | os.PathLike):  # workers may run in another cwd
+            controller = os.path.abspath(controller)
         rows = _evaluate_on_ray(
             controller, scenario_list, specs, num_workers, max_steps, progress, label
         )

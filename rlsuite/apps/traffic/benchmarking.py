@@ -118,7 +118,7 @@ def clone_of(plan: Any) -> str:
     from rlsuite.platform.demonstrations import CLONE
 
     path = getattr(plan, "demonstrations", "")
-    # absolute: Ray workers load it, whose cwd may be another one
+    # absolute, as the JSON records it: valid from any cwd
     return os.path.abspath(os.path.join(os.path.dirname(path), CLONE)) if path else ""
 
 
@@ -129,7 +129,7 @@ class KeepBest:
     is scored before that chunk's checkpoint, as iteration 0. ``history`` lists every score."""
 
     def __init__(self, best_dir: str, score: Callable[[str], float], first: str = ""):
-        # absolute: the kept folder is loaded by Ray workers, whose cwd may be another one
+        # absolute, as the JSON records them: valid from any cwd
         self.best_dir, self.score = os.path.abspath(best_dir), score
         self.first = os.path.abspath(first) if first else ""
         self.history: list[dict] = []
