@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.rlsuite-installed
 
-.PHONY: demo test lint bench bench-smoke results install system-deps sumo-1.9.2 clean
+.PHONY: demo test test-slow test-all lint bench bench-smoke results install system-deps sumo-1.9.2 clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,8 +31,16 @@ sumo-1.9.2: install
 demo: system-deps install
 	$(PY) -m rlsuite.demo
 
+# The default tier (every test not marked slow; ~10 min on 2 cores). `make test-slow` runs
+# the tests marked slow (learning to a threshold, kills and resumes, Tune, clusters, online
+# retrains; ~15 min); CI (.ci/run) runs both; `make test-all` too.
 test: system-deps install sumo-1.9.2
-	PY=$(PY) bash scripts/test.sh
+	PY=$(PY) TIER=default bash scripts/test.sh
+
+test-slow: system-deps install sumo-1.9.2
+	PY=$(PY) TIER=slow bash scripts/test.sh
+
+test-all: test test-slow
 
 lint: install
 	$(PY) -m ruff check rlsuite tests benchmarks

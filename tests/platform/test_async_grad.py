@@ -119,6 +119,7 @@ def test_the_progress_bar_shows_the_learners_numbers():
 
 
 # -- on Ray ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_two_runners_change_every_shard_stale_gradients_drop_and_a_killed_runner_and_shard_are_survived(
     ray_local, tmp_path
 ):

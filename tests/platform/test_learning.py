@@ -124,6 +124,7 @@ def test_async_improves_clearly_over_random(ray_local, tmp_path):
     assert res.final_return >= 3 * RANDOM_CARTPOLE, [m["episode_return_mean"] for m in res.metrics]
 
 
+@pytest.mark.slow
 def test_replay_improves_clearly_over_random(ray_local, tmp_path):
     # Each step is a fresh one-shot guess (a contextual bandit): with gamma 0.99 the
     # bootstrapped Q-values sit near 100 with a gap of 1 between right and wrong, and

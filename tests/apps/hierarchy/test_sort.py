@@ -122,6 +122,7 @@ def test_weak_lattice_scores_the_teachers_stacks():
 
 
 # ---------------------------------------------------------------- learning
+@pytest.mark.slow
 def test_php_from_two_strong_and_weak_traces_sorts_longer_arrays():
     # 2 strong traces fix the call structure; 25 weak ones (actions only) show enough digit
     # pairs for the comparison; no demonstration is longer than 8 elements

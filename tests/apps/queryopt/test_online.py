@@ -432,6 +432,7 @@ def _learning_server(tmp_path, sock, dsn) -> tuple[M.ModelServer, ExperienceStor
     return srv, store
 
 
+@pytest.mark.slow
 def test_rewards_reach_the_store_and_a_retrain_is_swapped_in(
     tmp_path, sock_dir, dsn, db, plugin_lib
 ):
@@ -534,6 +535,7 @@ def test_a_regression_falls_back_to_the_standard_plan(sock_dir, dsn, db, plugin_
         srv.close()
 
 
+@pytest.mark.slow
 def test_a_crashed_retrain_process_is_restarted_and_shutdown_leaves_none(
     tmp_path, sock_dir, dsn, db, plugin_lib
 ):

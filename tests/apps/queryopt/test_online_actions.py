@@ -100,6 +100,7 @@ def _sidecar_rules(ckpt: str) -> tuple[str, ...]:
     return tuple(_find_sidecar(ckpt, ckpt)["featurizer"]["rules"])
 
 
+@pytest.mark.slow
 def test_a_16_rule_model_is_served_and_retrained_over_its_own_16_rules(
     tmp_path, sock_dir, dsn, db, plugin_lib
 ):

@@ -82,6 +82,7 @@ def _sidecar_rules(ckpt: str) -> tuple[str, ...]:
     return model_actions(ckpt)
 
 
+@pytest.mark.slow
 def test_serve_learn_with_rules_records_them_and_retrains_over_exactly_them(
     tmp_path, sock_dir, dsn, db, plugin_lib
 ):

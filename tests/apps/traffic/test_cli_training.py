@@ -112,6 +112,7 @@ def test_signals_grid_trains_one_shared_policy_checkpoints_and_evaluates(ray_loc
     assert summary["mean_speed"]["mean"] > 0
 
 
+@pytest.mark.slow
 def test_train_warm_started_from_pi_demonstrations_drives_like_pi(ray_local, tmp_path):
     """--demonstrations pi:4 records PI on the training ring and clones it before PPO;
     the clone (RUN_DIR/clone) keeps the ring moving as PI does, unlike human driving."""

@@ -70,6 +70,7 @@ def test_agents_appear_and_disappear_with_their_avs():
         env.close()
 
 
+@pytest.mark.slow
 def test_rllib_multi_agent_trains_on_agents_that_come_and_go(ray_local, tmp_path):
     """PPO through the platform (RLlib multi-agent, one shared module) on the merge."""
     run = tmp_path / "run"
