@@ -186,8 +186,33 @@ def test_memory_features_average_the_avs_own_speed_and_gap():
     last = seen[-10:]
     assert seen[-1, 3] == pytest.approx(last[:, 0].mean(), abs=1e-5)
     assert seen[-1, 4] * MEMORY_GAP_SCALE == pytest.approx(last[:, 2].mean() * 270, abs=1e-3)
-    with pytest.raises(ValueError, match="memory_s is kept by"):
-        envs.make("rlsuite/RingMulti-v0", {"memory_s": 5.0, "num_avs": 2})
+
+
+def test_multi_av_memory_features_average_each_avs_own_speed_and_gap_and_reset():
+    multi = envs.make(
+        "rlsuite/RingMulti-v0", dict(memory_s=1.0, num_avs=2, ring_length=230, **SHORT)
+    )
+    try:
+        assert multi.observation_space("av_0").shape == (5,)
+        for episode in range(2):  # the second episode's window starts empty again
+            obs, _ = multi.reset(seed=4 + episode)
+            seen = [obs]
+            for _ in range(SHORT["horizon"]):
+                acts = {"av_0": np.array([0.5], np.float32), "av_1": np.array([-0.5], np.float32)}
+                obs, *_ = multi.step(acts)
+                seen.append(obs)
+            for av in ("av_0", "av_1"):
+                o = np.array([s[av] for s in seen])
+                assert o.shape == (SHORT["horizon"] + 1, 5)
+                assert o[0, 3] == pytest.approx(o[0, 0], abs=1e-6)  # one observation so far
+                last = o[-10:]
+                assert o[-1, 3] == pytest.approx(last[:, 0].mean(), abs=1e-5)
+                assert o[-1, 4] * MEMORY_GAP_SCALE == pytest.approx(
+                    last[:, 2].mean() * 270, abs=1e-3
+                )
+            assert not np.allclose(seen[-1]["av_0"][3:], seen[-1]["av_1"][3:])  # each its own
+    finally:
+        multi.close()
 
 
 def test_config_is_frozen_and_validated():
