@@ -55,8 +55,8 @@ def run(ctx) -> int:
     scen = scenarios.get("ring_multi")
 
     def speed(ctrl, k, length, seeds=s.episodes, who="learned", workers=0):
-        eval_cfg = dict(ring_length=length, num_avs=k)
-        ctrl = ctrl or scenarios.controller_for(scen, who, eval_cfg)[0]
+        ctrl = ctrl or scenarios.controller_for(scen, who, dict(ring_length=length, num_avs=k))[0]
+        eval_cfg = scenarios.with_policy_fields(ENV_ID, dict(ring_length=length, num_avs=k), ctrl)  # a policy's memory_s  # fmt: skip
         ev = evaluation.evaluate(ctrl, evaluation.scenarios(ENV_ID, seeds, eval_cfg), num_workers=workers, name=who)  # fmt: skip
         return ev.summary["mean_speed"]["mean"]
 

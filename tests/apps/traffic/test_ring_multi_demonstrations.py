@@ -47,6 +47,10 @@ def test_pi_on_every_av_is_recorded_av_by_av_with_pis_own_actions(tmp_path):
     assert len(firsts) == 6  # every AV of every run starts from its own observation
 
 
+def data_width(res: dict) -> int:
+    return demo_sources.load(res["plan"]["demonstrations"])["obs"].shape[1]
+
+
 def _bench_run(tmp_path, monkeypatch, argv) -> int:
     """``rlsuite bench run traffic_ring_multi --quick ARGV`` writing under ``tmp_path``,
     evaluated with 3 AVs at 230 m only."""
@@ -65,7 +69,8 @@ def test_quick_run_clones_pi_on_every_av_into_the_shared_policy_before_ppo(
     tmp_path, monkeypatch, capsys
 ):
     plan = ["train_batch_size=300", "minibatch_size=150", "num_epochs=1", "demo_epochs=300"]
-    argv = ["--plan", "sync", "--demonstrations", "1", "--validate"]
+    # with memory: the policy's memory_s must reach validation and the final evaluation
+    argv = ["--plan", "sync", "--demonstrations", "1", "--validate", "--env-set=memory_s=2"]
     argv += [f"--plan-set={p}" for p in plan]
     assert _bench_run(tmp_path, monkeypatch, argv) in (0, 1)  # 1: the check failed
     out = capsys.readouterr().out
@@ -78,6 +83,7 @@ def test_quick_run_clones_pi_on_every_av_into_the_shared_policy_before_ppo(
     )
     assert res["training"] == "with demonstrations (PI)" and res["from_scratch"] is False
     assert res["plan"]["demonstrations"].endswith("demonstrations.parquet")
+    assert res["env_config"]["memory_s"] == 2 and data_width(res) == 5  # 3 features + memory
     assert [(r["avs"], r["ring_length"]) for r in res["rows"]] == [(3, 230)]
     row = res["rows"][0]
     assert row["clone"] > 0 and row["learned"] > 0
