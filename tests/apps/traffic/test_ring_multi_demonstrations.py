@@ -47,10 +47,6 @@ def test_pi_on_every_av_is_recorded_av_by_av_with_pis_own_actions(tmp_path):
     assert len(firsts) == 6  # every AV of every run starts from its own observation
 
 
-def data_width(res: dict) -> int:
-    return demo_sources.load(res["plan"]["demonstrations"])["obs"].shape[1]
-
-
 def _bench_run(tmp_path, monkeypatch, argv) -> int:
     """``rlsuite bench run traffic_ring_multi --quick ARGV`` writing under ``tmp_path``,
     evaluated with 3 AVs at 230 m only."""
@@ -83,7 +79,6 @@ def test_quick_run_clones_pi_on_every_av_into_the_shared_policy_before_ppo(
     )
     assert res["training"] == "with demonstrations (PI)" and res["from_scratch"] is False
     assert res["plan"]["demonstrations"].endswith("demonstrations.parquet")
-    assert res["env_config"]["memory_s"] == 2 and data_width(res) == 5  # 3 features + memory
     assert [(r["avs"], r["ring_length"]) for r in res["rows"]] == [(3, 230)]
     row = res["rows"][0]
     assert row["clone"] > 0 and row["learned"] > 0
@@ -99,6 +94,7 @@ def test_quick_run_clones_pi_on_every_av_into_the_shared_policy_before_ppo(
     # fraction of the typical spread of PI's actions (PI's rare jumps to full throttle
     # come from its own speed history, which the three features do not show)
     data = demo_sources.load(res["plan"]["demonstrations"])
+    assert res["env_config"]["memory_s"] == 2 and data["obs"].shape[1] == 5  # 3 + memory
     clone = checkpoints.load_controller(res["clone"])
     acts = np.concatenate([clone.act({a: o})[a] for a, o in zip(data["agent_id"], data["obs"])])
     pi = data["actions"].ravel()
