@@ -12,10 +12,12 @@ from PostgreSQL, on the same data: on the user's own database too.
 Limits, stated: the rows are compared as the app's row check compares them (multisets,
 lists under ``ORDER BY``, numbers to 9 significant digits), so floating-point sums that
 differ in the last digits match; DuckDB's ``/`` on integers returns a double where
-PostgreSQL truncates, and its default collation orders strings by byte, so a query whose
-answer depends on either is reported as different (the original stays) rather than
-wrongly matched. A query DuckDB cannot parse or run raises, and the caller falls back to
-the small copy.
+PostgreSQL truncates, its default collation orders strings by byte, and its ``double``
+can round an exact tie of a comparison the other way from PostgreSQL's ``numeric``. A
+query whose answer depends on one of these is never wrongly matched: when DuckDB's own
+runs of the original and the rewrite agree while PostgreSQL's rows differ, the engines
+differ and DuckDB cannot decide (:func:`~rlsuite.apps.queryopt.verify.engines_differ`), and
+the small copy decides, as it does for a query DuckDB cannot parse or run (that raises).
 
 Example::
 

@@ -32,6 +32,14 @@ reading the very tables of ``schema`` (:mod:`~rlsuite.apps.queryopt.duckref`), s
 rows, even no rows, are equality on the full data; the small copy decides only when DuckDB
 cannot run the query. :func:`guarantee` says in words which of the two held.
 
+5. **When the engines differ.** A reference whose rows of the original differ from the
+   rewrite's rows on PostgreSQL refuses the rewrite, unless the reference's own run of the
+   rewrite returns its rows of the original (:func:`engines_differ`): then the difference is
+   the two engines' (an exact tie of a comparison, where PostgreSQL's ``numeric`` and DuckDB's
+   ``double`` round apart, or a type or collation difference), not the rewrite's, and the
+   reference cannot decide. The small copy decides then, with its weaker guarantee, and where
+   it cannot either, the original stays with that reason.
+
 What this guarantees: the rewritten SQL returns exactly the original's rows on
 the small copy (a real execution of both on data of the same schema), it plans
 and finishes on the full data, and it is faster there than the original's
@@ -173,43 +181,49 @@ def check_rewrite(
         return Verdict(True, "", True, schema, a.runtime_s, b.runtime_s)
     # the original cannot finish here: compare the rows on the full data by the reference
     # (reference_first), else on the small copy
+    note = ""  # why the reference, asked first, could not decide
+    ref_rows: Sequence[tuple] = []
     if reference_first and reference is not None:
         try:  # the same tables: equal rows, even no rows, are equality on the full data
-            match = same_rows(reference(sql), b.rows or [], ordered=ordered)
+            ref_rows = reference(sql)
+            match = same_rows(ref_rows, b.rows or [], ordered=ordered)
         except Exception:  # noqa: BLE001 - the reference cannot run it: the small copy decides
             match = None
-        if match is not None:
-            if not match:
-                return Verdict(
-                    False,
-                    f"the rewrite's rows differ from the original's by the reference "
-                    f"({reference_label}); kept the original",
-                    False,
-                    reference_label,
-                )
+        if match is False and not engines_differ(reference, new_sql, ref_rows, ordered):
+            return Verdict(
+                False,
+                f"the rewrite's rows differ from the original's by the reference "
+                f"({reference_label}); kept the original",
+                False,
+                reference_label,
+            )
+        if match:
             return Verdict(True, "", True, reference_label, None, b.runtime_s)
+        if match is False:
+            note = f"; {ENGINES_DIFFER.format(label=reference_label)}"
         reference = None  # asked already
     if not check_schema or check_schema == schema:
         undecided = Verdict(
             False,
             f"cannot check rows: the original ran past {timeout_ms} ms (give a small copy of "
-            "the schema to check on: --check-schema)",
+            f"the schema to check on: --check-schema){note}",
         )
-        return _against_reference(undecided, b, sql, ordered, reference, reference_label)
+        return _against_reference(undecided, b, sql, new_sql, ordered, reference, reference_label)
     ca = db.run(sql, check_schema, timeout_ms, settings)
     cb = db.run(new_sql, check_schema, timeout_ms, new_settings)
     if ca.timed_out or cb.timed_out:
         undecided = Verdict(
-            False, f"cannot check rows: a query ran past {timeout_ms} ms on {check_schema} too"
+            False,
+            f"cannot check rows: a query ran past {timeout_ms} ms on {check_schema} too{note}",
         )
-        return _against_reference(undecided, b, sql, ordered, reference, reference_label)
+        return _against_reference(undecided, b, sql, new_sql, ordered, reference, reference_label)
     if not ca.rows:
         undecided = Verdict(
             False,
             f"cannot check rows: the original ran past {timeout_ms} ms, and on {check_schema} "
-            "it returns no rows, so equal rows there would prove nothing",
+            f"it returns no rows, so equal rows there would prove nothing{note}",
         )
-        return _against_reference(undecided, b, sql, ordered, reference, reference_label)
+        return _against_reference(undecided, b, sql, new_sql, ordered, reference, reference_label)
     if not same_rows(ca.rows, cb.rows or [], ordered=ordered):
         return Verdict(
             False,
@@ -231,10 +245,35 @@ def reference_rows_match(
     return same_rows(reference_rows, new_rows, ordered=ordered)
 
 
+ENGINES_DIFFER = (
+    "the reference ({label}) cannot decide: its rows differ from PostgreSQL's, but its own "
+    "runs of the original and the rewrite agree, so the engines differ on this query (for "
+    "example at an exact tie of a comparison, where PostgreSQL's numeric and DuckDB's double "
+    "round apart), not the rewrite"
+)
+"""Why a reference whose rows differ from the rewrite's does not refuse it (module doc, 5)."""
+
+
+def engines_differ(
+    reference: Callable[[str], Sequence[tuple]],
+    new_sql: str,
+    reference_rows: Sequence[tuple],
+    ordered: bool,
+) -> bool:
+    """Whether the reference's own run of the rewrite returns its rows of the original
+    (``reference_rows``): then the rewrite's other rows on PostgreSQL are the two engines'
+    difference, not the rewrite's. False when the reference cannot run the rewrite."""
+    try:
+        return same_rows(reference_rows, reference(new_sql), ordered=ordered)
+    except Exception:  # noqa: BLE001 - no evidence that the engines differ: the rows decide
+        return False
+
+
 def _against_reference(
     undecided: Verdict,
     b: Any,
     sql: str,
+    new_sql: str,
     ordered: bool,
     reference: Callable[[str], Sequence[tuple]] | None,
     label: str,
@@ -242,13 +281,16 @@ def _against_reference(
     """Step 4 of the module doc: ``undecided`` unless a reference decides."""
     if reference is None:
         return undecided
-    match = reference_rows_match(b.rows or [], reference(sql), ordered)
+    ref_rows = reference(sql)
+    match = reference_rows_match(b.rows or [], ref_rows, ordered)
     if match is None:
         return Verdict(
             False,
             f"{undecided.reason}; the reference ({label}) returns no rows either, so equal rows "
             "would prove nothing",
         )
+    if not match and engines_differ(reference, new_sql, ref_rows, ordered):
+        return Verdict(False, f"{undecided.reason}; {ENGINES_DIFFER.format(label=label)}")
     if not match:
         return Verdict(
             False,
