@@ -26,3 +26,36 @@ def test_online_verdicts_need_adaptation_or_a_window_above_10x():
     got = verdicts(runs)
     assert [k for k, ok in got.items() if not ok] == ["joins-empty: a 20-window above 10x (never)"]
     assert len(got) == 6
+
+
+def test_a_fast_rewritten_query_is_timed_as_medians_of_alternating_runs(db, monkeypatch):
+    """Real PostgreSQL at SF 0.01: 3 runs of the original and 3 of its served rewrite (rebuilt
+    from its rules: here a planner arm), alternating; the single runs are kept. A row that is
+    slow, or kept its plan, is left as it was."""
+    import statistics
+    from types import SimpleNamespace
+
+    from rlsuite.apps.queryopt.generated_runs import retime
+    from rlsuite.apps.queryopt.workloads.tpcds import TpcdsWorkload
+
+    w = TpcdsWorkload(scale=0.01)
+    w.ensure(db)
+    sql = "SELECT count(*) FROM store_sales JOIN item ON ss_item_sk = i_item_sk"
+    runs, run = [], db.run
+
+    def recording(q, schema, timeout_ms, settings=None):
+        res = run(q, schema, timeout_ms, settings)
+        runs.append((dict(settings or {}), res.runtime_s))
+        return SimpleNamespace(runtime_s=res.runtime_s)
+
+    monkeypatch.setattr(db, "run", recording)
+    row = {**_row(1.5, 0.9, rewrites=("arm_no_hashjoin",)), "sql": sql}
+    retime(db, w, row, 10_000)
+    assert [s for s, _ in runs] == [{}, {"enable_hashjoin": "off"}] * 3
+    assert row["retimed"] and (row["postgres_s_once"], row["s_once"]) == (1.5, 0.9)
+    assert row["postgres_s"] == statistics.median(t for _, t in runs[0::2])
+    assert row["s"] == statistics.median(t for _, t in runs[1::2])
+    runs.clear()
+    for slow in ({**_row(30.0, 0.5), "sql": sql}, {**_row(1.0, 1.0, rewrites=()), "sql": sql}):
+        retime(db, w, slow, 10_000)
+        assert slow["retimed"] is False and "s_once" not in slow and runs == []
