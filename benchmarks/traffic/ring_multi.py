@@ -3,7 +3,8 @@
 Trains on ``rlsuite/RingMulti-v0`` (22 vehicles, ``--avs`` of them AVs sharing one policy)
 on lengths drawn per reset from [220, 270] m under Flow's env protocol, from scratch
 (``--plan-set init_from='"DIR"'`` warm-starts ES), or ``--plan sync --demonstrations N``:
-PPO warm-started from N episodes of PI on every AV (the clone is evaluated too).
+PPO warm-started from N episodes of PI on every AV (``--demo-avs 2 3 4``: N at each count;
+the clone is evaluated too).
 ``--validate`` reports the checkpoint (or clone) best on validation seeds (3 from 500: min over
 230 and 260 m of its speed over PI's). It evaluates with 2, 3 and 4 AVs at 230 and 260 m (and
 ``--held-out-lengths``) beside PI on every AV and all-human driving, on the same seeds.
@@ -33,6 +34,8 @@ class Settings(TrainingSettings):
     """ring lengths (m) also evaluated and reported, outside the pass criterion"""
     demonstrations: int = 0
     """warm-start --plan sync from this many recorded episodes of PI on every AV (0: none)"""
+    demo_avs: tuple[int, ...] = ()
+    """record the demonstrations with each of these AV counts (N episodes each; default: --avs)"""
     validate: bool = False
     """score each chunk's checkpoint on validation seeds; report the best, not the last"""
 
@@ -66,7 +69,8 @@ def run(ctx) -> int:
     keep = KeepBest(f"{run_dir}/best", lambda p: min(speed(p, s.avs, L, val_seeds) / pi_val[L] for L in LENGTHS),
                     first=f"{run_dir}/clone")  # fmt: skip
     plan, res, curve, train_s = train_plan(ctx, s.plan, dict(env=ENV_ID, env_config=cfg, seed=0, **fields),
-                                           demonstrations=s.demonstrations and (scenarios.controller_for(scen, "pi", cfg)[0], s.demonstrations),
+                                           demonstrations=s.demonstrations and [(scenarios.controller_for(scen, "pi", c)[0], s.demonstrations, c)
+                                                                                for c in ({**cfg, "num_avs": k} for k in s.demo_avs or (s.avs,))],
                                            after_chunk=keep if s.validate else None)  # fmt: skip
     training = "with demonstrations (PI)" if s.demonstrations else "from scratch"
     clone, learned = clone_of(plan), keep.best_dir if keep.best else res.checkpoint

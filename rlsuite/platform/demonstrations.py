@@ -47,6 +47,17 @@ def record_episodes(
     )
 
 
+def concatenate(parts: Sequence[str], path: str) -> None:
+    """One recording at ``path`` of the recordings ``parts`` (removed), each with its own
+    episode ids (e.g. recorded from other seeds)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.concat_tables([pq.read_table(p) for p in parts]), path)
+    for p in parts:
+        os.remove(p)
+
+
 def clone_demonstrations(
     backend: RLlibBackend, path: str, epochs: int, seed: int = 0
 ) -> dict[str, float]:
@@ -115,7 +126,8 @@ def _by_module(backend: RLlibBackend, path: str) -> dict[Any, tuple[np.ndarray, 
     """The recorded observations, actions (in the module's range) and discounted
     returns-to-go of ``path``, grouped by the module that learns them (``None``: a
     single-agent plan's one module; on a multi-agent env, the module the plan's policy
-    mapping gives each step's agent). Refused when they do not fit the plan's env."""
+    mapping gives each step's agent, also an agent the env lacks when that module is one
+    of the env's agents' own). Refused when they do not fit the plan's env."""
     import pyarrow.parquet as pq
 
     plan = backend.plan
@@ -129,6 +141,7 @@ def _by_module(backend: RLlibBackend, path: str) -> dict[Any, tuple[np.ndarray, 
     act = np.asarray(cols["actions"])
     ret = returns_to_go(cols["eps_id"], cols["rewards"], plan.gamma)
     spaces = env_registry.spaces(plan.env, plan.env_config)
+    stand_in: dict[str, Any] = {}  # a recorded agent the env lacks -> one of its own
     if None in spaces:
         rows = {None: np.arange(len(obs))}
     elif not agent_col:
@@ -139,16 +152,24 @@ def _by_module(backend: RLlibBackend, path: str) -> dict[Any, tuple[np.ndarray, 
     else:
         ids = np.asarray(cols["agent_id"])
         known = {str(a): a for a in spaces}
-        strangers = sorted(set(ids.tolist()) - set(known))
+        mapping = backend.algo.config.policy_mapping_fn
+        # an agent this env_config lacks (recorded with more of them, e.g. 4 AVs for a 3-AV
+        # ring) still teaches the module the plan maps it to when one of the env's agents
+        # trains that module too (one shared policy), with that agent's spaces
+        trained = {mapping(a, None): a for a in spaces}
+        stand_in = {a: trained.get(mapping(a, None)) for a in set(ids.tolist()) - set(known)}
+        strangers = sorted(a for a, k in stand_in.items() if k is None)
         if strangers:
             raise ValueError(
                 f"demonstrations {path!r} hold agents {strangers} that {plan.env!r} with this "
-                f"env_config does not have ({sorted(known)}): record them with the same env_config"
+                f"env_config does not have ({sorted(known)}), and no module of the plan's that "
+                "those agents train: record them with the same env_config (or use one shared "
+                "policy)"
             )
-        rows = {known[a]: np.flatnonzero(ids == a) for a in sorted(set(ids.tolist()))}
+        rows = {known.get(a, a): np.flatnonzero(ids == a) for a in sorted(set(ids.tolist()))}
     parts: dict[Any, list[tuple[np.ndarray, ...]]] = {}
     for agent, idx in rows.items():
-        obs_space, space = spaces[agent]
+        obs_space, space = spaces[agent if agent is None or agent in spaces else stand_in[agent]]
         if obs.shape[1:] != tuple(obs_space.shape):
             raise ValueError(
                 f"demonstrations {path!r} have observations of shape {obs.shape[1:]}, but "

@@ -60,3 +60,34 @@ def test_a_recording_without_agent_ids_is_refused_on_a_multi_agent_env(ray_local
     plan = ppo(MATCHING, 40, 20, 1, demonstrations=str(data), hidden=[16])
     with pytest.raises(ValueError, match="no agent_id column"):
         training.train(plan, iterations=1, run_dir=str(tmp_path / "run"), progress=False)
+
+
+def _relabel(src, dst, agents: dict[str, str]) -> None:
+    """``src``'s recording with only the steps of ``agents``' keys, renamed to its values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(src)
+    t = t.filter(pc.is_in(t["agent_id"], value_set=pa.array(list(agents))))
+    ids = pa.array([agents[a] for a in t["agent_id"].to_pylist()])
+    pq.write_table(t.set_column(t.schema.get_field_index("agent_id"), "agent_id", ids), dst)
+
+
+def test_an_agent_the_env_lacks_teaches_the_shared_module(ray_local, tmp_path, capsys):
+    """Recorded with more agents than the plan's env has (as PI's demonstrations at 4 AVs
+    for a 3-AV ring): a shared module learns their steps; per-agent modules cannot."""
+    data, more = tmp_path / "demos.parquet", tmp_path / "a2.parquet"
+    demonstrations.record_episodes(_EchoOrFlip(False), MATCHING, 4, str(data), seed=0)
+    _relabel(data, more, {"a1": "a2"})  # only a stranger's 40 steps
+    plan = ppo(MATCHING, 40, 20, 1, policies="shared", demonstrations=str(more),
+               demo_epochs=60, lr=1e-6, hidden=[16])  # fmt: skip
+    training.train(plan, iterations=1, run_dir=str(tmp_path / "run"), progress=False)
+    assert "cloned 40 demonstrated transitions" in capsys.readouterr().out
+    clone = checkpoints.load_controller(str(tmp_path / "run" / demonstrations.CLONE))
+    for bit in (0, 1):
+        o = np.eye(2, dtype=np.float32)[bit]
+        assert clone.act({"a0": o, "a1": o}) == {"a0": bit, "a1": bit}, bit
+    plan = plan.replace(policies="per_agent")
+    with pytest.raises(ValueError, match=r"agents \['a2'\] that .* no module of the plan's"):
+        training.train(plan, iterations=1, run_dir=str(tmp_path / "run2"), progress=False)

@@ -67,13 +67,16 @@ DEMO_SEED = 10_000
 
 def train_plan(
     ctx: Any, plan_name: str, fields: Mapping[str, Any], run_dir: str = "",
-    demonstrations: tuple[Any, int] | None = None, after_chunk: Any = None,
+    demonstrations: tuple[Any, int] | list[tuple[Any, int, Mapping[str, Any]]] | None = None,
+    after_chunk: Any = None,
 ):  # fmt: skip
     """Make the ``plan_name`` plan of ``fields`` (``--plan-set`` on top) and train it for
     ``ctx.settings.minutes``: from scratch, or with ``demonstrations = (controller, N)``
     warm-started from N of the controller's episodes (seeds from :data:`DEMO_SEED`) on the
     training env config, recorded into the run folder first (the ``sync`` plan clones them
-    before RL into ``RUN_DIR/clone``; the recording counts toward the budget).
+    before RL into ``RUN_DIR/clone``; the recording counts toward the budget). A list of
+    ``(controller, N, env_config)`` records each on its own env config (e.g. PI at 2, 3 and
+    4 AVs for one shared policy), into one recording.
     ``after_chunk(res)`` runs after each chunk (e.g. to score its checkpoint on validation
     seeds; its time counts toward the budget). Returns the plan, the last ``TrainResult``,
     the learning curve and the seconds (recording included)."""
@@ -95,15 +98,18 @@ def train_plan(
                 f"demonstrations warm-start the sync plan (PPO), not the {plan.name} plan: "
                 "use --plan sync, or drop --demonstrations"
             )
-        controller, episodes = demonstrations
         path = os.path.join(run_dir, "demonstrations.parquet")
         shutil.rmtree(run_dir, ignore_errors=True)
-        info = demos.record_episodes(
-            controller, plan.env, episodes, path, plan.env_config, seed=DEMO_SEED
-        )
+        sources = [demonstrations] if isinstance(demonstrations, tuple) else demonstrations
+        for i, (controller, episodes, *cfg) in enumerate(sources):
+            part = path if len(sources) == 1 else f"{path}.{i}"  # seeds apart: no eps_id twice
+            info = demos.record_episodes(controller, plan.env, episodes, part,
+                                         cfg[0] if cfg else plan.env_config, seed=DEMO_SEED + 1000 * i)  # fmt: skip
+            console.print(f"recorded {episodes} episodes ({int(info['transitions'])} transitions, "
+                          f"return {info['return_mean']:.0f}) in {time.time() - t0:.0f} s: {part}")  # fmt: skip
+        if len(sources) > 1:
+            demos.concatenate([f"{path}.{i}" for i in range(len(sources))], path)
         plan = plan.replace(demonstrations=path)
-        console.print(f"recorded {episodes} episodes ({int(info['transitions'])} transitions, "
-                      f"return {info['return_mean']:.0f}) in {time.time() - t0:.0f} s: {path}")  # fmt: skip
     minutes = s.minutes - (time.time() - t0) / 60
     res, curve, _ = train_for_minutes(
         plan, run_dir, minutes, s.chunk, s.workers, console, clear=not demonstrations,

@@ -66,7 +66,10 @@ def test_quick_run_clones_pi_on_every_av_into_the_shared_policy_before_ppo(
 ):
     plan = ["train_batch_size=300", "minibatch_size=150", "num_epochs=1", "demo_epochs=300"]
     # with memory: the policy's memory_s must reach validation and the final evaluation
-    argv = ["--plan", "sync", "--demonstrations", "1", "--validate", "--env-set=memory_s=2"]
+    # recorded at 3 and 4 AVs: the fourth AV, which the 3-AV training env lacks, teaches the
+    # one shared module too
+    argv = ["--plan", "sync", "--demonstrations", "1", "--demo-avs", "3", "4", "--validate"]
+    argv += ["--env-set=memory_s=2"]
     argv += [f"--plan-set={p}" for p in plan]
     assert _bench_run(tmp_path, monkeypatch, argv) in (0, 1)  # 1: the check failed
     out = capsys.readouterr().out
@@ -74,6 +77,7 @@ def test_quick_run_clones_pi_on_every_av_into_the_shared_policy_before_ppo(
         float, re.search(r"nll (\S+) in the first pass, (\S+) in the last", out).groups()
     )
     assert last < first - 0.5, (first, last)
+    assert "cloned 2100 demonstrated transitions" in out  # 1 episode x (3 + 4) AVs x 300 steps
     res = json.loads(
         (tmp_path / "runs/bench-quick/results/traffic/traffic_ring_multi.json").read_text()
     )
@@ -95,8 +99,10 @@ def test_quick_run_clones_pi_on_every_av_into_the_shared_policy_before_ppo(
     # come from its own speed history, which the three features do not show)
     data = demo_sources.load(res["plan"]["demonstrations"])
     assert res["env_config"]["memory_s"] == 2 and data["obs"].shape[1] == 5  # 3 + memory
+    assert sorted(set(data["agent_id"])) == ["av_0", "av_1", "av_2", "av_3"]
+    assert len(set(data["episode"])) == 7  # no episode id twice across the two recordings
     clone = checkpoints.load_controller(res["clone"])
-    acts = np.concatenate([clone.act({a: o})[a] for a, o in zip(data["agent_id"], data["obs"])])
+    acts = np.concatenate([clone.act({"av_0": o})["av_0"] for o in data["obs"]])  # shared
     pi = data["actions"].ravel()
     err, spread = np.median(np.abs(acts - pi)), np.median(np.abs(pi - np.median(pi)))
     assert err < 0.5 * spread, (err, spread)
