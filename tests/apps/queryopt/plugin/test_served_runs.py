@@ -62,3 +62,6 @@ def test_a_statement_capped_first_then_served_rewritten_and_checked_against_duck
     assert summ["total_postgres_s"] == 150.0 and summ["total_postgres_from_second_s"] == 90.0
     assert abs(summ["total_plugin_from_second_s"] - 1.1) < 1e-9
     assert list(checks(summ).values()) == [False, True, True]
+    # a first run cut by a timeout lower than the native time counts that native time
+    longer = {**row, "native_s": 300.0}
+    assert summary([longer])["total_plugin_s"] == 300.0 + 0.4 + 0.3
