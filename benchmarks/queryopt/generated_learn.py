@@ -17,6 +17,10 @@ beside the MDP's 14 (rlsuite.apps.queryopt.rules.RULES; ``--rules ''`` keeps to 
 shipped models' action space), the subquery rules first so the search's bound tightens
 early. The oracle searches the same actions; greedy-by-cost, the MDP's rules. Pass (the
 issue's, at SF 1): >= 80% of the oracle's total-time gain on held-out shapes, none slower, 0 wrong.
+
+``--on-99 queryopt_tpcds_learn`` also tests the DQN on TPC-DS's own queries that run
+searched, with its oracle, originals and runtime cache (shapes_heldout.on_searched): reported,
+not passed or failed (the issue's 80% is for the held-out shapes).
 """
 
 from dataclasses import dataclass
@@ -58,6 +62,8 @@ class Settings(HeldOutSettings):
         "filter_after_aggregation,cte_not_materialized,cte_materialized,or_to_union_all"
     )
     """the DQN's and the oracle's actions, in order (empty: the MDP's 14 rules)"""
+    on_99: str = ""
+    """also test on the TPC-DS queries a ``queryopt_tpcds_learn`` run (this results name) searched"""
     out: str = "queryopt_generated_learn"
     """results name"""
 
@@ -92,6 +98,8 @@ def run(ctx) -> int:
             rw = LearnedRewriter(run_dir, db.dsn, workload="tpcds", workload_config={"scale": s.scale}, timeout_ms=cap_ms)  # fmt: skip
             try:
                 held = H.held_out(db, w, cache, check, rw, searched, {n: q[1] for n, q in qs.items()}, [n for n in searched if n < SH.HELD_BASE], cap_ms, ctx.say)  # fmt: skip
+                if s.on_99:
+                    payload["on_99"] = SH.on_searched(db, w, rw, ctx.path(s.on_99), ctx.path(f"{s.out}_99_cache"), ctx.resume, ctx.say)  # fmt: skip
             finally:
                 rw.close()
         finally:
@@ -100,7 +108,11 @@ def run(ctx) -> int:
     payload.update(trained_on=train_q, train=tinfo, held_out=held, summary=summ, timings={"runs": cache.timings, "timed_s": round(cache.timed_s, 1)})  # fmt: skip
     ctx.save(s.out, payload)
     ctx.save_plot(s.out, SH.figure(held, summ, qs, s.scale))
-    ctx.table([{c: summ[c] for c in ("queries", "postgres_s", "greedy_s", "dqn_s", "oracle_s", "dqn_over_oracle")}], f"TPC-DS SF {s.scale:g}, held-out shapes {s.held_shapes}")  # fmt: skip
+    on_99 = [(f"TPC-DS's own queries that {s.on_99} searched", payload["on_99"]["summary"])] if s.on_99 else []  # fmt: skip
+    for what, sm in [(f"held-out shapes {s.held_shapes}", summ), *on_99]:
+        ctx.table([{c: sm[c] for c in ("queries", "postgres_s", "greedy_s", "dqn_s", "oracle_s", "dqn_over_oracle")}], f"TPC-DS SF {s.scale:g}, {what}")  # fmt: skip
+    if on_99:
+        ctx.save_plot(f"{s.out}_99", SH.figure(payload["on_99"]["held_out"], on_99[0][1], {n: (f"Q{n}", "") for n in range(100)}, s.scale, "TPC-DS's own queries"))  # fmt: skip
     return ctx.verdict({
         f">= 80% of the oracle's gain ({summ['dqn_over_oracle']:.0%})": summ["dqn_over_oracle"] >= 0.8,
         f"none served slower ({summ['served_slower']})": summ["served_slower"] == 0,
@@ -109,6 +121,16 @@ def run(ctx) -> int:
 
 
 QUICK = dict(n=4, train_shapes="scalar_where,in", held_shapes="scalar_two_keys", depth=1, beam=1, iterations=1, steps_per_iteration=50, min_s=0.0)  # fmt: skip
+SF1 = "--scale 1 --n 15 --cap-s 10 --depth 2 --iterations 10"
+SF01 = "--scale 0.1 --n 10 --cap-s 10 --depth 2 --iterations 10"
+
+
+def _row(task: str, metric: str, out: str, args: str, key: tuple = ("summary",)) -> Row:
+    """A row of the DQN's share of the oracle's gain (at ``key`` in ``<out>.json``)."""
+    cmd = f"rlsuite bench run queryopt_generated_learn {args} --out {out}"
+    return Row("queryopt", task, metric, f"{out}.json", Value((*key, "dqn_over_oracle")), pub("target: >= 80% of the oracle's gain", 0.8), cmd, fmt="{:.0%}")  # fmt: skip
+
+
 BENCHMARK = Benchmark(
     claim="The DQN trained on generated queries of some subquery shapes gets >= 80% of the "
     "oracle's gain on shapes it never saw (TPC-DS on PostgreSQL; none slower, 0 wrong).",
@@ -117,60 +139,39 @@ BENCHMARK = Benchmark(
     quick=QUICK,
     resume=True,
     rows=(
-        Row(
-            "queryopt",
+        _row(
             "DQN on held-out generated shapes, the issue's split (trained on the 8 of 15 queries "
             "of scalar_where, scalar_select, scalar_having, exists, in >= 1 s natively, seed 2030; "
             "9 held-out queries >= 1 s, seed 2031), TPC-DS SF 1, PostgreSQL 15, 10 s cap; the "
             "rewriter then stopped at an inapplicable choice",
             "share of the oracle's total-time gain, 0 wrong, none slower (greedy by cost: 45%)",
-            "queryopt_generated_learn_sf1.json",
-            Value(("summary", "dqn_over_oracle")),
-            pub("target: >= 80% of the oracle's gain", 0.8),
-            "rlsuite bench run queryopt_generated_learn --scale 1 --n 15 --cap-s 10 --depth 2 "
-            "--iterations 10 --query-seed 2030 --min-s 1 --min-train-s 1 --out queryopt_generated_learn_sf1",
-            fmt="{:.0%}",
+            "queryopt_generated_learn_sf1",
+            f"{SF1} --query-seed 2030 --min-s 1 --min-train-s 1",
         ),
-        Row(
-            "queryopt",
+        _row(
             "DQN on held-out generated shapes, the issue's split, fresh seeds after the rewriter "
             "takes its best applicable action (trained on the 5 of 15 training queries >= 1 s, "
             "seed 2032; 8 held-out queries >= 1 s, seed 2033), TPC-DS SF 1, PostgreSQL 15, 10 s cap",
             "share of the oracle's total-time gain, 0 wrong, none slower (greedy by cost: 49%)",
-            "queryopt_generated_learn_sf1_fresh.json",
-            Value(("summary", "dqn_over_oracle")),
-            pub("target: >= 80% of the oracle's gain", 0.8),
-            "rlsuite bench run queryopt_generated_learn --scale 1 --n 15 --cap-s 10 --depth 2 "
-            "--iterations 10 --query-seed 2032 --min-s 1 --min-train-s 1 --out queryopt_generated_learn_sf1_fresh",
-            fmt="{:.0%}",
+            "queryopt_generated_learn_sf1_fresh",
+            f"{SF1} --query-seed 2032 --min-s 1 --min-train-s 1",
         ),
-        Row(
-            "queryopt",
+        _row(
             "DQN on held-out generated shapes (trained on scalar_where, scalar_select, "
             "scalar_having, exists, in; 7 held-out queries >= 0.05 s), TPC-DS SF 0.1, "
             "PostgreSQL 15, 10 s cap",
             "share of the oracle's total-time gain, 0 wrong, none slower",
-            "queryopt_generated_learn_sf0_1.json",
-            Value(("summary", "dqn_over_oracle")),
-            pub("target: >= 80% of the oracle's gain", 0.8),
-            "rlsuite bench run queryopt_generated_learn --scale 0.1 --n 10 --cap-s 10 --depth 2 "
-            "--iterations 10 --out queryopt_generated_learn_sf0_1",
-            fmt="{:.0%}",
+            "queryopt_generated_learn_sf0_1",
+            SF01,
         ),
-        Row(
-            "queryopt",
+        _row(
             "DQN on held-out generated shapes (trained on scalar_two_keys, scalar_where, "
             "scalar_select, exists, in; 6 held-out queries >= 0.05 s), TPC-DS SF 0.1, "
             "PostgreSQL 15, 10 s cap",
             "share of the oracle's total-time gain, 0 wrong, none slower (greedy by cost: 100%)",
-            "queryopt_generated_learn_sf0_1_swap.json",
-            Value(("summary", "dqn_over_oracle")),
-            pub("target: >= 80% of the oracle's gain", 0.8),
-            "rlsuite bench run queryopt_generated_learn --scale 0.1 --n 10 --cap-s 10 --depth 2 "
-            "--iterations 10 --train-shapes scalar_two_keys,scalar_where,scalar_select,exists,in "
-            "--held-shapes scalar_where_join,scalar_having,not_exists,not_in "
-            "--out queryopt_generated_learn_sf0_1_swap",
-            fmt="{:.0%}",
+            "queryopt_generated_learn_sf0_1_swap",
+            f"{SF01} --train-shapes scalar_two_keys,scalar_where,scalar_select,exists,in "
+            "--held-shapes scalar_where_join,scalar_having,not_exists,not_in",
         ),
     ),
 )

@@ -4,8 +4,10 @@ of them, the held-out results by shape, and the figure against greedy and the or
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -73,6 +75,37 @@ def search_split(s: Any, db, w, qs, cache, payload: dict, save: Callable[[dict],
         say(f"[dim]{n:3d} {shape:18s} {o:7.3f} s -> oracle {res.best_s:7.3f} s {list(res.best)} ({time.time() - t:.0f} s)[/]")  # fmt: skip
 
 
+def on_searched(db, w, rw, src_path: Path, cache_path: Path, resume: bool, say: Callable[[str], None]) -> dict:  # fmt: skip
+    """The DQN ``rw`` on TPC-DS's own queries that a ``queryopt_tpcds_learn`` run searched
+    (its results ``src_path``), none of them trained on: each query's oracle is that search's
+    best, its original's seconds and cap stand, and every time goes through a copy of that
+    run's runtime cache (``cache_path``, seeded from ``<src>_cache.json`` unless resuming), so
+    a plan is timed again only when no chooser ran it there (the DQN's own new plans)."""
+    import json
+
+    from rlsuite.apps.queryopt import heldout as H
+    from rlsuite.apps.queryopt.oracle import RuntimeCache
+    from rlsuite.apps.queryopt.workloads.tpcds import queries
+
+    src_cache = src_path.with_name(f"{src_path.stem}_cache.json")
+    if not (src_path.exists() and src_cache.exists()):
+        raise FileNotFoundError(f"{src_path} and its runtime cache: not both there; run `rlsuite bench run queryopt_tpcds_learn` first")  # fmt: skip
+    src = json.loads(src_path.read_text())
+    if float(src["scale"]) != float(w.scale):
+        raise ValueError(f"the searched TPC-DS queries are at SF {src['scale']:g}, this run at SF {w.scale:g}; give --scale {src['scale']:g}")  # fmt: skip
+    if not (resume and cache_path.exists()):
+        shutil.copyfile(src_cache, cache_path)
+    cache, cap_ms = RuntimeCache(str(cache_path)), int(float(src["cap_s"]) * 1000)
+    searched = {int(n): v for n, v in src["searches"].items()}
+    check = H.RowChecker(db, w, cache, cap_ms)
+    try:
+        held = H.held_out(db, w, cache, check, rw, searched, queries(), (), cap_ms, say)
+    finally:
+        check.close()
+    timings = {"runs": cache.timings, "timed_s": round(cache.timed_s, 1)}
+    return {"cap_s": src["cap_s"], "held_out": held, "summary": H.split_summary(held), "timings": timings}  # fmt: skip
+
+
 def by_shape(held: list[dict], qs) -> dict:
     """Per shape: queries and the total seconds of PostgreSQL, the DQN and the oracle."""
     out: dict[str, dict] = {}
@@ -85,12 +118,13 @@ def by_shape(held: list[dict], qs) -> dict:
     return {k: {c: round(v, 3) for c, v in e.items()} for k, e in out.items()}
 
 
-def figure(held: list[dict], summ: dict, qs, scale: float):
-    """Each held-out query's speed-up under greedy, the DQN and the oracle (log)."""
+def figure(held: list[dict], summ: dict, qs, scale: float, what: str = "held-out shapes"):
+    """Each held-out query's speed-up under greedy, the DQN and the oracle (log), labelled
+    by ``qs[n][0]`` (its shape)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(held) + 2), 4))
-    speedup_bars(ax, held, [qs[r["query"]][0] for r in held], f"held-out shapes, TPC-DS SF {scale:g}: DQN gain {summ['dqn_gain_s']:.2f} s of the oracle's {summ['oracle_gain_s']:.2f} s ({summ['dqn_over_oracle']:.0%})", fontsize=6)  # fmt: skip
+    speedup_bars(ax, held, [qs[r["query"]][0] for r in held], f"{what}, TPC-DS SF {scale:g}: DQN gain {summ['dqn_gain_s']:.2f} s of the oracle's {summ['oracle_gain_s']:.2f} s ({summ['dqn_over_oracle']:.0%})", fontsize=6)  # fmt: skip
     fig.tight_layout()
     return fig
 

@@ -92,3 +92,43 @@ def test_training_queries_below_min_train_s_are_not_searched(monkeypatch):
     s2 = _settings(cap_s=10.0, min_s=0.05, min_train_s=0.4, depth=1, beam=1, rules="")
     search_split(s2, SimpleNamespace(run=run), SimpleNamespace(schema="s"), qs, None, payload, lambda p: None, lambda m: None)  # fmt: skip
     assert runs == ["t_fast", "t_fast"] and searched[-1] == "t_fast" and "0" in payload["searches"]
+
+
+def test_on_the_99_the_dqn_meets_the_searched_oracle_through_a_copy_of_its_cache(tmp_path, monkeypatch):  # fmt: skip
+    import json
+    from types import SimpleNamespace
+
+    from rlsuite.apps.queryopt import heldout as H
+    from rlsuite.apps.queryopt.shapes_heldout import on_searched
+
+    src, cache = tmp_path / "learn.json", tmp_path / "learn_cache.json"
+    mine = tmp_path / "mine_99_cache.json"
+    with pytest.raises(FileNotFoundError, match="queryopt_tpcds_learn"):
+        on_searched(None, SimpleNamespace(scale=1.0), None, src, mine, False, print)
+    search = {"orig_s": 30.0, "orig_capped": True, "best": ["unnest_subqueries"], "best_s": 0.12}
+    src.write_text(json.dumps({"scale": 1.0, "cap_s": 30.0, "searches": {"1": search}}))
+    cache.write_text(json.dumps({"k": {"runs": [0.1], "censored": False}}))
+    calls = []
+
+    def held_out(db, w, rc, check, rw, searched, qs, train_q, cap_ms, say):
+        calls.append((sorted(searched), "customer_total_return" in qs[1].lower(), train_q, cap_ms, dict(rc.entries)))  # fmt: skip
+        rc.entries["new"] = {"runs": [1.0], "censored": False}
+        rc.save()
+        return [dict(query=1, orig_s=30.0, dqn=dict(s=0.2), oracle=dict(s=0.12), greedy=dict(s=30.0))]  # fmt: skip
+
+    monkeypatch.setattr(H, "held_out", held_out)
+    monkeypatch.setattr(H, "RowChecker", lambda *a: SimpleNamespace(close=lambda: None))
+    with pytest.raises(ValueError, match="--scale 1"):
+        on_searched(None, SimpleNamespace(scale=0.1), None, src, mine, False, print)
+    out = on_searched(None, SimpleNamespace(scale=1.0), None, src, mine, False, print)
+    assert calls[0] == ([1], True, (), 30000, {"k": {"runs": [0.1], "censored": False}})
+    assert out["summary"]["queries"] == 1 and abs(out["summary"]["dqn_over_oracle"] - 29.8 / 29.88) < 1e-9  # fmt: skip
+    assert "new" not in json.loads(cache.read_text()) and "new" in json.loads(mine.read_text())
+    on_searched(
+        None, SimpleNamespace(scale=1.0), None, src, mine, True, print
+    )  # resumed: its own cache
+    assert "new" in calls[1][4]
+    on_searched(
+        None, SimpleNamespace(scale=1.0), None, src, mine, False, print
+    )  # afresh: the source's
+    assert "new" not in calls[2][4]
