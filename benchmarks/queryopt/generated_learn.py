@@ -118,7 +118,7 @@ def run(ctx) -> int:
     })  # fmt: skip
 
 
-QUICK = dict(n=4, train_shapes="scalar_where,in", held_shapes="scalar_two_keys", depth=1, beam=1, iterations=1, steps_per_iteration=50, min_s=0.0)  # fmt: skip
+QUICK = dict(n=4, train_shapes="scalar_where,in", held_shapes="scalar_two_keys", depth=1, beam=1, iterations=1, steps_per_iteration=50, min_s=0.0, on_99="")  # fmt: skip
 SF1 = "--scale 1 --n 15 --cap-s 10 --depth 2 --iterations 10"
 N40 = "--scale 1 --n 40 --cap-s 10 --depth 2 --iterations 20 --query-seed 2034 --min-s 1 --min-train-s 1 --on-99 queryopt_tpcds_learn"  # fmt: skip
 
