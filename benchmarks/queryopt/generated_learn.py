@@ -154,7 +154,7 @@ BENCHMARK = Benchmark(
             f"{SF1} --query-seed 2032 --min-s 1 --min-train-s 1",
         ),
         _row(
-            "DQN on held-out generated shapes, the fresh seeds' command again on this slower "
+            "DQN on held-out generated shapes, the fresh seeds' command again on a 1.3x slower "
             "machine (6 training queries >= 1 s, one more than before); on TPC-DS's own 39 "
             "queries >= 1 s (`--on-99`) also 0%",
             "share of the oracle's total-time gain, 0 wrong, none slower (greedy by cost: 48%)",
