@@ -104,6 +104,9 @@ class TrainConfig:
     log_reward: bool = False
     """With ``experience``: score the replay env's ratios as ``-log(ratio)`` instead of
     ``-ratio`` (what the plugin's guard reads as a predicted ratio; so offline use only)."""
+    prefix_starts: float = 0.0
+    """With ``experience``: the share of replayed episodes that start at a logged rewrite
+    prefix instead of the query as written (see the replay env's Starts)."""
     rules: tuple[str, ...] = ()
     """PostgreSQL: the DQN's actions, by rule name, in order (empty: the MDP's
     :data:`~rlsuite.apps.queryopt.rules.RULES`; e.g. with ``decorrelate_scalar`` and
@@ -167,6 +170,7 @@ class TrainConfig:
                 workload_config=dict(self.workload_config),
                 max_steps=self.max_steps,
                 **({"log_reward": True} if self.log_reward else {}),
+                **({"prefix_starts": self.prefix_starts} if self.prefix_starts else {}),
                 **own,
             )
         options = {"dsn": self.dsn, "master": self.master, "spark_dir": self.spark_dir}

@@ -71,6 +71,35 @@ def test_replay_env_acts_over_its_own_rules(tmp_path):
     assert ReplayRewriteEnv(experience=path, workload="tpcds").action_space.n == R.STOP + 1
 
 
+def test_replay_env_starts_a_share_of_episodes_at_a_logged_rewrite(tmp_path):
+    """Exploring starts: with ``prefix_starts`` an episode may begin after a measured
+    rewrite, where STOP scores that rewrite (what a tiny retrain learnt too rarely)."""
+    from rlsuite.apps.queryopt.envs.replay import ReplayRewriteEnv
+    from rlsuite.apps.queryopt.plugin.experience import Experience, ExperienceStore
+
+    size = Featurizer(max_steps=2, rules=OWN).size
+    s0, s1 = (tuple(float(x) for x in np.full(size, v)) for v in (0.1, 0.2))
+    path = str(tmp_path / "x.sqlite")
+    store = ExperienceStore(path, "qopt_tpcds")
+    store.add(Experience("qopt_tpcds", "q", (), 1000.0, "standard", (s0,)))
+    store.add(Experience("qopt_tpcds", "q", ("decorrelate_scalar",), 10.0, "explore", (s0, s1)))
+    store.close()
+    starts = {}
+    env = ReplayRewriteEnv(experience=path, workload="tpcds", rules=OWN, prefix_starts=0.5)
+    for seed in range(200):
+        obs, _ = env.reset(seed=seed)
+        later = bool(obs[0] == np.float32(0.2))
+        starts[later] = starts.get(later, 0) + 1
+        if later:  # one rewrite in of two: STOP ends it, scored as the rewrite
+            _, r, done, _, _ = env.step(env.stop_action)
+            assert done and r == pytest.approx(-0.01)
+    assert 60 <= starts[True] <= 140 and 60 <= starts[False] <= 140, starts
+    plain = ReplayRewriteEnv(experience=path, workload="tpcds", rules=OWN)
+    assert all(plain.reset(seed=k)[0][0] == np.float32(0.1) for k in range(50))
+    with pytest.raises(ValueError, match="prefix_starts must be in"):
+        ReplayRewriteEnv(experience=path, workload="tpcds", prefix_starts=1.5)
+
+
 class Ranked:
     """A policy valuing ``ranking`` (action indices, STOP included) highest first, the
     other actions below them all; ``act`` is its greedy action, ignoring applicability."""

@@ -29,6 +29,13 @@ Rewards
     action values are then no longer minus a predicted ratio (what the plugin's guard
     reads), so such a model is for offline use.
 
+Starts
+    The query as written; with ``prefix_starts > 0``, that share of episodes starts
+    instead at one of the shape's logged rewrite prefixes (exploring starts: the values
+    of a decision's later steps, e.g. STOP after a measured rewrite, are trained as often
+    as the first step's, not only after an epsilon-greedy first step happened to reach
+    them).
+
 Termination
     STOP, an action off the logged paths, or the ``max_steps``-th rewrite.
 """
@@ -154,12 +161,16 @@ class ReplayRewriteEnv(gym.Env):
         max_ratio: float = 10.0,
         log_reward: bool = False,
         rules: Sequence[str] | None = None,
+        prefix_starts: float = 0.0,
         worker_index: int = 0,
         vector_index: int = 0,
         **_ignored: Any,
     ):
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        if not 0.0 <= prefix_starts <= 1.0:
+            raise ValueError(f"prefix_starts must be in [0, 1], got {prefix_starts}")
+        self.prefix_starts = float(prefix_starts)
         self.action_names = tuple(r.name for r in R.named(tuple(rules))) if rules else R.RULE_NAMES
         self.stop_action = len(self.action_names)
         self.featurizer = Featurizer(max_steps=max_steps, rules=self.action_names)
@@ -199,8 +210,13 @@ class ReplayRewriteEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._shape = self.shapes[int(self.np_random.integers(len(self.shapes)))]
-        self._applied, self._steps = (), 0
-        return self._shape.states[()].copy(), {}
+        self._applied = ()
+        if self.prefix_starts and self.np_random.random() < self.prefix_starts:
+            later = sorted(p for p in self._shape.states if 0 < len(p) < self.max_steps)
+            if later:
+                self._applied = later[int(self.np_random.integers(len(later)))]
+        self._steps = len(self._applied)
+        return self._shape.states[self._applied].copy(), {}
 
     def _end(self, applied: tuple[str, ...]) -> float:
         assert self._shape is not None

@@ -180,7 +180,9 @@ class OnlineLearner:
                 raise RuntimeError(reply.get("error") or "no reason given")
             g = reply["guard"]
             out["guard"] = {
-                k: g[k] for k in ("passed", "shapes", "current_predicted", "new_predicted")
+                k: g[k]
+                for k in ("passed", "shapes", "current_predicted", "new_predicted", "rows")
+                if k in g
             }
             ckpt = reply["checkpoint"]
             if not g["passed"]:

@@ -68,6 +68,10 @@ class RetrainRequest:
     seed: int = 1
     """The training seed: a new one per retrain, so that a candidate the guard refused is
     not trained again the same way on the same experience."""
+    prefix_starts: float = 0.5
+    """The share of replayed episodes that start at a logged rewrite prefix (the replay
+    env's exploring starts: a tiny retrain then learns the value of stopping after a
+    measured rewrite, not only of the first step)."""
     rules: tuple[str, ...] = ()
     """The served model's actions, by rule name, in order (empty: the MDP's default 14):
     the candidate is trained over them, and the stored states are featurized over them."""
@@ -147,6 +151,7 @@ def _train(req: RetrainRequest) -> tuple[str, list[float]]:
         target_update_freq=50,
         seed=req.seed,
         rules=tuple(req.rules),
+        prefix_starts=req.prefix_starts,
     )
     res = T.train(cfg, req.run_dir, progress=False)
     losses = [float(v) for row in res.metrics for k, v in row.items() if k.endswith("qf_loss")]
