@@ -1,15 +1,12 @@
-"""One shared AV policy for the multi-AV ring, against PI on every AV.
-
-Trains on ``rlsuite/RingMulti-v0`` (22 vehicles, ``--avs`` of them AVs sharing one policy)
-on lengths drawn per reset from [220, 270] m under Flow's env protocol, from scratch
-(``--plan-set init_from='"DIR"'`` warm-starts ES), or ``--plan sync --demonstrations N``:
-PPO warm-started from N episodes of PI on every AV (``--demo-avs 2 3 4``: N at each count;
-the clone is evaluated too).
-``--validate`` reports the checkpoint (or clone) best on validation seeds (3 from 500: min over
-230 and 260 m of its speed over PI's). It evaluates with 2, 3 and 4 AVs at 230 and 260 m (and
-``--held-out-lengths``) beside PI on every AV and all-human driving, on the same seeds.
-Pass: within 2% of PI at 230 and 260 m for the trained count. Writes
-``traffic_ring_multi.json`` and ``.png`` (``--out NAME``).
+"""One shared AV policy for the multi-AV ring (``rlsuite/RingMulti-v0``, 22 vehicles, ``--avs``
+AVs), trained on lengths drawn from [220, 270] m under Flow's env protocol, from scratch
+(``--plan-set init_from='"DIR"'`` warm-starts ES) or ``--plan sync --demonstrations N``: PPO
+warm-started from N episodes of PI on every AV (``--demo-avs 2 3 4``: N at each count;
+``--dagger R``: R DAgger rounds; the clone is evaluated too). ``--validate`` reports the
+checkpoint (or clone) best on validation seeds (3 from 500: min over 230 and 260 m of its speed
+over PI's). Evaluated with 2, 3 and 4 AVs at 230 and 260 m (and ``--held-out-lengths``) beside
+PI on every AV and all-human driving, same seeds. Pass: within 2% of PI at 230 and 260 m for
+the trained count. Writes ``traffic_ring_multi.json`` and ``.png`` (``--out NAME``).
 """
 
 from dataclasses import dataclass
@@ -38,6 +35,9 @@ class Settings(TrainingSettings):
     """record the demonstrations with each of these AV counts (N episodes each; default: --avs)"""
     validate: bool = False
     """score each chunk's checkpoint on validation seeds; report the best, not the last"""
+    dagger: int = 0
+    """DAgger rounds after recording: the clone drives --dagger-episodes per AV count, PI labels"""
+    dagger_episodes: int = 8
 
 
 def run(ctx) -> int:
@@ -68,10 +68,10 @@ def run(ctx) -> int:
     run_dir = ctx.run_dir(f"runs/benchmarks/{ctx.bench.name}")
     keep = KeepBest(f"{run_dir}/best", lambda p: min(speed(p, s.avs, L, val_seeds) / pi_val[L] for L in LENGTHS),
                     first=f"{run_dir}/clone")  # fmt: skip
+    cfgs = [{**cfg, "num_avs": k} for k in s.demo_avs or (s.avs,)]
     plan, res, curve, train_s = train_plan(ctx, s.plan, dict(env=ENV_ID, env_config=cfg, seed=0, **fields),
-                                           demonstrations=s.demonstrations and [(scenarios.controller_for(scen, "pi", c)[0], s.demonstrations, c)
-                                                                                for c in ({**cfg, "num_avs": k} for k in s.demo_avs or (s.avs,))],
-                                           after_chunk=keep if s.validate else None)  # fmt: skip
+                                           demonstrations=s.demonstrations and [(scenarios.controller_for(scen, "pi", c)[0], s.demonstrations, c) for c in cfgs],
+                                           after_chunk=keep if s.validate else None, dagger=([(scenarios.pi_labeller(), c) for c in cfgs], s.dagger, s.dagger_episodes))  # fmt: skip
     training = "with demonstrations (PI)" if s.demonstrations else "from scratch"
     clone, learned = clone_of(plan), keep.best_dir if keep.best else res.checkpoint
     rows, is_clone = [], keep.best.get("iteration") == 0  # the clone kept: not evaluated twice

@@ -185,10 +185,13 @@ def record(
     env_config: Mapping[str, Any] | None = None,
     seed: int = 0,
     name: str = "",
+    driver: Any = None,
 ) -> dict[str, float]:
     """Run controller ``ctrl`` (``act``, optional ``reset`` and ``attach``) for
     ``episodes`` episodes seeded ``seed, seed + 1, ...`` and write its transitions as
-    parquet at ``path``. A controller that does not fit the env (``name`` in the error)
+    parquet at ``path``. With a ``driver`` (a controller of the same env), the driver's
+    actions step the env and ``ctrl``'s answers on the states it reaches are recorded:
+    DAgger's labels of a learner's own states by an expert (multi-agent envs). A controller that does not fit the env (``name`` in the error)
     is refused at its first action. An env whose config needs a vector env of ``n > 1``
     (a network's traffic lights in one simulation, ``rlsuite/SignalsShared-v0``) runs as
     that vector env: the controller answers for all ``n`` at once and each sub-env's
@@ -197,7 +200,9 @@ def record(
     Returns ``{"episodes", "transitions", "return_mean"}`` (episodes of each sub-env).
     """
     if env_registry.spec(env).multi_agent:
-        return _record_agents(ctrl, env, episodes, path, env_config, seed, name)
+        return _record_agents(ctrl, env, episodes, path, env_config, seed, name, driver)
+    if driver is not None:
+        raise ValueError("a driver that is not the recorded controller needs a multi-agent env")
     n = env_registry.vector_size(env_registry.spec(env), env_config) or 1
     e = (
         env_registry.make_vector(env, n, env_config)
@@ -267,6 +272,7 @@ def _record_agents(
     env_config: Mapping[str, Any] | None,
     seed: int,
     name: str,
+    driver: Any = None,
 ) -> dict[str, float]:
     """:func:`record` on a multi-agent env (a PettingZoo ``ParallelEnv``): the controller
     answers a dict of observations with a dict of actions, and each agent's steps are an
@@ -281,11 +287,13 @@ def _record_agents(
     name = name or getattr(ctrl, "name", "") or type(ctrl).__name__
     try:
         for ep, obs in _episode_starts(ctrl, e, episodes, seed):
+            if driver is not None and hasattr(driver, "reset"):
+                driver.reset(seed + ep)
             totals: dict[Any, float] = {}
             t = 0
             while obs:
                 acts = ctrl.act(obs) if cols["t"] else _first_agent_acts(ctrl, e, obs, name, env)
-                nobs, r, term, trunc, _ = e.step(acts)
+                nobs, r, term, trunc, _ = e.step(acts if driver is None else driver.act(obs))
                 ends = not getattr(e, "agents", nobs)
                 for agent in obs:
                     if agent not in acts or agent not in nobs:

@@ -34,17 +34,20 @@ def record_episodes(
     path: str,
     env_config: Mapping[str, Any] | None = None,
     seed: int = 0,
+    driver: Any = None,
 ) -> dict[str, float]:
     """Run ``controller`` (anything :func:`rlsuite.platform.evaluation.build_controller`
     takes: an object, a factory, a checkpoint path) for ``episodes`` seeded episodes and
     write its transitions as parquet at ``path`` (the format the ``imitation`` plan reads,
-    :func:`rlsuite.platform.demo_sources.record`).
+    :func:`rlsuite.platform.demo_sources.record`). With ``driver`` (the same kinds), the
+    driver acts and ``controller`` labels the states it reaches (DAgger).
 
     Returns ``{"episodes", "transitions", "return_mean"}``.
     """
     return demo_sources.record(
-        build_controller(controller), env, episodes, path, env_config=env_config, seed=seed
-    )
+        build_controller(controller), env, episodes, path, env_config=env_config, seed=seed,
+        driver=None if driver is None else build_controller(driver),
+    )  # fmt: skip
 
 
 def concatenate(parts: Sequence[str], path: str) -> None:

@@ -181,6 +181,31 @@ def train(
     )
 
 
+def clone_only(plan: Any, run_dir: str) -> str:
+    """A ``sync`` plan's warm start alone: its ``demonstrations`` cloned into a fresh policy,
+    saved in ``run_dir/clone`` with no RL (e.g. a DAgger round's driver); that path. The
+    clone needs no env runners, so none are started."""
+    import ray
+
+    if not (getattr(plan, "demonstrations_warm_start", False) and plan.demonstrations):
+        raise ValueError(f"the {plan.name} plan has no demonstrations to clone")
+    if hasattr(plan, "num_env_runners"):
+        plan = plan.replace(num_env_runners=0)
+    started_ray = not ray.is_initialized()
+    if started_ray:
+        cluster.init()
+    else:
+        cluster.configure_driver_threads()
+    backend = make_backend(plan)
+    try:
+        return demonstrations.warm_start(backend, os.path.abspath(run_dir))
+    finally:
+        backend.stop()
+        gc.collect()
+        if started_ray:
+            cluster.shutdown()
+
+
 def _check_same_plan(meta: dict[str, Any], plan: Any, ckpt: str) -> None:
     if meta.get("plan") != plan.name or meta.get("env") != plan.env:
         raise ValueError(

@@ -68,7 +68,7 @@ DEMO_SEED = 10_000
 def train_plan(
     ctx: Any, plan_name: str, fields: Mapping[str, Any], run_dir: str = "",
     demonstrations: tuple[Any, int] | list[tuple[Any, int, Mapping[str, Any]]] | None = None,
-    after_chunk: Any = None,
+    after_chunk: Any = None, dagger: tuple[list[tuple[Any, Mapping[str, Any]]], int, int] | None = None,
 ):  # fmt: skip
     """Make the ``plan_name`` plan of ``fields`` (``--plan-set`` on top) and train it for
     ``ctx.settings.minutes``: from scratch, or with ``demonstrations = (controller, N)``
@@ -77,6 +77,10 @@ def train_plan(
     before RL into ``RUN_DIR/clone``; the recording counts toward the budget). A list of
     ``(controller, N, env_config)`` records each on its own env config (e.g. PI at 2, 3 and
     4 AVs for one shared policy), into one recording.
+    ``dagger = ([(labeller, env_config), ...], rounds, N)``: after the recording, each round
+    clones the recording, lets that clone drive N episodes per env config while the
+    labeller (the expert, e.g. PI labelling) answers on its states, and adds those labels
+    to the recording (DAgger); the sync plan then clones the aggregate as usual.
     ``after_chunk(res)`` runs after each chunk (e.g. to score its checkpoint on validation
     seeds; its time counts toward the budget). Returns the plan, the last ``TrainResult``,
     the learning curve and the seconds (recording included)."""
@@ -110,12 +114,35 @@ def train_plan(
         if len(sources) > 1:
             demos.concatenate([f"{path}.{i}" for i in range(len(sources))], path)
         plan = plan.replace(demonstrations=path)
+        for r in range(1, 1 + (dagger[1] if dagger else 0)):
+            _dagger_round(plan, run_dir, r, dagger[0], dagger[2], console, t0)
     minutes = s.minutes - (time.time() - t0) / 60
     res, curve, _ = train_for_minutes(
         plan, run_dir, minutes, s.chunk, s.workers, console, clear=not demonstrations,
         after_chunk=after_chunk,
     )  # fmt: skip
     return plan, res, curve, time.time() - t0
+
+
+def _dagger_round(
+    plan: Any, run_dir: str, r: int, labellers: Any, episodes: int, console: Any, t0: float
+) -> None:
+    """One DAgger round of :func:`train_plan`: the recording's clone drives, the labellers'
+    answers on its states join the recording (seeds apart from the recording's)."""
+    import time
+
+    from rlsuite.platform import demonstrations as demos
+    from rlsuite.platform.training import clone_only
+
+    driver = clone_only(plan, os.path.join(run_dir, f"dagger{r}"))
+    parts = [f"{plan.demonstrations}.d{r}.{i}" for i in range(len(labellers))]
+    for i, ((labeller, cfg), part) in enumerate(zip(labellers, parts)):
+        info = demos.record_episodes(labeller, plan.env, episodes, part, cfg,
+                                     seed=DEMO_SEED + 100_000 * r + 1000 * i, driver=driver)  # fmt: skip
+        console.print(f"DAgger round {r}: the clone drove {episodes} episodes, labelled "
+                      f"({int(info['transitions'])} transitions) in {time.time() - t0:.0f} s: {part}")  # fmt: skip
+    demos.concatenate([plan.demonstrations, *parts], plan.demonstrations + ".all")
+    os.replace(plan.demonstrations + ".all", plan.demonstrations)
 
 
 def clone_of(plan: Any) -> str:

@@ -136,6 +136,9 @@ class PISaturation(_OneAV):
     """Catch-up speed added at large gaps (m/s)."""
     gamma: float = 2.0
     """Width of the blend between target and leader speed (m)."""
+    labelling: bool = False
+    """Label another driver's steps (DAgger): the previous command is taken as the speed
+    the AV has, not as this controller's own last answer, which did not drive."""
     name: str = "pi-saturation"
 
     def __post_init__(self) -> None:
@@ -149,7 +152,7 @@ class PISaturation(_OneAV):
 
     def command(self, v: float, v_lead: float, gap: float) -> float:
         self.history.append(v)
-        if self.v_cmd is None:
+        if self.v_cmd is None or self.labelling:
             self.v_cmd = v
         dx_s = max(2.0 * (v_lead - v), 4.0)  # safe gap grows when the leader pulls away
         target = float(np.mean(self.history)) + self.v_catch * min(

@@ -195,6 +195,13 @@ def controller_for(
     )
 
 
+def pi_labeller() -> Any:
+    """PI on every AV of a multi-AV ring, labelling the steps another driver takes (DAgger's
+    expert: its previous command is the AV's speed, see ``PISaturation.labelling``)."""
+    factory = functools.partial(controllers.make_baseline, "pi", labelling=True)
+    return functools.partial(controllers.PerAgent, factory, "pi (labelling, per AV)")
+
+
 def config_class(env_id: str) -> Any:
     """The env's config dataclass (its module's ``CONFIG``), or None."""
     import importlib
