@@ -21,7 +21,7 @@ def run(ctx) -> int:
     import dataclasses
     import json
 
-    from rlsuite.apps.traffic.resco_demand import cells, checks, figure, key, run_cell, stale
+    from rlsuite.apps.traffic.resco_demand import TEXT, cells, checks, figure, key, run_cell, stale
     from rlsuite.bench import repo_root
 
     s = ctx.settings
@@ -32,13 +32,7 @@ def run(ctx) -> int:
     todo = [c for c in cells(s) if key(c) not in rows or stale(c, rows)]
     for c in ctx.progress(todo, "cells"):
         rows[key(c)] = run_cell(s, c, info)
-        ctx.save(stem, dict(
-            protocol="RESCO v1.0 windows and 10 s decisions, --time-to-teleport -1, one SUMO seed "
-            "per episode; demand scaled by SUMO's --scale (never-inserted vehicles: those SUMO "
-            "still holds at the window's end)",
-            pass_criterion="learned within 10% of the best baseline's delay at each scale and "
-            "route file, on the same held-out seeds",
-            checks=checks(rows), route_files=info, rows=rows))  # fmt: skip
+        ctx.save(stem, dict(**TEXT, checks=checks(rows), route_files=info, rows=rows))
     ctx.table([dict(cell=k, delay=r["delay_mean"], std=r["delay_std"]) for k, r in rows.items()])
     ctx.save_plot(stem, figure(rows))
     return ctx.verdict({f"{k}: learned within 10% of {c['best']}": c["pass"]

@@ -11,6 +11,18 @@ import json
 import os
 from dataclasses import dataclass
 
+from rlsuite.apps.traffic.resco_scoring import JAM_RULE, jam_report
+
+TEXT = {
+    "protocol": "RESCO v1.0 windows and 10 s decisions, --time-to-teleport -1, one SUMO seed "
+    "per episode; demand scaled by SUMO's --scale (never-inserted vehicles: those SUMO still "
+    "holds at the window's end)",
+    "pass_criterion": "learned within 10% of the best baseline's delay at each scale and route "
+    "file, on the same held-out seeds",
+    "jam_rule": JAM_RULE["text"],
+}
+"""What the results file says of its protocol, pass criterion and jam rule."""
+
 
 @dataclass(frozen=True)
 class BeyondSettings:
@@ -137,8 +149,9 @@ def run_cell(s: BeyondSettings, c: dict, info: dict) -> dict:
 
 
 def checks(rows: dict) -> dict:
-    """Per map, scale, SUMO release and route file: the baselines best to worst, and the
-    learned policy within 10% of the best baseline."""
+    """Per map, scale, SUMO release and route file: the baselines best to worst, the
+    learned policy within 10% of the best baseline, and each controller's jam rate and
+    jammed seeds (:data:`~rlsuite.apps.traffic.resco_scoring.JAM_RULE`)."""
     groups: dict = {}
     for r in rows.values():
         groups.setdefault((r["part"], r["map"], r["routes"], r["scale"], r["sumo"]), []).append(r)
@@ -153,6 +166,9 @@ def checks(rows: dict) -> dict:
         if learned and base:
             c |= {"learned": learned["delay_mean"], "best": base[0]["controller"],
                   "best_delay": base[0]["delay_mean"], "pass": learned["delay_mean"] <= 1.1 * base[0]["delay_mean"]}  # fmt: skip
+        jams = jam_report({r["controller"]: r for r in rs if r["delay"]})
+        c["jam_rate"] = {k: v["jam_rate"] for k, v in jams.items() if k != "rule"}
+        c["jammed_seeds"] = {k: v["jammed_seeds"] for k, v in jams.items() if k != "rule"}
         out[f"{part} {map_} {routes} x{scale:g} SUMO {sumo}"] = c
     return out
 

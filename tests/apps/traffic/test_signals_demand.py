@@ -115,3 +115,22 @@ def test_resume_rescores_a_policy_shipped_again_in_its_place(tmp_path):
     (pol / "rlsuite.json").write_text('{"env_config": {"network": "cologne1"}, "note": "b"}')
     assert bench.stale(cell, rows)
     assert bench.stale(cell, {bench.key(cell): {}})  # scored before the fingerprint was kept
+
+
+def test_checks_report_each_controllers_jam_rate_and_seeds():
+    """A learned cell with one gridlocked seed (70 vehicles never inserted) and one at 3x
+    fixed-time's median delay: both jammed, each named; the baselines' rates beside."""
+
+    def row(ctrl, delay, never):
+        return dict(part="scales", map="cologne8", routes="resco", scale=1.2, sumo="1.28",
+                    controller=ctrl, delay=delay, delay_mean=sum(delay) / len(delay),
+                    never_inserted=never, seeds_done=[1000, 1001, 1002, 1003])  # fmt: skip
+
+    rows = {"a": row("learned", [20, 22, 70, 21], [0, 70, 0, 0]),
+            "b": row("fixed", [23, 23, 24, 23], [0, 0, 0, 0]),
+            "c": row("greedy", [21, 21, 22, 21], [0, 0, 0, 1])}  # fmt: skip
+    c = bench.checks(rows)["scales cologne8 resco x1.2 SUMO 1.28"]
+    assert c["order"] == ["greedy", "fixed"] and c["best"] == "greedy" and not c["pass"]
+    assert c["jam_rate"] == {"learned": 0.5, "fixed": 0.0, "greedy": 0.0}
+    assert c["jammed_seeds"]["learned"] == [1001, 1002]
+    assert "3x fixed-time" in bench.JAM_RULE["text"]
