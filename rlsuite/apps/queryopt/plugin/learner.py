@@ -180,10 +180,10 @@ class OnlineLearner:
                 raise RuntimeError(reply.get("error") or "no reason given")
             g = reply["guard"]
             out["guard"] = {
-                k: g[k]
-                for k in ("passed", "shapes", "current_predicted", "new_predicted", "rows")
-                if k in g
+                k: g[k] for k in ("passed", "shapes", "current_predicted", "new_predicted")
             }
+            if not g["passed"]:  # which decisions each model takes, to read a refusal by
+                out["guard"]["rows"] = list(g.get("rows", []))[:10]
             ckpt = reply["checkpoint"]
             if not g["passed"]:
                 out["reason"] = (
