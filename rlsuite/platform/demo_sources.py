@@ -191,8 +191,9 @@ def record(
     ``episodes`` episodes seeded ``seed, seed + 1, ...`` and write its transitions as
     parquet at ``path``. With a ``driver`` (a controller of the same env), the driver's
     actions step the env and ``ctrl``'s answers on the states it reaches are recorded:
-    DAgger's labels of a learner's own states by an expert (multi-agent envs). A controller that does not fit the env (``name`` in the error)
-    is refused at its first action. An env whose config needs a vector env of ``n > 1``
+    DAgger's labels of a learner's own states by an expert (multi-agent envs). A
+    controller that does not fit the env (``name`` in the error) is refused at its first
+    action. An env whose config needs a vector env of ``n > 1``
     (a network's traffic lights in one simulation, ``rlsuite/SignalsShared-v0``) runs as
     that vector env: the controller answers for all ``n`` at once and each sub-env's
     steps are an episode of their own, for the one buffer the sub-envs share.
