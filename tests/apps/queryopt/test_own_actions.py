@@ -48,8 +48,9 @@ def test_train_config_carries_its_rules_into_envs_and_refuses_bad_ones(tmp_path)
         T.TrainConfig(engine="spark", rules=("decorrelate_scalar",)).validate()
 
 
-def test_replay_env_acts_over_its_own_rules(tmp_path):
-    from rlsuite.apps.queryopt.envs.replay import ReplayRewriteEnv
+def _one_rewrite_store(tmp_path) -> tuple[str, int]:
+    """An experience store over :data:`OWN` of one shape: its standard plan (1000 ms, states
+    all 0.1) and ``decorrelate_scalar`` (10 ms, then states all 0.2); its path, state size."""
     from rlsuite.apps.queryopt.plugin.experience import Experience, ExperienceStore
 
     size = Featurizer(max_steps=2, rules=OWN).size
@@ -59,6 +60,13 @@ def test_replay_env_acts_over_its_own_rules(tmp_path):
     store.add(Experience("qopt_tpcds", "q", (), 1000.0, "standard", (s0,)))
     store.add(Experience("qopt_tpcds", "q", ("decorrelate_scalar",), 10.0, "explore", (s0, s1)))
     store.close()
+    return path, size
+
+
+def test_replay_env_acts_over_its_own_rules(tmp_path):
+    from rlsuite.apps.queryopt.envs.replay import ReplayRewriteEnv
+
+    path, size = _one_rewrite_store(tmp_path)
     env = ReplayRewriteEnv(experience=path, workload="tpcds", max_steps=2, rules=OWN)
     assert env.action_space.n == len(R.RULE_NAMES) + 3 and env.stop_action == len(OWN)
     obs, _ = env.reset(seed=0)
@@ -75,15 +83,8 @@ def test_replay_env_starts_a_share_of_episodes_at_a_logged_rewrite(tmp_path):
     """Exploring starts: with ``prefix_starts`` an episode may begin after a measured
     rewrite, where STOP scores that rewrite (what a tiny retrain learnt too rarely)."""
     from rlsuite.apps.queryopt.envs.replay import ReplayRewriteEnv
-    from rlsuite.apps.queryopt.plugin.experience import Experience, ExperienceStore
 
-    size = Featurizer(max_steps=2, rules=OWN).size
-    s0, s1 = (tuple(float(x) for x in np.full(size, v)) for v in (0.1, 0.2))
-    path = str(tmp_path / "x.sqlite")
-    store = ExperienceStore(path, "qopt_tpcds")
-    store.add(Experience("qopt_tpcds", "q", (), 1000.0, "standard", (s0,)))
-    store.add(Experience("qopt_tpcds", "q", ("decorrelate_scalar",), 10.0, "explore", (s0, s1)))
-    store.close()
+    path, _ = _one_rewrite_store(tmp_path)
     starts = {}
     env = ReplayRewriteEnv(experience=path, workload="tpcds", rules=OWN, prefix_starts=0.5)
     for seed in range(200):
