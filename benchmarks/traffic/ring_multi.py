@@ -115,6 +115,6 @@ BENCHMARK = Benchmark(
         "rlsuite bench run traffic_ring_multi --avs 3 --plan sync --demonstrations 32 --dagger 2 --dagger-episodes 8 --validate --minutes 20 --chunk 5 --workers 2 "
         "--episodes 10 --held-out-lengths 225 245 --env-set warmup_steps=0 --env-set bunching=20 --env-set horizon=3750 --env-set accel_penalty=0.25 "
         "--env-set memory_s=38 --plan-set demo_epochs=50 --plan-set lr=3e-5 --out traffic_ring_multi_pi_demos_dagger "
-        "--run-dir runs/benchmarks/ring_multi_pi_demos_dagger", "run dir (not shipped)"),
+        "--run-dir runs/benchmarks/ring_multi_pi_demos_dagger", "`ring_multi_pi_dagger`"),
 ))
 # fmt: on
