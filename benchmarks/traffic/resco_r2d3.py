@@ -185,21 +185,17 @@ NAMES = {"greedy": "greedy", "maxpressure": "max-pressure"}
 
 
 def _row(what: str, file: str, args: str, shipped: str | None = None, map: str = "ingolstadt1",
-         demonstrator: str = "maxpressure", sumo: str = "1.28", lights: int = 1, note: str = "",
-         best: str = "") -> Row:  # fmt: skip
+         demonstrator: str = "maxpressure", sumo: str = "1.28", lights: int = 1, note: str = "", best: str = "") -> Row:  # fmt: skip
     """A row of a run with demonstrations: the validation-chosen checkpoint's held-out delay
-    against the best static controller's on the same seeds (``best``; its demonstrator's
-    unless named)."""
-    name = NAMES[demonstrator]
-    best = best or demonstrator
-    ref = (f"{name}, the demonstrator and the best static controller" if best == demonstrator
-           else f"{NAMES[best]}, the best static controller")  # fmt: skip
+    against the best static controller's (``best``, else the demonstrator's) on the same seeds."""
+    name, best = NAMES[demonstrator], best or demonstrator
+    ref = f"{name}, the demonstrator and" if best == demonstrator else f"{NAMES[best]},"
     release = "" if sumo == "1.28" else f"--sumo {sumo} "
     return Row(
         "traffic", f"signals, RESCO {map} ({lights} light{'s' * (lights > 1)}) on SUMO {sumo}, {what}, with demonstrations",
         f"average delay, s/veh, 10 held-out seeds, checkpoint chosen on validation seeds{note}", file,
         Value(("delay_means", "learned_valsel")),
-        here(f"{ref}, same seeds", "delay_means", best),
+        here(f"{ref} the best static controller, same seeds", "delay_means", best),
         f"rlsuite bench run traffic_resco_r2d3 --map {map} {release}--demonstrator {demonstrator} {args}".strip(),
         shipped or f"- (not shipped: {NAMES[best]} is lower)", lower_is_better=True,
     )  # fmt: skip
