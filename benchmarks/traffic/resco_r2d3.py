@@ -212,7 +212,7 @@ WAVE = (
     _row("the row above's recipe (one DQN per light, greedy's 50 m view), stopped by the 26-minute cap at 48",
          "traffic_resco_r2d3_cologne8_dqfdplw.json", PLW, "`resco_cologne8_dqfd_greedy_wave_sumo128`", **{**C8, "sumo": "1.28", "note": ""}),
     _row("cologne8's recipe (one DQN per light, greedy's 50 m view) with max-pressure's 10 episodes in replay, 67 episodes",
-         "traffic_resco_r2d3_cologne3_dqfdmpplw.json", PLW.replace("26", "16").replace("dqfdplw", "dqfdmpplw"),
+         "traffic_resco_r2d3_cologne3_dqfdmpplw.json", PLW.replace("--minutes 26 --tag dqfdplw", "--minutes 16 --tag dqfdmpplw"),
          "`resco_cologne3_dqfd_maxpressure_wave_sumo128`", map="cologne3", lights=3, best="greedy",
          note=" (greedy is lower on 9 of 10 seeds; its mean carries one seed at 70.0; max-pressure, the demonstrator, 24.04)"),
 )  # fmt: skip
